@@ -1,0 +1,28 @@
+# Tenure: the two commands that matter are `make demo` and `make test`.
+GO          ?= go
+GOTESTFLAGS ?=
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: demo test backends bench lint
+
+## demo: several workers on the in-memory store, leaders handing over
+demo:
+	$(GO) run ./cmd/tenure demo
+
+## test: every test, real backends included (servers are started by the tests)
+test: backends
+	$(GO) test $(GOTESTFLAGS) -timeout 20m ./...
+
+## backends: install the server binaries the backend tests start (best effort)
+backends:
+	@bash scripts/backends.sh
+
+## bench: the benchmarks behind the figures in docs/benchmarks.md
+bench: backends
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./...
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...

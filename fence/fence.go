@@ -1,0 +1,86 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Errors returned by this package and its subpackages.
+var (
+	// ErrStaleToken: the write carries a token lower than one already
+	// accepted, so it comes from a term that has ended.
+	ErrStaleToken = errors.New("fence: stale token")
+	// ErrNoToken: the context carries no token.
+	ErrNoToken = errors.New("fence: no token in context")
+)
+
+// Token is a fencing token: the identity of one leadership term. Tokens of
+// later terms are strictly larger. The zero Token is never issued.
+type Token uint64
+
+type ctxKey struct{}
+
+// WithToken returns a copy of ctx that carries t.
+func WithToken(ctx context.Context, t Token) context.Context {
+	return context.WithValue(ctx, ctxKey{}, t)
+}
+
+// FromContext returns the token that ctx carries, if any.
+func FromContext(ctx context.Context) (Token, bool) {
+	t, ok := ctx.Value(ctxKey{}).(Token)
+	return t, ok
+}
+
+// Register guards an in-process resource: it accepts a write only when the
+// write's token is at least the highest token it has accepted. The zero
+// Register accepts any token. It is safe for concurrent use.
+type Register struct {
+	mu      sync.Mutex
+	highest Token
+}
+
+// Highest returns the highest token accepted so far (zero if none).
+func (r *Register) Highest() Token {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.highest
+}
+
+// Check accepts t and remembers it if t is at least the highest token
+// accepted so far; otherwise it returns an error wrapping ErrStaleToken.
+func (r *Register) Check(t Token) error {
+	return r.Do(t, nil)
+}
+
+// Do runs write while holding the register's lock if t is at least the
+// highest token accepted so far, and then remembers t; writes that pass
+// through the same Register are thus applied in token order. If t is stale
+// Do returns an error wrapping ErrStaleToken without calling write. If write
+// returns an error, t is not remembered and the error is returned. A nil
+// write only checks and remembers t.
+func (r *Register) Do(t Token, write func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t < r.highest {
+		return fmt.Errorf("%w: token %d, already accepted %d", ErrStaleToken, t, r.highest)
+	}
+	if write != nil {
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	r.highest = t
+	return nil
+}
+
+// DoContext is Do with the token taken from ctx; it returns an error
+// wrapping ErrNoToken if ctx carries none.
+func (r *Register) DoContext(ctx context.Context, write func() error) error {
+	t, ok := FromContext(ctx)
+	if !ok {
+		return ErrNoToken
+	}
+	return r.Do(t, write)
+}

@@ -1,0 +1,246 @@
+package fsm
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+// Never is the wake-up time of a machine that waits for no timer.
+const Never time.Duration = math.MaxInt64
+
+// State is the role a node plays in an election.
+type State uint8
+
+// The states of a Machine.
+const (
+	// Follower: another node leads, or nobody does yet.
+	Follower State = iota
+	// Candidate: an acquiring swap is in flight.
+	Candidate
+	// Leader: this node leads, until its renew deadline.
+	Leader
+	// Expiring: this node has stopped leading; it may still hold the lease
+	// in the store and releases it if it can.
+	Expiring
+)
+
+func (s State) String() string {
+	switch s {
+	case Follower:
+		return "Follower"
+	case Candidate:
+		return "Candidate"
+	case Leader:
+		return "Leader"
+	case Expiring:
+		return "Expiring"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Lease is the part of a lease record the machine reasons about. The driver
+// keeps the rest (times, metadata).
+type Lease struct {
+	Holder        string
+	Token         uint64
+	Transitions   uint64
+	LeaseDuration time.Duration
+}
+
+// EventKind says what happened.
+type EventKind uint8
+
+// The kinds of Event.
+const (
+	// Tick: time has passed (a timer fired, or the driver just woke up).
+	Tick EventKind = iota + 1
+	// ReadDone: the pending read returned Lease at Revision, or Absent.
+	ReadDone
+	// ReadFailed: the pending read failed.
+	ReadFailed
+	// Watched: the store pushed Lease at Revision, or Absent.
+	Watched
+	// SwapDone: the pending swap succeeded; Lease and Revision are what the
+	// store now holds.
+	SwapDone
+	// SwapConflict: the pending swap lost; Lease and Revision are what the
+	// store holds (Absent if nothing).
+	SwapConflict
+	// SwapFailed: the pending swap failed or timed out; it may or may not
+	// have been applied.
+	SwapFailed
+	// Stop: the driver is shutting down. Release says whether to release a
+	// held lease.
+	Stop
+	// Reconfigure: Config replaces the timings from now on.
+	Reconfigure
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Tick:
+		return "Tick"
+	case ReadDone:
+		return "ReadDone"
+	case ReadFailed:
+		return "ReadFailed"
+	case Watched:
+		return "Watched"
+	case SwapDone:
+		return "SwapDone"
+	case SwapConflict:
+		return "SwapConflict"
+	case SwapFailed:
+		return "SwapFailed"
+	case Stop:
+		return "Stop"
+	case Reconfigure:
+		return "Reconfigure"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one input to a Machine.
+type Event struct {
+	Kind EventKind
+	// Now is the node's monotonic time when the event is handled. It must
+	// never decrease from one Step to the next.
+	Now time.Duration
+	// Lease, Revision and Absent describe an observed or stored record
+	// (ReadDone, Watched, SwapDone, SwapConflict).
+	Lease    Lease
+	Revision lease.Revision
+	Absent   bool
+	// Release asks a stopping leader to release the lease (Stop).
+	Release bool
+	// Config holds the new timings (Reconfigure).
+	Config lease.Config
+	// Err is the error behind ReadFailed or SwapFailed, for the record.
+	Err error
+}
+
+// ActionKind says what the driver must do.
+type ActionKind uint8
+
+// The kinds of Action.
+const (
+	// Read: get the record. Report ReadDone or ReadFailed.
+	Read ActionKind = iota + 1
+	// Swap: compare-and-swap Next from Expected. Report SwapDone,
+	// SwapConflict or SwapFailed.
+	Swap
+	// StartedLeading: a term with Token starts; it began at Since (the
+	// time the acquiring request was sent).
+	StartedLeading
+	// StoppedLeading: the term with Token ended for Reason.
+	StoppedLeading
+	// Done: the machine has stopped; it ignores every later event.
+	Done
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case Read:
+		return "Read"
+	case Swap:
+		return "Swap"
+	case StartedLeading:
+		return "StartedLeading"
+	case StoppedLeading:
+		return "StoppedLeading"
+	case Done:
+		return "Done"
+	}
+	return fmt.Sprintf("ActionKind(%d)", uint8(k))
+}
+
+// SwapKind says why a swap is made, so that the driver can fill in the
+// record's times and metadata.
+type SwapKind uint8
+
+// The kinds of Swap.
+const (
+	// Acquire starts a new term with a new token.
+	Acquire SwapKind = iota + 1
+	// Renew extends the current term (or confirms one whose acquiring swap
+	// had an unknown outcome).
+	Renew
+	// Release clears the holder, keeping Token and Transitions.
+	Release
+)
+
+func (k SwapKind) String() string {
+	switch k {
+	case Acquire:
+		return "Acquire"
+	case Renew:
+		return "Renew"
+	case Release:
+		return "Release"
+	}
+	return fmt.Sprintf("SwapKind(%d)", uint8(k))
+}
+
+// Reason says why a term ended.
+type Reason uint8
+
+// The reasons a term ends.
+const (
+	// ReasonDeadline: no renewal succeeded within RenewDeadline.
+	ReasonDeadline Reason = iota + 1
+	// ReasonLost: the store shows that someone else holds the lease, or
+	// that the record is gone.
+	ReasonLost
+	// ReasonStopped: the driver is shutting down.
+	ReasonStopped
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonDeadline:
+		return "renew deadline passed"
+	case ReasonLost:
+		return "lease lost"
+	case ReasonStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Action is one output of a Machine.
+type Action struct {
+	Kind ActionKind
+	// Swap, Expected and Next describe a Swap.
+	Swap     SwapKind
+	Expected lease.Revision
+	Next     Lease
+	// Token is the term's token (StartedLeading, StoppedLeading).
+	Token uint64
+	// Since is when the term began (StartedLeading).
+	Since time.Duration
+	// Reason is why the term ended (StoppedLeading).
+	Reason Reason
+}
+
+// Rand is a source of uniform numbers in [0, 1). *math/rand/v2.Rand is one.
+type Rand interface {
+	Float64() float64
+}
+
+// Options configure a new Machine.
+type Options struct {
+	// Identity names this node in the lease record. It must not be empty.
+	Identity string
+	// Config holds the timings. It must be valid.
+	Config lease.Config
+	// Rand draws the retry jitter. Nil means no jitter.
+	Rand Rand
+	// LossyStore says that the store may lose records (a Redis restart
+	// without persistence). An absent record is then not taken as free at
+	// once: it is waited on for LeaseDuration like a held one, since a
+	// leader may still believe it holds the record that vanished.
+	LossyStore bool
+}

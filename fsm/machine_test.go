@@ -1,0 +1,476 @@
+package fsm
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tenure-go/tenure/lease"
+)
+
+const (
+	ms = time.Millisecond
+	s  = time.Second
+	ns = time.Nanosecond
+)
+
+// testConfig has no jitter so that every time in the tables is exact:
+// LeaseDuration 15s, RenewDeadline 10s, RetryInterval 2s.
+func testConfig() lease.Config {
+	c := lease.DefaultConfig()
+	c.RetryJitter = 0
+	return c
+}
+
+func other(token, trans uint64) Lease {
+	return Lease{Holder: "other", Token: token, Transitions: trans, LeaseDuration: 15 * s}
+}
+
+func me(token, trans uint64) Lease {
+	return Lease{Holder: "me", Token: token, Transitions: trans, LeaseDuration: 15 * s}
+}
+
+func released(token, trans uint64) Lease {
+	return Lease{Token: token, Transitions: trans, LeaseDuration: 15 * s}
+}
+
+func tick(t time.Duration) Event { return Event{Kind: Tick, Now: t} }
+func read(t time.Duration, l Lease, rev lease.Revision) Event {
+	return Event{Kind: ReadDone, Now: t, Lease: l, Revision: rev}
+}
+func readAbsent(t time.Duration) Event { return Event{Kind: ReadDone, Now: t, Absent: true} }
+func readFailed(t time.Duration) Event {
+	return Event{Kind: ReadFailed, Now: t, Err: errors.New("down")}
+}
+func watched(t time.Duration, l Lease, rev lease.Revision) Event {
+	return Event{Kind: Watched, Now: t, Lease: l, Revision: rev}
+}
+func watchedAbsent(t time.Duration) Event { return Event{Kind: Watched, Now: t, Absent: true} }
+func done(t time.Duration, l Lease, rev lease.Revision) Event {
+	return Event{Kind: SwapDone, Now: t, Lease: l, Revision: rev}
+}
+func conflict(t time.Duration, l Lease, rev lease.Revision) Event {
+	return Event{Kind: SwapConflict, Now: t, Lease: l, Revision: rev}
+}
+func conflictAbsent(t time.Duration) Event { return Event{Kind: SwapConflict, Now: t, Absent: true} }
+func failed(t time.Duration) Event {
+	return Event{Kind: SwapFailed, Now: t, Err: errors.New("timeout")}
+}
+func stop(t time.Duration, release bool) Event { return Event{Kind: Stop, Now: t, Release: release} }
+func reconfigure(t time.Duration, c lease.Config) Event {
+	return Event{Kind: Reconfigure, Now: t, Config: c}
+}
+
+func aRead() Action { return Action{Kind: Read} }
+func acquire(exp lease.Revision, next Lease) Action {
+	return Action{Kind: Swap, Swap: Acquire, Expected: exp, Next: next}
+}
+func renew(exp lease.Revision, next Lease) Action {
+	return Action{Kind: Swap, Swap: Renew, Expected: exp, Next: next}
+}
+func release(exp lease.Revision, next Lease) Action {
+	return Action{Kind: Swap, Swap: Release, Expected: exp, Next: next}
+}
+func started(token uint64, since time.Duration) Action {
+	return Action{Kind: StartedLeading, Token: token, Since: since}
+}
+func stopped(token uint64, r Reason) Action {
+	return Action{Kind: StoppedLeading, Token: token, Reason: r}
+}
+func aDone() Action { return Action{Kind: Done} }
+
+type step struct {
+	ev    Event
+	want  []Action
+	state State
+}
+
+// leaderAt returns the steps that make the machine leader with token 5 at
+// revision 11, its acquire sent at 1ms: read at 0 finds the lease released.
+func leaderAt() []step {
+	return []step{
+		{tick(0), []Action{aRead()}, Follower},
+		{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+		{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms)}, Leader},
+	}
+}
+
+func join(parts ...[]step) []step {
+	var out []step
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// followOther returns the steps that make the machine a follower that first
+// saw "other" hold revision 10 at 1ms.
+func followOther() []step {
+	return []step{
+		{tick(0), []Action{aRead()}, Follower},
+		{read(1*ms, other(4, 2), 10), nil, Follower},
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	tests := []struct {
+		name  string
+		lossy bool
+		slow  bool // RetryInterval 9s: no poll between the steps
+		steps []step
+	}{
+		{"first tick reads", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+		}},
+		{"absent record is created at once", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+		}},
+		{"absent record in a lossy store is waited out", true, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), nil, Follower},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 1*ms), nil, Follower},
+			{tick(15*s + 1*ms - ns), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+		}},
+		{"released lease is taken at once, transitions grow", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(7, 3), 42), []Action{acquire(42, me(8, 4))}, Candidate},
+		}},
+		{"held lease is polled every RetryInterval", false, false, join(followOther(), []step{
+			{tick(2*s - ns), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{readFailed(2*s + 1*ms), nil, Follower},
+			{tick(4 * s), []Action{aRead()}, Follower},
+		})},
+		{"expired lease: 1ns before patience ends", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+ms, other(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms - ns), nil, Follower},
+		})},
+		{"expired lease: exactly when patience ends", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+ms, other(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+		})},
+		{"expired lease: 1ns after patience ends", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+ms, other(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms + ns), []Action{acquire(10, me(5, 3))}, Candidate},
+		})},
+		{"a new revision restarts patience", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+ms, other(4, 2), 11), nil, Follower},
+			{tick(15*s + 1*ms), nil, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{read(18*s+ms, other(4, 2), 11), nil, Follower},
+			{tick(24*s + 1*ms - ns), nil, Follower},
+			{tick(24*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"an older revision is ignored", false, true, join(followOther(), []step{
+			{watched(3*s, other(4, 2), 12), nil, Follower},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+ms, released(4, 2), 11), nil, Follower},
+			{tick(18*s - ns), nil, Follower},
+			{tick(18 * s), []Action{acquire(12, me(5, 3))}, Candidate},
+		})},
+		{"a watched release is taken at once", false, false, join(followOther(), []step{
+			{watched(500*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"own record after a restart is waited out, not trusted", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, me(4, 2), 10), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+ms, me(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 2))}, Candidate},
+		}},
+		{"candidate leads from the time its request was sent", false, false, leaderAt()},
+		{"acquire reply exactly at the renew deadline is too late", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{done(10*s+1*ms, me(5, 3), 11), []Action{release(11, released(5, 3))}, Expiring},
+			{done(10*s+2*ms, released(5, 3), 12), []Action{acquire(12, me(6, 4))}, Candidate},
+		}},
+		{"acquire reply 1ns before the renew deadline leads", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{done(10*s+1*ms-ns, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
+			{tick(10*s + 1*ms), []Action{stopped(5, ReasonDeadline)}, Expiring},
+		}},
+		{"store may raise the token", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{done(2*ms, me(1_000_000, 0), 3), []Action{started(1_000_000, 1*ms)}, Leader},
+		}},
+		{"candidate conflict follows the winner", false, true, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{conflict(1*s+ms, other(5, 3), 12), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+ms, other(5, 3), 12), nil, Follower},
+			{tick(16*s + ms - ns), nil, Follower},
+			{tick(16*s + ms), []Action{acquire(12, me(6, 4))}, Candidate},
+		})},
+		{"candidate failure forgets, reads after the pause, then confirms its own write", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(1*s + 200*ms), nil, Follower},
+			{tick(3*s - ns), nil, Follower},
+			{tick(3 * s), []Action{aRead()}, Follower},
+			{read(3*s+100*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Candidate},
+			{done(3*s+200*ms, me(5, 3), 13), []Action{started(5, 3*s+100*ms)}, Leader},
+		})},
+		{"candidate failure: someone else won", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(1*s + 200*ms), nil, Follower},
+			{tick(3 * s), []Action{aRead()}, Follower},
+			{read(3*s+100*ms, other(5, 3), 12), nil, Follower},
+		})},
+		{"leader renews every RetryInterval from the last send", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms - ns), nil, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{done(2*s+5*ms, me(5, 3), 12), nil, Leader},
+			{tick(4*s + 1*ms), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"renewal counts from the request, not the reply", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{done(3*s, me(5, 3), 12), nil, Leader},
+			{tick(4*s + 1*ms), []Action{renew(12, me(5, 3))}, Leader},
+			{failed(6 * s), nil, Leader},
+			{tick(12*s + 1*ms - ns), []Action{renew(12, me(5, 3))}, Leader},
+			{failed(12 * s), nil, Leader},
+			{tick(12*s + 1*ms), []Action{stopped(5, ReasonDeadline), release(12, released(5, 3))}, Expiring},
+		})},
+		{"renew deadline: 1ns after", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{failed(4 * s), nil, Leader},
+			{tick(10*s + 1*ms + ns), []Action{stopped(5, ReasonDeadline), release(11, released(5, 3))}, Expiring},
+		})},
+		{"leader conflict steps down at once", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(2*s+2*ms, other(6, 4), 13), []Action{stopped(5, ReasonLost)}, Follower},
+		})},
+		{"leader conflict on a vanished record steps down", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflictAbsent(2*s + 2*ms), []Action{stopped(5, ReasonLost), acquire(0, me(6, 4))}, Candidate},
+		})},
+		{"leader conflict showing its own renewal keeps the term", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{failed(2*s + 500*ms), nil, Leader},
+			{tick(4*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(4*s+2*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Leader},
+			{done(4*s+3*ms, me(5, 3), 13), nil, Leader},
+			{tick(6*s + 2*ms - ns), nil, Leader},
+			{tick(6*s + 2*ms), []Action{renew(13, me(5, 3))}, Leader},
+		})},
+		{"leader watching another holder steps down at once", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), 12), []Action{stopped(5, ReasonLost)}, Follower},
+		})},
+		{"leader ignores a watched absence (it cannot be ordered)", false, false, join(leaderAt(), []step{
+			{watchedAbsent(1 * s), nil, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+		})},
+		{"a read sent before the newest observation cannot report absence", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{watched(2*s+1*ms, other(4, 2), 11), nil, Follower},
+			{readAbsent(2*s + 2*ms), nil, Follower},
+			{tick(4 * s), []Action{aRead()}, Follower},
+			{readAbsent(4*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+		})},
+		{"leader watching its own renewal stays", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, me(5, 3), 12), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), nil, Leader},
+		})},
+		{"stop releases, then done", false, false, join(leaderAt(), []step{
+			{stop(1*s, true), []Action{stopped(5, ReasonStopped), release(11, released(5, 3))}, Expiring},
+			{done(1*s+ms, released(5, 3), 12), []Action{aDone()}, Follower},
+			{tick(20 * s), nil, Follower},
+		})},
+		{"stop without release", false, false, join(leaderAt(), []step{
+			{stop(1*s, false), []Action{stopped(5, ReasonStopped), aDone()}, Expiring},
+		})},
+		{"stop during a renewal waits for it, then releases its revision", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{stop(2*s+2*ms, true), []Action{stopped(5, ReasonStopped)}, Expiring},
+			{done(2*s+3*ms, me(5, 3), 12), []Action{release(12, released(5, 3))}, Expiring},
+			{conflict(2*s+4*ms, other(6, 4), 13), []Action{aDone()}, Follower},
+		})},
+		{"stop as candidate gives back what it won", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{stop(1*s+ms, true), nil, Candidate},
+			{done(1*s+2*ms, me(5, 3), 12), []Action{release(12, released(5, 3))}, Expiring},
+			{done(1*s+3*ms, released(5, 3), 13), []Action{aDone()}, Follower},
+		})},
+		{"stop as follower", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{stop(2*s+ms, true), []Action{aDone()}, Follower},
+			{read(2*s+2*ms, released(4, 2), 11), nil, Follower},
+		})},
+		{"expiring retries the release until the lease surely expired", false, true, join(leaderAt(), []step{
+			{tick(9*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{failed(9*s + 500*ms), nil, Leader},
+			{tick(10*s + 1*ms), []Action{stopped(5, ReasonDeadline), release(11, released(5, 3))}, Expiring},
+			{failed(10*s + 500*ms), nil, Expiring},
+			{tick(19*s + 1*ms), []Action{release(11, released(5, 3))}, Expiring},
+			{failed(19*s + 500*ms), nil, Expiring},
+			{tick(24*s + 1*ms - ns), nil, Expiring},
+			{tick(24*s + 1*ms), []Action{acquire(11, me(6, 3))}, Candidate},
+		})},
+		{"expiring release conflict follows the winner", false, false, join(leaderAt(), []step{
+			{stop(1*s, true), []Action{stopped(5, ReasonStopped), release(11, released(5, 3))}, Expiring},
+			{conflict(1*s+ms, other(6, 4), 12), []Action{aDone()}, Follower},
+		})},
+		{"released by deadline, then acquires a new term", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{failed(10*s + 1*ms), []Action{stopped(5, ReasonDeadline), release(11, released(5, 3))}, Expiring},
+			{done(10*s+2*ms, released(5, 3), 12), []Action{acquire(12, me(6, 4))}, Candidate},
+		})},
+		{"same holder re-acquires after expiry: new token, same transitions", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, me(9, 6), 30), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(30, me(10, 6))}, Candidate},
+		}},
+		{"lossy store: record lost after it was seen", true, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{readAbsent(2*s + 1*ms), nil, Follower},
+			{tick(17*s + 1*ms), []Action{aRead(), acquire(0, me(5, 3))}[1:], Candidate},
+		})},
+		{"reconfigure applies to the next pause", false, false, join(followOther(), []step{
+			{reconfigure(1*s, func() lease.Config { c := testConfig(); c.RetryInterval = 5 * s; return c }()), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+ms, other(4, 2), 10), nil, Follower},
+			{tick(7*s - ns), nil, Follower},
+			{tick(7 * s), []Action{aRead()}, Follower},
+		})},
+		{"reconfigure shortens a leader's belief", false, false, join(leaderAt(), []step{
+			{reconfigure(1*s, func() lease.Config { c := testConfig(); c.RenewDeadline = 3 * s; c.BackendTimeout = s; return c }()), nil, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{tick(3*s + 1*ms), []Action{stopped(5, ReasonDeadline)}, Expiring},
+		})},
+		{"invalid reconfigure is ignored", false, false, join(followOther(), []step{
+			{reconfigure(1*s, lease.Config{}), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			if tt.slow {
+				cfg.RetryInterval = 9 * s
+			}
+			m, err := New(Options{Identity: "me", Config: cfg, LossyStore: tt.lossy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				got := m.Step(st.ev)
+				if len(got) != 0 || len(st.want) != 0 {
+					if diff := cmp.Diff(st.want, got); diff != "" {
+						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
+					}
+				}
+				if m.State() != st.state {
+					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
+				}
+			}
+		})
+	}
+}
+
+func TestLeadingEndsAtDeadlineEvenWithoutTick(t *testing.T) {
+	m, _ := New(Options{Identity: "me", Config: testConfig()})
+	for _, st := range leaderAt() {
+		m.Step(st.ev)
+	}
+	until := 1*ms + 10*s
+	if m.LeaderUntil() != until {
+		t.Fatalf("LeaderUntil = %v, want %v", m.LeaderUntil(), until)
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{until - ns, true}, {until, false}, {until + ns, false}} {
+		if got := m.Leading(c.at); got != c.want {
+			t.Errorf("Leading(%v) = %v, want %v", c.at, got, c.want)
+		}
+	}
+	if tok, since, ok := m.Term(); !ok || tok != 5 || since != 1*ms {
+		t.Errorf("Term() = %d, %v, %v; want 5, 1ms, true", tok, since, ok)
+	}
+}
+
+func TestNextWake(t *testing.T) {
+	m, _ := New(Options{Identity: "me", Config: testConfig()})
+	if got := m.NextWake(); got != 0 {
+		t.Fatalf("new machine wakes at %v, want 0", got)
+	}
+	m.Step(tick(0))
+	if got := m.NextWake(); got != Never {
+		t.Fatalf("while reading wakes at %v, want Never", got)
+	}
+	m.Step(read(1*ms, other(1, 0), 1))
+	if got := m.NextWake(); got != 2*s {
+		t.Fatalf("follower wakes at %v, want 2s", got)
+	}
+	m2, _ := New(Options{Identity: "me", Config: testConfig()})
+	for _, st := range leaderAt() {
+		m2.Step(st.ev)
+	}
+	if got := m2.NextWake(); got != 2*s+1*ms {
+		t.Fatalf("leader wakes at %v, want 2.001s", got)
+	}
+	m2.Step(tick(2*s + 1*ms))
+	if got := m2.NextWake(); got != 10*s+1*ms {
+		t.Fatalf("renewing leader wakes at %v, want its deadline 10.001s", got)
+	}
+}
+
+func TestJitterStaysInRange(t *testing.T) {
+	c := testConfig()
+	c.RetryJitter = 0.5
+	for _, f := range []float64{0, 0.25, 0.999999} {
+		m, _ := New(Options{Identity: "me", Config: c, Rand: fixedRand(f)})
+		m.Step(tick(0))
+		m.Step(read(0, other(1, 0), 1))
+		want := 2*s + time.Duration(float64(2*s)*0.5*f)
+		if got := m.NextWake(); got != want {
+			t.Errorf("rand %v: next read at %v, want %v", f, got, want)
+		}
+	}
+}
+
+type fixedRand float64
+
+func (f fixedRand) Float64() float64 { return float64(f) }
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	if _, err := New(Options{Config: testConfig()}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("empty identity: %v", err)
+	}
+	if _, err := New(Options{Identity: "me"}); !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, lease.ErrInvalidConfig) {
+		t.Errorf("zero config: %v", err)
+	}
+}
+
+// BenchmarkStep measures one renewal cycle of a leader: a tick that issues
+// the renewal and the reply that confirms it.
+func BenchmarkStep(b *testing.B) {
+	m, _ := New(Options{Identity: "me", Config: testConfig(), Rand: fixedRand(0.5)})
+	for _, st := range leaderAt() {
+		m.Step(st.ev)
+	}
+	now := 2 * ms
+	rev := lease.Revision(11)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		now += 2 * s
+		m.Step(Event{Kind: Tick, Now: now})
+		rev++
+		m.Step(Event{Kind: SwapDone, Now: now + ms, Lease: me(5, 3), Revision: rev})
+	}
+	if m.State() != Leader {
+		b.Fatalf("state %v", m.State())
+	}
+}

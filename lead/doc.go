@@ -1,0 +1,23 @@
+// Package lead runs leader elections: an [Elector] drives the pure state
+// machine of package fsm with a real clock and a store.Store, and runs work
+// only while it leads.
+//
+//	e, err := lead.New("nightly-report", st, lead.WithIdentity(podName))
+//	if err != nil { ... }
+//	go e.Run(ctx) // drives the election until ctx ends, then releases
+//
+//	// One long-lived body, cancelled the instant leadership is lost:
+//	err = e.Lead(ctx, func(ctx context.Context, t lead.Term) error {
+//		return compact(ctx, t.Token)
+//	}, lead.Repeat())
+//
+//	// Or a periodic task that runs only on the leader:
+//	err = lead.Every(ctx, e, time.Minute, func(ctx context.Context, t lead.Term) error {
+//		return sendReminders(ctx)
+//	})
+//
+// A leader believes it leads until RenewDeadline after it sent its last
+// successful renewal; its work is cancelled at that moment even if the
+// store cannot be reached. Each term carries a fencing token (see package
+// fence) that a resource can use to refuse writes from a term that ended.
+package lead

@@ -1,0 +1,64 @@
+package lead
+
+import (
+	"log/slog"
+
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// Option configures an Elector.
+type Option func(*options)
+
+type options struct {
+	identity      string
+	config        *lease.Config
+	lookup        lease.LookupFunc
+	lookupSet     bool
+	clock         Clock
+	rand          fsm.Rand
+	logger        *slog.Logger
+	releaseOnStop bool
+	observers     []func(Change)
+	hostname      func() (string, error)
+}
+
+// WithIdentity sets the identity recorded as the lease holder. It wins over
+// TENURE_<NAME>_IDENTITY and TENURE_IDENTITY. Two live electors must never
+// share an identity; the default (hostname plus a random suffix) never does.
+func WithIdentity(id string) Option { return func(o *options) { o.identity = id } }
+
+// WithConfig sets every timing explicitly; environment variables are then
+// not read for timings. Without it the elector starts from
+// lease.DefaultConfig and applies the TENURE_* variables (see lease.Load).
+func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c } }
+
+// WithLookupEnv sets how environment variables are read (default
+// os.LookupEnv). A nil function reads none.
+func WithLookupEnv(f lease.LookupFunc) Option {
+	return func(o *options) { o.lookup, o.lookupSet = f, true }
+}
+
+// WithClock sets the clock (default: the real one).
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithRand sets the source of retry jitter and of the default identity's
+// suffix (default: a generator seeded from crypto/rand).
+func WithRand(r fsm.Rand) Option { return func(o *options) { o.rand = r } }
+
+// WithLogger sets the logger (default: discard everything).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithReleaseOnStop says whether Run releases a held lease when its context
+// ends (default true), so that a successor leads without waiting for the
+// lease to expire. With false, stopping looks like a crash to the others.
+func WithReleaseOnStop(release bool) Option {
+	return func(o *options) { o.releaseOnStop = release }
+}
+
+// WithObserver registers f to be told of every leadership change. Calls are
+// made one at a time, in order, on a goroutine of their own, so a slow f
+// never delays renewals: every Stopped follows the Started of the same term.
+func WithObserver(f func(Change)) Option {
+	return func(o *options) { o.observers = append(o.observers, f) }
+}

@@ -1,0 +1,446 @@
+package lead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// result is the outcome of one store operation, sent back to Run's loop.
+type result[M any] struct {
+	read bool
+	rec  lease.Record[M]
+	rev  lease.Revision
+	err  error
+}
+
+// Run takes part in the election until ctx ends. Then it steps down if it
+// leads, releases the lease (unless WithReleaseOnStop(false)) so that a
+// successor leads at once, and returns nil. From the moment ctx ends this
+// elector no longer reports itself leader.
+//
+// Run returns an error without waiting for ctx when the store refuses what
+// this elector writes for a reason that retrying cannot mend (a name or
+// metadata the store does not accept). It returns ErrAlreadyRunning when
+// called a second time.
+func (e *Elector[M]) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.ran {
+		e.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	e.ran = true
+	e.epoch = e.clock.Now()
+	cfg := e.cfg
+	e.mu.Unlock()
+
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
+	if err != nil {
+		return err
+	}
+	r := runner[M]{
+		e:       e,
+		m:       m,
+		cfg:     cfg,
+		results: make(chan result[M], 1),
+		wake:    make(chan struct{}, 1),
+		watch:   make(chan store.Event[M]),
+		errLog:  map[string]time.Duration{},
+		obs:     newObserverQueue(e.observers),
+	}
+	err = r.run(ctx)
+	r.obs.close()
+	close(e.stopped)
+	e.mu.Lock()
+	e.notifyLocked()
+	e.mu.Unlock()
+	return err
+}
+
+// runner is the state of one Run.
+type runner[M any] struct {
+	e        *Elector[M]
+	m        *fsm.Machine
+	cfg      lease.Config
+	results  chan result[M]
+	wake     chan struct{}
+	watch    chan store.Event[M]
+	timer    Timer
+	opCtx    context.Context
+	ops      sync.WaitGroup
+	errLog   map[string]time.Duration
+	obs      *observerQueue
+	fatal    error
+	swapKind fsm.SwapKind
+}
+
+func (r *runner[M]) run(ctx context.Context) error {
+	e := r.e
+	// Store operations outlive ctx (the release happens after it ends) but
+	// not Run.
+	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
+	r.opCtx = opCtx
+	defer func() {
+		cancelOps()
+		r.ops.Wait()
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+	}()
+	if w, ok := e.st.(store.Watcher[M]); ok {
+		r.ops.Go(func() { r.watchLoop(opCtx, w) })
+	}
+	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
+
+	r.step(fsm.Event{Kind: fsm.Tick})
+	stopping := false
+	for !r.m.Stopped() {
+		if r.fatal != nil && !stopping {
+			stopping = true
+			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
+			continue
+		}
+		var done <-chan struct{}
+		if !stopping {
+			done = ctx.Done()
+		}
+		select {
+		case <-done:
+			stopping = true
+			// Local state says "not leader" from this moment.
+			r.endTerm(fsm.ReasonStopped)
+			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
+		case res := <-r.results:
+			r.handleResult(res)
+		case ev := <-r.watch:
+			r.handleWatch(ev)
+		case <-r.wake:
+			r.step(fsm.Event{Kind: fsm.Tick})
+		case <-e.reconf:
+			e.mu.Lock()
+			r.cfg = e.cfg
+			e.mu.Unlock()
+			r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
+		}
+	}
+	r.endTerm(fsm.ReasonStopped)
+	e.markReady()
+	return r.fatal
+}
+
+func (e *Elector[M]) markReady() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.readyNow {
+		e.readyNow = true
+		close(e.ready)
+	}
+}
+
+// step feeds one event to the machine, performs its actions and re-arms the
+// timer.
+func (r *runner[M]) step(ev fsm.Event) {
+	ev.Now = r.now()
+	for _, a := range r.m.Step(ev) {
+		r.perform(a)
+	}
+	r.refreshTerm()
+	r.arm()
+}
+
+func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) }
+
+func (r *runner[M]) arm() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	at := r.m.NextWake()
+	if at == fsm.Never || r.m.Stopped() {
+		return
+	}
+	d := max(at-r.now(), 0)
+	r.timer = r.e.clock.AfterFunc(d, func() {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (r *runner[M]) perform(a fsm.Action) {
+	e := r.e
+	switch a.Kind {
+	case fsm.Read:
+		r.startOp(true, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+			return e.st.Get(ctx, e.name)
+		})
+	case fsm.Swap:
+		next := r.buildRecord(a)
+		r.swapKind = a.Swap
+		r.startOp(false, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
+		})
+	case fsm.StartedLeading:
+		r.startTerm(a)
+	case fsm.StoppedLeading:
+		r.endTerm(a.Reason)
+	case fsm.Done:
+	}
+}
+
+// buildRecord turns a swap action into the record to write, adding the
+// times and metadata the machine does not track.
+func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
+	e := r.e
+	now := e.clock.Now()
+	e.mu.Lock()
+	last, meta := e.rec, e.meta
+	e.mu.Unlock()
+	rec := lease.Record[M]{
+		Holder:        a.Next.Holder,
+		Token:         a.Next.Token,
+		Transitions:   a.Next.Transitions,
+		LeaseDuration: a.Next.LeaseDuration,
+		AcquiredAt:    now,
+		RenewedAt:     now,
+		Metadata:      meta,
+	}
+	switch a.Swap {
+	case fsm.Renew:
+		if last.Token == a.Next.Token && !last.AcquiredAt.IsZero() {
+			rec.AcquiredAt = last.AcquiredAt
+		}
+	case fsm.Release:
+		var zero M
+		rec.AcquiredAt, rec.RenewedAt, rec.Metadata = last.AcquiredAt, last.RenewedAt, zero
+	}
+	return rec
+}
+
+func (r *runner[M]) startOp(read bool, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
+	timeout := r.cfg.BackendTimeout
+	r.ops.Go(func() {
+		ctx, cancel := context.WithTimeout(r.opCtx, timeout)
+		defer cancel()
+		rec, rev, err := op(ctx)
+		r.results <- result[M]{read: read, rec: rec, rev: rev, err: err}
+	})
+}
+
+// permanent reports whether err is the store refusing what this elector
+// writes, which retrying cannot mend.
+func permanent(err error) bool {
+	return errors.Is(err, store.ErrInvalidName) || errors.Is(err, store.ErrInvalidRecord) ||
+		errors.Is(err, store.ErrMetadataTooLarge) || errors.Is(err, store.ErrEncode)
+}
+
+func (r *runner[M]) handleResult(res result[M]) {
+	e := r.e
+	defer e.markReady()
+	ev := fsm.Event{Err: res.err}
+	switch {
+	case res.read && errors.Is(res.err, store.ErrNotFound):
+		ev.Kind, ev.Absent, ev.Err = fsm.ReadDone, true, nil
+		r.remember(res.rec, 0, true)
+	case res.read && res.err != nil:
+		ev.Kind = fsm.ReadFailed
+		r.logError("read", res.err)
+	case res.read:
+		ev.Kind, ev.Lease, ev.Revision = fsm.ReadDone, leaseOf(res.rec), res.rev
+		r.remember(res.rec, res.rev, false)
+	case res.err == nil:
+		ev.Kind, ev.Lease, ev.Revision = fsm.SwapDone, leaseOf(res.rec), res.rev
+		r.remember(res.rec, res.rev, false)
+	case errors.Is(res.err, store.ErrConflict):
+		ev.Kind, ev.Lease, ev.Revision, ev.Absent = fsm.SwapConflict, leaseOf(res.rec), res.rev, res.rev == 0
+		r.remember(res.rec, res.rev, res.rev == 0)
+	default:
+		ev.Kind = fsm.SwapFailed
+		r.logError(r.swapKind.String(), res.err)
+		if permanent(res.err) {
+			r.fatal = fmt.Errorf("lead: %s of %q refused by the store: %w", r.swapKind, e.name, res.err)
+		}
+	}
+	if res.err == nil {
+		e.mu.Lock()
+		e.lastErr = nil
+		e.mu.Unlock()
+	}
+	r.step(ev)
+}
+
+func (r *runner[M]) handleWatch(ev store.Event[M]) {
+	if ev.Err != nil {
+		r.logError("watch", ev.Err)
+		return
+	}
+	if ev.Absent {
+		// Absence cannot be ordered against what reads and swaps saw; the
+		// machine weighs it, and Record() is left to reads and swaps.
+		r.step(fsm.Event{Kind: fsm.Watched, Absent: true})
+		return
+	}
+	r.remember(ev.Record, ev.Revision, false)
+	r.step(fsm.Event{Kind: fsm.Watched, Lease: leaseOf(ev.Record), Revision: ev.Revision})
+}
+
+// remember keeps the newest record seen, for Record().
+func (r *runner[M]) remember(rec lease.Record[M], rev lease.Revision, absent bool) {
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if absent {
+		if e.haveRec {
+			e.haveRec, e.rec, e.rev = false, lease.Record[M]{}, 0
+			e.notifyLocked()
+		}
+		return
+	}
+	if e.haveRec && rev <= e.rev {
+		return
+	}
+	e.rec, e.rev, e.haveRec = rec, rev, true
+	e.notifyLocked()
+}
+
+func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
+	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
+}
+
+func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
+	e := r.e
+	for ctx.Err() == nil {
+		ch, err := w.Watch(ctx, e.name)
+		if err == nil {
+			for ev := range ch {
+				select {
+				case r.watch <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			err = errors.New("watch closed")
+		}
+		r.logErrorAsync("watch", err)
+		// Wait a retry interval before watching again; polling goes on
+		// meanwhile, so nothing is missed for long.
+		e.mu.Lock()
+		pause := e.cfg.RetryInterval
+		e.mu.Unlock()
+		t := make(chan struct{})
+		timer := e.clock.AfterFunc(pause, func() { close(t) })
+		select {
+		case <-t:
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+	}
+}
+
+func (r *runner[M]) startTerm(a fsm.Action) {
+	e := r.e
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t := &activeTerm{
+		term: Term{
+			Name:     e.name,
+			Identity: e.id,
+			Token:    fence.Token(a.Token),
+			Start:    e.epoch.Add(a.Since),
+		},
+		ctx:       fence.WithToken(ctx, fence.Token(a.Token)),
+		cancel:    cancel,
+		until:     r.m.LeaderUntil(),
+		confirmed: r.m.LastConfirmed(),
+	}
+	e.mu.Lock()
+	e.term = t
+	e.notifyLocked()
+	e.mu.Unlock()
+	r.armWatchdog(t)
+	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
+	r.obs.push(Change{Kind: Started, Term: t.term})
+}
+
+// armWatchdog cancels the term's context at its deadline even if Run's loop
+// is late: the work stops before the local deadline passes.
+func (r *runner[M]) armWatchdog(t *activeTerm) {
+	if t.watchdog != nil {
+		t.watchdog.Stop()
+	}
+	d := max(t.until-r.now(), 0)
+	t.watchdog = r.e.clock.AfterFunc(d, func() {
+		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
+	})
+}
+
+func (r *runner[M]) endTerm(reason fsm.Reason) {
+	e := r.e
+	e.mu.Lock()
+	t := e.term
+	e.term = nil
+	if t != nil {
+		e.notifyLocked()
+	}
+	e.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.watchdog.Stop()
+	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
+	t.cancel(cause)
+	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
+	r.obs.push(Change{Kind: Stopped, Term: t.term, Reason: cause})
+}
+
+// refreshTerm moves the term's deadline after a renewal (or a Reconfigure
+// that shortened it).
+func (r *runner[M]) refreshTerm() {
+	if r.m.State() != fsm.Leader {
+		return
+	}
+	e := r.e
+	until := r.m.LeaderUntil()
+	e.mu.Lock()
+	t := e.term
+	moved := t != nil && t.until != until
+	if moved {
+		t.until, t.confirmed = until, r.m.LastConfirmed()
+	}
+	e.mu.Unlock()
+	if moved {
+		r.armWatchdog(t)
+	}
+}
+
+// logError logs err at most once per ErrorInterval for each operation, and
+// keeps it for Err().
+func (r *runner[M]) logError(op string, err error) {
+	e := r.e
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
+	now := r.now()
+	if last, ok := r.errLog[op]; ok && now-last < r.cfg.ErrorInterval {
+		return
+	}
+	r.errLog[op] = now
+	e.log.Warn("store operation failed", "op", op, "error", err, "state", r.m.State().String())
+}
+
+// logErrorAsync logs from the watch goroutine; it does not rate-limit
+// through the loop's map.
+func (r *runner[M]) logErrorAsync(op string, err error) {
+	r.e.log.Debug("store operation failed", "op", op, "error", err)
+}

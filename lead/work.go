@@ -1,0 +1,138 @@
+package lead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+)
+
+// LeadOption configures Lead.
+type LeadOption func(*leadOptions)
+
+type leadOptions struct{ repeat bool }
+
+// Repeat makes Lead run the body again in every new term, until ctx ends
+// or the body fails while its term is still going.
+func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
+
+// Lead waits until this elector leads, then runs fn with a context that is
+// cancelled the instant the term ends (and that carries the term's fencing
+// token, see fence.FromContext).
+//
+// Without Repeat, Lead returns fn's result; if the term ended before fn
+// returned, it returns an error wrapping ErrLeadershipLost (and fn's error,
+// if any). With Repeat, Lead waits for the next term after each run and runs
+// fn again; it returns when ctx ends (ctx's error) or when fn returns an
+// error while its term is still going (that error).
+//
+// Lead returns an error wrapping ErrStopped if the elector's Run returns
+// while Lead waits. Run must be running (or started later) for Lead to
+// lead.
+func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Term) error, opts ...LeadOption) error {
+	var o leadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var last fence.Token
+	for {
+		t, termCtx, err := e.awaitTerm(ctx, last)
+		if err != nil {
+			return err
+		}
+		last = t.Token
+		err, lost := runInTerm(ctx, termCtx, t, fn)
+		switch {
+		case ctx.Err() != nil && o.repeat:
+			return ctx.Err()
+		case !o.repeat && lost:
+			return errors.Join(context.Cause(termCtx), err)
+		case !o.repeat:
+			return err
+		case err != nil && !lost:
+			return err
+		}
+	}
+}
+
+// runInTerm runs fn with a context that ends with ctx or with the term, and
+// reports whether the term ended before fn returned.
+func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (err error, lost bool) {
+	bodyCtx, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
+	defer cancel(nil)
+	stop := context.AfterFunc(termCtx, func() { cancel(context.Cause(termCtx)) })
+	err = fn(bodyCtx, t)
+	// If stop reports false, the term's end has already cancelled the body.
+	return err, !stop()
+}
+
+// awaitTerm waits for a term whose token is larger than after.
+func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, context.Context, error) {
+	for {
+		changed := e.changes()
+		if t, termCtx, ok := e.currentTerm(); ok && t.Token > after {
+			return t, termCtx, nil
+		}
+		select {
+		case <-e.stopped:
+			return Term{}, nil, fmt.Errorf("%w: %q", ErrStopped, e.name)
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return Term{}, nil, ctx.Err()
+		case <-e.stopped:
+		case <-changed:
+		}
+	}
+}
+
+// Every runs fn every interval while e leads, until ctx ends. Ticks that
+// come while e follows are skipped, and so are ticks that come while fn is
+// still running. fn's context is cancelled the instant the term ends and
+// carries the term's fencing token.
+//
+// Every returns ctx's error when ctx ends, an error wrapping ErrStopped
+// when e's Run has returned, or the first error fn returns while its term is
+// still going (an error from a run cut short by the end of its term is
+// dropped: the next leader runs the task). interval must be positive.
+func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn func(ctx context.Context, t Term) error) error {
+	if interval <= 0 {
+		return fmt.Errorf("lead: Every interval is %v, must be > 0", interval)
+	}
+	tick := make(chan struct{}, 1)
+	var timer Timer
+	schedule := func(d time.Duration) {
+		timer = e.clock.AfterFunc(d, func() {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		})
+	}
+	schedule(interval)
+	defer func() { timer.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.stopped:
+			return fmt.Errorf("%w: %q", ErrStopped, e.name)
+		case <-tick:
+		}
+		start := e.clock.Now()
+		t, termCtx, ok := e.currentTerm()
+		if ok {
+			if err, lost := runInTerm(ctx, termCtx, t, fn); err != nil && !lost && ctx.Err() == nil {
+				return err
+			}
+		}
+		// Next tick one interval after this one, skipping ticks that a
+		// long run overlapped.
+		elapsed := e.clock.Now().Sub(start)
+		skip := (elapsed / interval) * interval
+		schedule(interval - (elapsed - skip))
+	}
+}

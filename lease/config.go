@@ -1,0 +1,219 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Errors returned by this package. Match them with errors.Is.
+var (
+	// ErrInvalidConfig is wrapped by every error that Config.Validate returns.
+	ErrInvalidConfig = errors.New("lease: invalid config")
+	// ErrInvalidEnv is wrapped by every error about an environment variable
+	// whose value cannot be parsed.
+	ErrInvalidEnv = errors.New("lease: invalid environment variable")
+)
+
+// Config holds the timings of one election. The zero Config is not valid:
+// start from DefaultConfig and change what you need.
+type Config struct {
+	// LeaseDuration is how long followers wait, by their own clock, after
+	// they first saw the current revision of a held lease before they try to
+	// take it over.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long a leader keeps believing it leads after it
+	// sent its last successful renewal. It must be shorter than
+	// LeaseDuration; the difference absorbs clock-rate drift and scheduling
+	// delay.
+	RenewDeadline time.Duration
+	// RetryInterval is the pause between attempts: renewals by the leader,
+	// polls by followers.
+	RetryInterval time.Duration
+	// RetryJitter spreads RetryInterval: each pause is drawn uniformly from
+	// [RetryInterval, RetryInterval*(1+RetryJitter)). It lies in [0, 1).
+	RetryJitter float64
+	// BackendTimeout bounds each store operation.
+	BackendTimeout time.Duration
+	// ErrorInterval is the least time between two log records of the same
+	// repeating error.
+	ErrorInterval time.Duration
+}
+
+// DefaultConfig returns the default timings: a 15s lease, a 10s renew
+// deadline, a 2s retry interval with 10% jitter, a 5s backend timeout and
+// errors logged at most every 30s.
+func DefaultConfig() Config {
+	return Config{
+		LeaseDuration:  15 * time.Second,
+		RenewDeadline:  10 * time.Second,
+		RetryInterval:  2 * time.Second,
+		RetryJitter:    0.1,
+		BackendTimeout: 5 * time.Second,
+		ErrorInterval:  30 * time.Second,
+	}
+}
+
+// Validate reports every rule the Config breaks, each in an error that names
+// the field and the rule and wraps ErrInvalidConfig. It returns nil for a
+// valid Config.
+//
+// The rules: every duration is positive; RenewDeadline < LeaseDuration;
+// RetryInterval*(1+RetryJitter) < RenewDeadline; BackendTimeout <
+// RenewDeadline; 0 <= RetryJitter < 1.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"LeaseDuration", c.LeaseDuration},
+		{"RenewDeadline", c.RenewDeadline},
+		{"RetryInterval", c.RetryInterval},
+		{"BackendTimeout", c.BackendTimeout},
+		{"ErrorInterval", c.ErrorInterval},
+	}
+	allPositive := true
+	for _, p := range positive {
+		if p.d <= 0 {
+			bad("%s is %v, must be > 0", p.name, p.d)
+			allPositive = false
+		}
+	}
+	jitterOK := c.RetryJitter >= 0 && c.RetryJitter < 1 // false for NaN
+	if !jitterOK {
+		bad("RetryJitter is %v, must be in [0, 1)", c.RetryJitter)
+	}
+	if !allPositive {
+		return errors.Join(errs...)
+	}
+	if c.RenewDeadline >= c.LeaseDuration {
+		bad("RenewDeadline (%v) must be < LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
+	}
+	if jitterOK {
+		if maxRetry := c.MaxRetryInterval(); maxRetry >= c.RenewDeadline {
+			bad("RetryInterval*(1+RetryJitter) (%v) must be < RenewDeadline (%v)", maxRetry, c.RenewDeadline)
+		}
+	}
+	if c.BackendTimeout >= c.RenewDeadline {
+		bad("BackendTimeout (%v) must be < RenewDeadline (%v)", c.BackendTimeout, c.RenewDeadline)
+	}
+	return errors.Join(errs...)
+}
+
+// MaxRetryInterval is the longest pause between two attempts:
+// RetryInterval*(1+RetryJitter).
+func (c Config) MaxRetryInterval() time.Duration {
+	return c.RetryInterval + time.Duration(float64(c.RetryInterval)*c.RetryJitter)
+}
+
+// Environment variable suffixes read by Load, after "TENURE_" or
+// "TENURE_<NAME>_".
+const (
+	EnvLeaseDuration  = "LEASE_DURATION"
+	EnvRenewDeadline  = "RENEW_DEADLINE"
+	EnvRetryInterval  = "RETRY_INTERVAL"
+	EnvRetryJitter    = "RETRY_JITTER"
+	EnvBackendTimeout = "BACKEND_TIMEOUT"
+	EnvErrorInterval  = "ERROR_INTERVAL"
+	EnvIdentity       = "IDENTITY"
+)
+
+// EnvPrefix returns the prefix of the per-name environment variables of an
+// election name: "TENURE_" followed by the name upper-cased, with every
+// character other than an ASCII letter or digit replaced by '_', and a final
+// '_'. EnvPrefix("billing-cron") is "TENURE_BILLING_CRON_".
+func EnvPrefix(name string) string {
+	var b strings.Builder
+	b.WriteString("TENURE_")
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	b.WriteByte('_')
+	return b.String()
+}
+
+// LookupFunc looks up an environment variable, as os.LookupEnv does.
+type LookupFunc func(key string) (string, bool)
+
+// Settings is what Load reads from the environment.
+type Settings struct {
+	// Config is the base Config with every variable that was set applied.
+	Config Config
+	// Identity is the identity from TENURE_<NAME>_IDENTITY or
+	// TENURE_IDENTITY, or "" when neither is set.
+	Identity string
+}
+
+// Load applies environment variables to base for the election name and
+// returns the result. For each setting the per-name variable
+// (TENURE_<NAME>_LEASE_DURATION) wins over the shared one
+// (TENURE_LEASE_DURATION), which wins over base. Durations use Go syntax
+// ("15s", "1500ms"); RETRY_JITTER is a decimal fraction ("0.1"). A value that
+// cannot be parsed is an error naming the variable and wrapping
+// ErrInvalidEnv. Load does not validate the result; call Config.Validate.
+//
+// lookup is usually os.LookupEnv; a nil lookup reads nothing.
+func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
+	s := Settings{Config: base}
+	if lookup == nil {
+		return s, nil
+	}
+	prefix := EnvPrefix(name)
+	get := func(suffix string) (key, val string, ok bool) {
+		if v, ok := lookup(prefix + suffix); ok {
+			return prefix + suffix, v, true
+		}
+		if v, ok := lookup("TENURE_" + suffix); ok {
+			return "TENURE_" + suffix, v, true
+		}
+		return "", "", false
+	}
+	var errs []error
+	durations := []struct {
+		suffix string
+		dst    *time.Duration
+	}{
+		{EnvLeaseDuration, &s.Config.LeaseDuration},
+		{EnvRenewDeadline, &s.Config.RenewDeadline},
+		{EnvRetryInterval, &s.Config.RetryInterval},
+		{EnvBackendTimeout, &s.Config.BackendTimeout},
+		{EnvErrorInterval, &s.Config.ErrorInterval},
+	}
+	for _, d := range durations {
+		key, val, ok := get(d.suffix)
+		if !ok {
+			continue
+		}
+		v, err := time.ParseDuration(strings.TrimSpace(val))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%q is not a duration (use Go syntax such as 15s or 1500ms)", ErrInvalidEnv, key, val))
+			continue
+		}
+		*d.dst = v
+	}
+	if key, val, ok := get(EnvRetryJitter); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%q is not a number (use a fraction such as 0.1)", ErrInvalidEnv, key, val))
+		} else {
+			s.Config.RetryJitter = v
+		}
+	}
+	if _, val, ok := get(EnvIdentity); ok {
+		s.Identity = strings.TrimSpace(val)
+	}
+	return s, errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+package lease_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	c := lease.DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := lease.Config{
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryInterval: 2 * time.Second,
+		RetryJitter: 0.1, BackendTimeout: 5 * time.Second, ErrorInterval: 30 * time.Second,
+	}
+	if c != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", c, want)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*lease.Config)
+		want   []string // substrings of the error; nil means valid
+	}{
+		{"default", func(*lease.Config) {}, nil},
+		{"zero lease", func(c *lease.Config) { c.LeaseDuration = 0 }, []string{"LeaseDuration is 0s, must be > 0"}},
+		{"negative renew", func(c *lease.Config) { c.RenewDeadline = -time.Second }, []string{"RenewDeadline is -1s, must be > 0"}},
+		{"zero retry", func(c *lease.Config) { c.RetryInterval = 0 }, []string{"RetryInterval is 0s, must be > 0"}},
+		{"zero backend timeout", func(c *lease.Config) { c.BackendTimeout = 0 }, []string{"BackendTimeout is 0s, must be > 0"}},
+		{"zero error interval", func(c *lease.Config) { c.ErrorInterval = 0 }, []string{"ErrorInterval is 0s, must be > 0"}},
+		{"renew equals lease", func(c *lease.Config) { c.RenewDeadline = c.LeaseDuration }, []string{"RenewDeadline (15s) must be < LeaseDuration (15s)"}},
+		{"renew 1ns below lease", func(c *lease.Config) { c.RenewDeadline = c.LeaseDuration - 1 }, nil},
+		{"retry with jitter reaches renew", func(c *lease.Config) { c.RetryInterval = 9 * time.Second; c.RetryJitter = 1.0 / 9 }, []string{"RetryInterval*(1+RetryJitter)"}},
+		{"retry just below renew", func(c *lease.Config) { c.RetryInterval = 10*time.Second - 1; c.RetryJitter = 0 }, nil},
+		{"retry equals renew", func(c *lease.Config) { c.RetryInterval = 10 * time.Second; c.RetryJitter = 0 }, []string{"RetryInterval*(1+RetryJitter) (10s) must be < RenewDeadline (10s)"}},
+		{"backend timeout equals renew", func(c *lease.Config) { c.BackendTimeout = c.RenewDeadline }, []string{"BackendTimeout (10s) must be < RenewDeadline (10s)"}},
+		{"negative jitter", func(c *lease.Config) { c.RetryJitter = -0.1 }, []string{"RetryJitter is -0.1, must be in [0, 1)"}},
+		{"jitter one", func(c *lease.Config) { c.RetryJitter = 1 }, []string{"RetryJitter is 1, must be in [0, 1)"}},
+		{"jitter NaN", func(c *lease.Config) { c.RetryJitter = math.NaN() }, []string{"RetryJitter is NaN"}},
+		{"several at once", func(c *lease.Config) { c.LeaseDuration = 0; c.RetryJitter = 2 }, []string{"LeaseDuration", "RetryJitter"}},
+		{"zero config", func(c *lease.Config) { *c = lease.Config{} }, []string{"LeaseDuration", "RenewDeadline", "RetryInterval", "BackendTimeout", "ErrorInterval"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := lease.DefaultConfig()
+			tt.change(&c)
+			err := c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, lease.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvPrefix(t *testing.T) {
+	for name, want := range map[string]string{
+		"billing-cron": "TENURE_BILLING_CRON_",
+		"a.b/c d":      "TENURE_A_B_C_D_",
+		"Émile9":       "TENURE__MILE9_",
+	} {
+		if got := lease.EnvPrefix(name); got != want {
+			t.Errorf("EnvPrefix(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func env(m map[string]string) lease.LookupFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	base := lease.DefaultConfig()
+	base.RetryInterval = 3 * time.Second // what an explicit caller set
+	s, err := lease.Load("billing-cron", base, env(map[string]string{
+		"TENURE_LEASE_DURATION":              "20s",
+		"TENURE_BILLING_CRON_LEASE_DURATION": "30s",
+		"TENURE_RENEW_DEADLINE":              "12s",
+		"TENURE_BILLING_CRON_RETRY_JITTER":   "0.25",
+		"TENURE_BACKEND_TIMEOUT":             "1500ms",
+		"TENURE_ERROR_INTERVAL":              "1m",
+		"TENURE_IDENTITY":                    "shared-id",
+		"TENURE_BILLING_CRON_IDENTITY":       "pod-7",
+		"TENURE_OTHER_LEASE_DURATION":        "99s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lease.Config{
+		LeaseDuration: 30 * time.Second, RenewDeadline: 12 * time.Second, RetryInterval: 3 * time.Second,
+		RetryJitter: 0.25, BackendTimeout: 1500 * time.Millisecond, ErrorInterval: time.Minute,
+	}
+	if s.Config != want {
+		t.Errorf("Config = %+v, want %+v", s.Config, want)
+	}
+	if s.Identity != "pod-7" {
+		t.Errorf("Identity = %q, want pod-7", s.Identity)
+	}
+}
+
+func TestLoadNilLookupKeepsBase(t *testing.T) {
+	s, err := lease.Load("x", lease.DefaultConfig(), nil)
+	if err != nil || s.Config != lease.DefaultConfig() || s.Identity != "" {
+		t.Fatalf("Load with nil lookup = %+v, %v", s, err)
+	}
+}
+
+func TestLoadBadValuesNameTheVariable(t *testing.T) {
+	_, err := lease.Load("job", lease.DefaultConfig(), env(map[string]string{
+		"TENURE_JOB_LEASE_DURATION": "15",
+		"TENURE_RETRY_JITTER":       "ten percent",
+	}))
+	if !errors.Is(err, lease.ErrInvalidEnv) {
+		t.Fatalf("Load = %v, want ErrInvalidEnv", err)
+	}
+	for _, w := range []string{`TENURE_JOB_LEASE_DURATION="15"`, `TENURE_RETRY_JITTER="ten percent"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %s", err, w)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package lease
+
+import "time"
+
+// Revision identifies one stored version of a record. Stores assign it: it is
+// strictly larger after every successful write to a name and is never reused
+// for that name, not even after the store loses its data. The zero Revision
+// means "no record": a compare-and-swap that expects it creates the record
+// only if it is absent.
+type Revision uint64
+
+// Record is the lease record kept for one election name. Its shape follows
+// Kubernetes' LeaderElectionRecord so that it maps onto a Lease.
+//
+// AcquiredAt and RenewedAt are wall-clock times for people to read; Tenure
+// never uses them to decide who leads.
+type Record[M any] struct {
+	// Holder is the identity of the current leader, or "" once released.
+	Holder string
+	// Token is the fencing token of the current (or last) term. It strictly
+	// increases every time anyone acquires the lease, including the same
+	// holder acquiring it again after expiry or release.
+	Token uint64
+	// AcquiredAt is when the current term started (wall clock).
+	AcquiredAt time.Time
+	// RenewedAt is when the holder last renewed (wall clock).
+	RenewedAt time.Time
+	// LeaseDuration is what the holder promised: others may take the lease
+	// once this much time has passed, by their own clock, since they first
+	// saw the current revision.
+	LeaseDuration time.Duration
+	// Transitions counts the times leadership changed hands: it grows when a
+	// term starts with a holder other than the one recorded before.
+	Transitions uint64
+	// Metadata is typed data attached by the holder.
+	Metadata M
+}
+
+// Held reports whether the record names a holder.
+func (r Record[M]) Held() bool { return r.Holder != "" }

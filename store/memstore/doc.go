@@ -1,0 +1,26 @@
+// Package memstore is an in-process [store.Store] with [store.Watcher]: for
+// tests, single-process applications and the demo.
+//
+// A Store keeps its records in memory and is safe for concurrent use. It
+// behaves like a serializing backend: metadata passes through a
+// [store.Codec] (JSON unless [WithCodec] says otherwise) on every write and
+// every read, so a caller that mutates its metadata (a map, a slice, a
+// pointer) after a write, or mutates a record it read, never changes what is
+// stored, and the limits of [store.EncodeMetadata] apply.
+//
+// Revisions come from one counter per Store: every write takes the next
+// value, so a name's revisions strictly increase and are never reused, not
+// even after [Store.Delete].
+//
+// Two methods exist for tests and have no counterpart in real backends:
+// [Store.Delete] simulates data loss, and [Store.PutRaw] stores a record
+// with raw metadata bytes, to simulate a corrupt record.
+//
+// The package passes [github.com/tenure-go/tenure/store/storetest].
+//
+// # Options
+//
+// Options are generic in the metadata type because a codec is typed. With no
+// options, name the type: memstore.New[Meta](). With a codec, it is inferred:
+// memstore.New(memstore.WithCodec(myCodec)).
+package memstore

@@ -1,0 +1,47 @@
+package memstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+// slots returns how many names s keeps state for.
+func (s *Store[M]) slots() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.names)
+}
+
+// A name that was only watched is forgotten when its last watch ends; a
+// name that was written is kept, with its token floor, even after Delete.
+func TestWatchForgetsUnwrittenNames(t *testing.T) {
+	st := New[int]()
+	ctx, cancel := context.WithCancel(t.Context())
+	var chans []<-chan struct{}
+	for _, name := range []string{"watched", "watched", "written"} {
+		ch, err := st.Watch(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range ch {
+			}
+		}()
+		chans = append(chans, done)
+	}
+	if _, _, err := st.CompareAndSwap(t.Context(), "written", 0, lease.Record[int]{Token: 3}); err != nil {
+		t.Fatal(err)
+	}
+	st.Delete("written")
+	cancel()
+	for _, done := range chans {
+		<-done // the channel is closed after the watch is forgotten
+	}
+	if n := st.slots(); n != 1 {
+		t.Errorf("the store keeps %d names, want 1 (the written one)", n)
+	}
+}

@@ -1,0 +1,404 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Option configures a Store. It is generic in the metadata type M because
+// some options (WithCodec) are typed.
+type Option[M any] func(*options[M])
+
+type options[M any] struct {
+	codec store.Codec[M]
+}
+
+// WithCodec makes the Store encode and decode metadata with c instead of
+// [store.JSONCodec]. A nil c keeps JSONCodec.
+func WithCodec[M any](c store.Codec[M]) Option[M] {
+	return func(o *options[M]) {
+		if c != nil {
+			o.codec = c
+		}
+	}
+}
+
+// Store is an in-process store of lease records with metadata of type M. It
+// implements [store.Store] and [store.Watcher] and is safe for concurrent
+// use. The zero Store is not usable: call New.
+type Store[M any] struct {
+	codec store.Codec[M]
+
+	mu    sync.Mutex
+	rev   lease.Revision   // the last revision handed out
+	names map[string]*slot // by name; a slot outlives its record
+}
+
+var (
+	_ store.Store[struct{}]   = (*Store[struct{}])(nil)
+	_ store.Watcher[struct{}] = (*Store[struct{}])(nil)
+)
+
+// entry is one stored version of a record, with its metadata encoded. It is
+// never modified once stored, so it may be read without the lock.
+type entry struct {
+	rec lease.Record[[]byte]
+	rev lease.Revision
+	err error // why the metadata cannot be decoded (only from PutRaw), or nil
+}
+
+// slot is what a Store keeps for one name.
+type slot struct {
+	cur     *entry // the current record; nil when absent
+	written bool   // a record was stored once, and may have been lost since
+	floor   uint64 // the highest Token ever stored under the name
+	subs    map[*sub]struct{}
+}
+
+// sub is one watcher. pending and dirty are guarded by Store.mu.
+type sub struct {
+	notify  chan struct{} // capacity 1: pending has changed
+	pending *entry        // the latest state not yet taken (nil: absent)
+	dirty   bool          // pending holds a state not yet taken
+}
+
+// New returns an empty Store. Metadata is encoded with [store.JSONCodec]
+// unless an option says otherwise.
+func New[M any](opts ...Option[M]) *Store[M] {
+	o := options[M]{codec: store.JSONCodec[M]{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return &Store[M]{codec: o.codec, names: make(map[string]*slot)}
+}
+
+// Get returns the record stored under name and its revision. It returns an
+// error wrapping [store.ErrNotFound] when there is none,
+// [store.ErrCorruptRecord] when its metadata cannot be decoded,
+// [store.ErrInvalidName] for a bad name, and ctx.Err() when ctx has ended.
+// The record is decoded afresh on every call: the caller owns it.
+func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "Get", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	s.mu.Lock()
+	var e *entry
+	if sl := s.names[name]; sl != nil {
+		e = sl.cur
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("memstore: Get %q: %w", name, store.ErrNotFound)
+	}
+	rec, err := s.decode(name, e)
+	if err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	return rec, e.rev, nil
+}
+
+// CompareAndSwap stores next under name if the current revision equals
+// expected (zero: only if no record exists), and returns the stored record
+// and its new revision.
+//
+// On mismatch it returns an error wrapping [store.ErrConflict] together with
+// the current record and revision (a zero record and revision when there is
+// none). A corrupt current record is never overwritten: CompareAndSwap
+// returns an error wrapping [store.ErrCorruptRecord] instead, whatever the
+// expected revision. It also refuses a bad name ([store.ErrInvalidName]), a
+// record that breaks [store.ValidateRecord] ([store.ErrInvalidRecord]),
+// metadata that cannot be encoded ([store.ErrEncode]) or is too large
+// ([store.ErrMetadataTooLarge]), and an ended ctx (ctx.Err()); it then
+// writes nothing.
+//
+// The stored record is next with its metadata passed through the codec and
+// the monotonic clock readings stripped from its times. When next creates the
+// record of a name whose earlier record was lost (see Delete), its Token is
+// raised above every Token that name had, if it is not already.
+func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "CompareAndSwap", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if err := store.ValidateRecord(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+	}
+	b, err := store.EncodeMetadata(s.codec, next.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+	}
+	// Decode what will be stored: a value the codec cannot read back is
+	// refused now rather than stored as a corrupt record, and the decoded
+	// value, which shares nothing with next, is what the caller gets back.
+	m, err := s.codec.Decode(b)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+	}
+	rec := lease.Record[[]byte]{
+		Holder:        next.Holder,
+		Token:         next.Token,
+		AcquiredAt:    next.AcquiredAt.Round(0),
+		RenewedAt:     next.RenewedAt.Round(0),
+		LeaseDuration: next.LeaseDuration,
+		Transitions:   next.Transitions,
+		Metadata:      b,
+	}
+	stored, found, err := s.swap(name, expected, rec)
+	switch {
+	case err == nil:
+		return withMetadata(stored.rec, m), stored.rev, nil
+	case found != nil: // a conflict with an existing record
+		cur, derr := s.decode(name, found)
+		if derr != nil {
+			return lease.Record[M]{}, 0, derr
+		}
+		return cur, found.rev, err
+	default:
+		return lease.Record[M]{}, 0, err
+	}
+}
+
+// swap is the locked part of CompareAndSwap. On success it returns the stored
+// entry; on a conflict, the entry found (nil when absent) and the error.
+func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte]) (stored, found *entry, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.names[name]
+	if sl != nil {
+		found = sl.cur
+	}
+	if found != nil && found.err != nil {
+		return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, found.err)
+	}
+	var rev lease.Revision
+	if found != nil {
+		rev = found.rev
+	}
+	if rev != expected {
+		return nil, found, fmt.Errorf("memstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+	}
+	if found == nil && sl != nil && sl.written && rec.Token <= sl.floor {
+		if sl.floor == math.MaxUint64 {
+			return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: %w: no Token is left above %d", name, store.ErrInvalidRecord, sl.floor)
+		}
+		rec.Token = sl.floor + 1
+	}
+	return s.put(name, rec, nil), nil, nil
+}
+
+// put stores rec under name with the next revision and tells the watchers.
+// s.mu is held.
+func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error) *entry {
+	sl := s.names[name]
+	if sl == nil {
+		sl = &slot{}
+		s.names[name] = sl
+	}
+	s.rev++
+	e := &entry{rec: rec, rev: s.rev, err: decodeErr}
+	sl.cur, sl.written = e, true
+	sl.floor = max(sl.floor, rec.Token)
+	sl.publish(e)
+	return e
+}
+
+// Delete removes the record of name, as if the backend had lost it. It exists
+// to simulate data loss in tests: afterwards Get reports
+// [store.ErrNotFound], watchers receive an Absent event, and a
+// CompareAndSwap with the zero revision creates the record again.
+//
+// The loss is not total, as a careful backend would arrange: revisions keep
+// growing (the next record of name gets a revision larger than any it had
+// before, so revisions never repeat), and a record created after the loss
+// gets a Token above every Token the name had. Deleting an absent name does
+// nothing.
+func (s *Store[M]) Delete(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.names[name]
+	if sl == nil || sl.cur == nil {
+		return
+	}
+	sl.cur = nil
+	sl.publish(nil)
+}
+
+// PutRaw stores rec under name with a new revision, whatever is stored now,
+// and returns that revision. rec.Metadata is taken as already encoded and
+// stored as given: PutRaw bypasses the codec and every check but that of the
+// name. It exists to simulate a corrupt record in tests: when the codec
+// cannot decode rec.Metadata, Get returns an error wrapping
+// [store.ErrCorruptRecord], CompareAndSwap refuses to overwrite the record
+// with the same error, and watchers receive an event whose Err wraps it,
+// until the record is replaced by another PutRaw or removed by Delete.
+func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision, error) {
+	if err := store.ValidateName(name); err != nil {
+		return 0, fmt.Errorf("memstore: PutRaw: %w", err)
+	}
+	rec.Metadata = bytes.Clone(rec.Metadata)
+	var decodeErr error
+	if _, err := s.codec.Decode(rec.Metadata); err != nil {
+		decodeErr = corrupt(name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.put(name, rec, decodeErr).rev, nil
+}
+
+// Watch delivers the current state of name first (an Absent event when there
+// is no record), then every later change in revision order. Writers never
+// wait for a watcher: a receiver that falls behind skips intermediate states
+// and gets the latest, but never an older revision after a newer one. A
+// record that cannot be decoded arrives as an event with its Revision and an
+// Err wrapping [store.ErrCorruptRecord]; a Delete arrives as an Absent event.
+// Every event is decoded separately: the receiver owns its records.
+//
+// The channel is closed when ctx ends; until then a goroutine serves it, so
+// cancel ctx when done. Watch returns an error for a bad name
+// ([store.ErrInvalidName]) or an ended ctx.
+func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+	if err := check(ctx, "Watch", name); err != nil {
+		return nil, err
+	}
+	w := &sub{notify: make(chan struct{}, 1)}
+	s.mu.Lock()
+	sl := s.names[name]
+	if sl == nil {
+		sl = &slot{}
+		s.names[name] = sl
+	}
+	if sl.subs == nil {
+		sl.subs = make(map[*sub]struct{})
+	}
+	sl.subs[w] = struct{}{}
+	w.offer(sl.cur)
+	s.mu.Unlock()
+	out := make(chan store.Event[M])
+	go s.serve(ctx, name, w, out)
+	return out, nil
+}
+
+// serve feeds one watcher's channel until ctx ends. While the receiver is
+// not ready, a newer state replaces the one waiting to be sent.
+func (s *Store[M]) serve(ctx context.Context, name string, w *sub, out chan<- store.Event[M]) {
+	defer close(out)
+	defer s.unwatch(name, w)
+	var (
+		ev   store.Event[M]
+		send chan<- store.Event[M] // nil while there is nothing to send
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.notify:
+			if e, ok := s.take(w); ok {
+				ev, send = s.event(name, e), out
+			}
+		case send <- ev:
+			send = nil
+		}
+	}
+}
+
+// publish offers e, the new state of the slot's name, to every watcher.
+// Store.mu is held.
+func (sl *slot) publish(e *entry) {
+	for w := range sl.subs {
+		w.offer(e)
+	}
+}
+
+// offer makes e the state w sends next. Store.mu is held.
+func (w *sub) offer(e *entry) {
+	w.pending, w.dirty = e, true
+	select {
+	case w.notify <- struct{}{}:
+	default: // a wake-up is already waiting; it will find e
+	}
+}
+
+// take returns the state offered to w since the last take, if any.
+func (s *Store[M]) take(w *sub) (*entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := w.pending, w.dirty
+	w.pending, w.dirty = nil, false
+	return e, ok
+}
+
+// unwatch forgets w, and the slot of name when nothing else needs it.
+func (s *Store[M]) unwatch(name string, w *sub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.names[name]
+	delete(sl.subs, w)
+	if len(sl.subs) == 0 && !sl.written {
+		delete(s.names, name)
+	}
+}
+
+// event turns a stored state into the event a watcher receives.
+func (s *Store[M]) event(name string, e *entry) store.Event[M] {
+	if e == nil {
+		return store.Event[M]{Absent: true}
+	}
+	rec, err := s.decode(name, e)
+	if err != nil {
+		return store.Event[M]{Revision: e.rev, Err: err}
+	}
+	return store.Event[M]{Record: rec, Revision: e.rev}
+}
+
+// decode returns the record of e with its metadata decoded afresh.
+func (s *Store[M]) decode(name string, e *entry) (lease.Record[M], error) {
+	if e.err != nil {
+		return lease.Record[M]{}, e.err
+	}
+	m, err := s.codec.Decode(e.rec.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, corrupt(name, err)
+	}
+	return withMetadata(e.rec, m), nil
+}
+
+// withMetadata returns r with its encoded metadata replaced by m.
+func withMetadata[M any](r lease.Record[[]byte], m M) lease.Record[M] {
+	return lease.Record[M]{
+		Holder:        r.Holder,
+		Token:         r.Token,
+		AcquiredAt:    r.AcquiredAt,
+		RenewedAt:     r.RenewedAt,
+		LeaseDuration: r.LeaseDuration,
+		Transitions:   r.Transitions,
+		Metadata:      m,
+	}
+}
+
+// corrupt wraps a decoding error of the record of name so that it matches
+// store.ErrCorruptRecord.
+func corrupt(name string, err error) error {
+	if errors.Is(err, store.ErrCorruptRecord) {
+		return fmt.Errorf("memstore: record %q: %w", name, err)
+	}
+	return fmt.Errorf("memstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
+}
+
+// check refuses an ended ctx, then a bad name, for operation op.
+func check(ctx context.Context, op, name string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %s %q: %w", op, name, err)
+	}
+	if err := store.ValidateName(name); err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	return nil
+}

@@ -1,0 +1,411 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+	"github.com/tenure-go/tenure/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+		return memstore.New[storetest.Meta]()
+	})
+}
+
+// countingCodec is JSON that counts its calls.
+type countingCodec[M any] struct {
+	store.JSONCodec[M]
+	encodes, decodes *atomic.Int64
+}
+
+func (c countingCodec[M]) Encode(m M) ([]byte, error) {
+	c.encodes.Add(1)
+	return c.JSONCodec.Encode(m)
+}
+
+func (c countingCodec[M]) Decode(b []byte) (M, error) {
+	c.decodes.Add(1)
+	return c.JSONCodec.Decode(b)
+}
+
+func TestConformanceWithCodec(t *testing.T) {
+	var encodes, decodes atomic.Int64
+	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+		return memstore.New(memstore.WithCodec(countingCodec[storetest.Meta]{encodes: &encodes, decodes: &decodes}))
+	})
+	if encodes.Load() == 0 || decodes.Load() == 0 {
+		t.Errorf("the codec given WithCodec was not used: %d encodes, %d decodes", encodes.Load(), decodes.Load())
+	}
+}
+
+// next returns the next event of ch, failing after a generous timeout.
+func next[M any](t *testing.T, ch <-chan store.Event[M]) store.Event[M] {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("watch channel closed")
+		}
+		return ev
+	case <-time.After(storetest.WatchTimeout):
+		t.Fatalf("no event within %v", storetest.WatchTimeout)
+	}
+	panic("unreachable")
+}
+
+// mustSwap calls CompareAndSwap, which must succeed.
+func mustSwap[M any](t *testing.T, st *memstore.Store[M], name string, expected lease.Revision, r lease.Record[M]) (lease.Record[M], lease.Revision) {
+	t.Helper()
+	got, rev, err := st.CompareAndSwap(t.Context(), name, expected, r)
+	if err != nil {
+		t.Fatalf("CompareAndSwap(%q, %d): %v", name, expected, err)
+	}
+	return got, rev
+}
+
+type labels struct {
+	Labels map[string]string
+	Tags   []string
+}
+
+func newLabels() labels {
+	return labels{Labels: map[string]string{"k": "before"}, Tags: []string{"before"}}
+}
+
+func (l labels) mutate() {
+	l.Labels["k"] = "after"
+	l.Tags[0] = "after"
+}
+
+// Metadata is copied through the codec: neither the caller's value, nor the
+// record CompareAndSwap returned, nor an event a watcher received shares
+// anything with what is stored or with another watcher's event.
+func TestCopyOnWrite(t *testing.T) {
+	st := memstore.New[labels]()
+	const name = "cow"
+	w1, err := st.Watch(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := st.Watch(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, w1)
+	next(t, w2)
+
+	wrote := lease.Record[labels]{Holder: "a", Token: 1, Metadata: newLabels()}
+	got, _ := mustSwap(t, st, name, 0, wrote)
+	wrote.Metadata.mutate()
+	got.Metadata.mutate()
+	next(t, w1).Record.Metadata.mutate()
+
+	if ev := next(t, w2); !cmp.Equal(ev.Record.Metadata, newLabels()) {
+		t.Errorf("second watcher got %+v, want %+v", ev.Record.Metadata, newLabels())
+	}
+	read, _, err := st.Get(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(read.Metadata, newLabels()) {
+		t.Errorf("Get = %+v after the caller mutated its copies, want %+v", read.Metadata, newLabels())
+	}
+}
+
+func TestCorruptRecord(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New[labels]()
+	const name = "corrupt"
+	_, rev0 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "a", Token: 4})
+	rev, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, Metadata: []byte(`{"Labels": [`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev <= rev0 {
+		t.Fatalf("PutRaw revision %d, want above %d", rev, rev0)
+	}
+	wantCorrupt := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrCorruptRecord) || errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: error = %v, want one wrapping store.ErrCorruptRecord (and not ErrConflict)", what, err)
+		}
+	}
+	_, _, err = st.Get(ctx, name)
+	wantCorrupt("Get", err)
+	for _, expected := range []lease.Revision{rev, 0, rev0} {
+		_, _, err = st.CompareAndSwap(ctx, name, expected, lease.Record[labels]{Holder: "b", Token: 6})
+		wantCorrupt("CompareAndSwap", err)
+	}
+	_, _, err = st.Get(ctx, name)
+	wantCorrupt("Get after the refused swaps", err)
+
+	events, err := st.Watch(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, events); ev.Revision != rev || ev.Absent || !errors.Is(ev.Err, store.ErrCorruptRecord) {
+		t.Errorf("first event = %+v, want revision %d with an error wrapping store.ErrCorruptRecord", ev, rev)
+	}
+
+	// A repair (another PutRaw, here with valid metadata) makes it readable.
+	rev, err = st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, Metadata: []byte(`{"Tags":["fixed"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotRev, err := st.Get(ctx, name)
+	if err != nil || gotRev != rev || got.Token != 5 || !cmp.Equal(got.Metadata.Tags, []string{"fixed"}) {
+		t.Errorf("Get after repair = %+v, %d, %v; want token 5, tags [fixed], revision %d", got, gotRev, err, rev)
+	}
+	if ev := next(t, events); ev.Revision != rev || ev.Err != nil || ev.Record.Holder != "a" {
+		t.Errorf("event after repair = %+v, want revision %d held by a", ev, rev)
+	}
+	mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "b", Token: 6})
+}
+
+func TestPutRawInvalidName(t *testing.T) {
+	st := memstore.New[labels]()
+	if _, err := st.PutRaw("", lease.Record[[]byte]{}); !errors.Is(err, store.ErrInvalidName) {
+		t.Errorf("PutRaw(\"\") error = %v, want one wrapping store.ErrInvalidName", err)
+	}
+}
+
+// After Delete, revisions never repeat and tokens start above the lost ones.
+func TestDeleteThenCreate(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New[labels]()
+	const name = "lost"
+	events, err := st.Watch(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, events)
+	_, rev1 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "a", Token: 5})
+	next(t, events)
+	held, rev2 := mustSwap(t, st, name, rev1, lease.Record[labels]{Holder: "a", Token: 5})
+	if ev := next(t, events); ev.Revision != rev2 {
+		t.Fatalf("event revision %d, want %d", ev.Revision, rev2)
+	}
+
+	st.Delete(name)
+	st.Delete(name) // deleting an absent name does nothing
+	if ev := next(t, events); !ev.Absent || ev.Revision != 0 {
+		t.Errorf("event after Delete = %+v, want Absent", ev)
+	}
+	if _, _, err := st.Get(ctx, name); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get after Delete: error = %v, want store.ErrNotFound", err)
+	}
+	cur, rev, err := st.CompareAndSwap(ctx, name, rev2, held)
+	if !errors.Is(err, store.ErrConflict) || rev != 0 || cur.Holder != "" {
+		t.Errorf("swap from the lost revision = %+v, %d, %v; want a conflict with nothing", cur, rev, err)
+	}
+
+	got, rev3 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "b", Token: 1})
+	if rev3 <= rev2 {
+		t.Errorf("revision after Delete = %d, want above %d", rev3, rev2)
+	}
+	if got.Token != 6 {
+		t.Errorf("token after Delete = %d, want 6, above the lost 5", got.Token)
+	}
+	if ev := next(t, events); ev.Revision != rev3 || ev.Record.Token != 6 {
+		t.Errorf("event after re-create = %+v, want revision %d token 6", ev, rev3)
+	}
+
+	st.Delete(name)
+	if got, _ := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "c", Token: 100}); got.Token != 100 {
+		t.Errorf("token = %d, want the 100 asked, which is above the floor", got.Token)
+	}
+	// With the floor at the largest token, no token is left for a create.
+	if _, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "d", Token: math.MaxUint64, Metadata: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	st.Delete(name)
+	if _, _, err := st.CompareAndSwap(ctx, name, 0, lease.Record[labels]{Holder: "e", Token: 1}); !errors.Is(err, store.ErrInvalidRecord) {
+		t.Errorf("create with no token left: error = %v, want store.ErrInvalidRecord", err)
+	}
+}
+
+// A reader that does not keep up gets fewer events, never an older revision
+// after a newer one, and never holds up a writer.
+func TestWatchCoalesces(t *testing.T) {
+	st := memstore.New[labels]()
+	const name = "slow"
+	const writes = 1000
+	events, err := st.Watch(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rev lease.Revision
+	for i := range writes {
+		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "a", Token: uint64(i)})
+	}
+	// Nobody read during the writes, so the watch holds at most one state
+	// in hand and one pending: the last write arrives within two events.
+	var got []lease.Revision
+	for len(got) == 0 || got[len(got)-1] != rev {
+		ev := next(t, events)
+		if len(got) > 0 && ev.Revision <= got[len(got)-1] {
+			t.Fatalf("revision %d after %d", ev.Revision, got[len(got)-1])
+		}
+		got = append(got, ev.Revision)
+	}
+	if len(got) > 2 {
+		t.Errorf("a reader idle during %d writes got %d events %v, want at most 2", writes, len(got), got)
+	}
+}
+
+// Readers of different speeds watch while a writer writes: each sees
+// strictly increasing revisions and tokens, up to the last write.
+func TestWatchSlowReaderNeverGoesBack(t *testing.T) {
+	st := memstore.New[labels]()
+	const name = "racing"
+	const writes = 2000
+	var wg sync.WaitGroup
+	for reader := range 4 {
+		events, err := st.Watch(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			var prev lease.Revision
+			var prevToken uint64
+			for prevToken != writes {
+				ev, ok := <-events
+				switch {
+				case !ok:
+					t.Errorf("reader %d: channel closed", reader)
+					return
+				case ev.Absent && prev != 0:
+					t.Errorf("reader %d: Absent after revision %d", reader, prev)
+					return
+				case ev.Absent:
+					continue
+				case ev.Revision <= prev || ev.Record.Token <= prevToken:
+					t.Errorf("reader %d: revision %d token %d after revision %d token %d", reader, ev.Revision, ev.Record.Token, prev, prevToken)
+					return
+				}
+				prev, prevToken = ev.Revision, ev.Record.Token
+				for range reader * 100 { // the higher the reader, the slower
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	var rev lease.Revision
+	for i := range writes {
+		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "a", Token: uint64(i + 1)})
+	}
+	wg.Wait()
+}
+
+func TestWatchClosesOnCancel(t *testing.T) {
+	st := memstore.New[labels]()
+	ctx, cancel := context.WithCancel(t.Context())
+	events, err := st.Watch(ctx, "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	timeout := time.After(storetest.WatchTimeout)
+	for open := true; open; {
+		select {
+		case _, open = <-events:
+		case <-timeout:
+			t.Fatalf("the channel is still open %v after cancel", storetest.WatchTimeout)
+		}
+	}
+	if _, err := st.Watch(ctx, "closing"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Watch with a cancelled context: error = %v, want context.Canceled", err)
+	}
+	// The store forgets a name that was only watched: a later watch still
+	// starts from Absent.
+	events, err = st.Watch(t.Context(), "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, events); !ev.Absent {
+		t.Errorf("first event = %+v, want Absent", ev)
+	}
+}
+
+func TestLongestName(t *testing.T) {
+	st := memstore.New[labels]()
+	name := strings.Repeat("ü", store.MaxNameBytes/2) + "a"
+	if len(name) != store.MaxNameBytes {
+		t.Fatalf("test name is %d bytes", len(name))
+	}
+	mustSwap(t, st, name, 0, lease.Record[labels]{Holder: strings.Repeat("h", store.MaxHolderBytes)})
+}
+
+// A cancelled context wins over every other error: the store does nothing.
+func TestCancelledContextFirst(t *testing.T) {
+	st := memstore.New[labels]()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := st.Get(ctx, ""); !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrInvalidName) {
+		t.Errorf("Get: error = %v, want context.Canceled alone", err)
+	}
+	if _, _, err := st.CompareAndSwap(ctx, "x", 0, lease.Record[labels]{LeaseDuration: -1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("CompareAndSwap: error = %v, want context.Canceled", err)
+	}
+}
+
+func TestEncodeFailureKeepsRecord(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New[float64]()
+	want, rev := mustSwap(t, st, "enc", 0, lease.Record[float64]{Holder: "a", Token: 1, Metadata: 1.5})
+	_, _, err := st.CompareAndSwap(ctx, "enc", rev, lease.Record[float64]{Holder: "a", Token: 1, Metadata: math.NaN()})
+	if !errors.Is(err, store.ErrEncode) {
+		t.Errorf("CompareAndSwap of NaN: error = %v, want store.ErrEncode", err)
+	}
+	got, gotRev, err := st.Get(ctx, "enc")
+	if err != nil || gotRev != rev || got != want {
+		t.Errorf("Get = %+v, %d, %v; want %+v, %d", got, gotRev, err, want, rev)
+	}
+}
+
+// failingCodec encodes but cannot decode.
+type failingCodec struct{ store.JSONCodec[int] }
+
+func (failingCodec) Decode([]byte) (int, error) { return 0, errors.New("no decoding today") }
+
+func TestCodecThatCannotDecodeIsRefused(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New(memstore.WithCodec(failingCodec{}))
+	_, _, err := st.CompareAndSwap(ctx, "fail", 0, lease.Record[int]{Holder: "a", Metadata: 1})
+	if !errors.Is(err, store.ErrEncode) || errors.Is(err, store.ErrCorruptRecord) {
+		t.Errorf("CompareAndSwap: error = %v, want store.ErrEncode (and not ErrCorruptRecord)", err)
+	}
+	if _, _, err := st.Get(ctx, "fail"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get: error = %v, want store.ErrNotFound", err)
+	}
+}
+
+func TestTimesLoseMonotonicReading(t *testing.T) {
+	st := memstore.New[labels]()
+	now := time.Now()
+	got, _ := mustSwap(t, st, "times", 0, lease.Record[labels]{AcquiredAt: now, RenewedAt: now.Add(time.Second)})
+	if got.AcquiredAt != now.Round(0) || got.RenewedAt != now.Add(time.Second).Round(0) {
+		t.Errorf("times = %v, %v; want %v, %v without monotonic readings", got.AcquiredAt, got.RenewedAt, now.Round(0), now.Add(time.Second).Round(0))
+	}
+}
+
+func TestNilOptionsAndCodec(t *testing.T) {
+	st := memstore.New(nil, memstore.WithCodec[labels](nil))
+	got, _ := mustSwap(t, st, "nil", 0, lease.Record[labels]{Metadata: newLabels()})
+	if !cmp.Equal(got.Metadata, newLabels()) {
+		t.Errorf("metadata = %+v, want %+v", got.Metadata, newLabels())
+	}
+}

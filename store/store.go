@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+// Errors returned by stores. Implementations wrap them with %w so that callers
+// match them with errors.Is.
+var (
+	// ErrNotFound: no record exists for the name.
+	ErrNotFound = errors.New("store: record not found")
+	// ErrConflict: the stored revision differs from the expected one.
+	ErrConflict = errors.New("store: revision conflict")
+	// ErrInvalidName: the name breaks the rules of ValidateName or of the
+	// backend.
+	ErrInvalidName = errors.New("store: invalid name")
+	// ErrInvalidRecord: the record to write breaks a rule (a negative
+	// LeaseDuration, an over-long holder, ...).
+	ErrInvalidRecord = errors.New("store: invalid record")
+	// ErrMetadataTooLarge: the encoded metadata exceeds MaxMetadataBytes or a
+	// backend's own limit.
+	ErrMetadataTooLarge = errors.New("store: metadata too large")
+	// ErrEncode: the metadata could not be encoded.
+	ErrEncode = errors.New("store: cannot encode metadata")
+	// ErrCorruptRecord: the stored record cannot be read. It is reported,
+	// never overwritten.
+	ErrCorruptRecord = errors.New("store: corrupt record")
+)
+
+// Limits shared by every store.
+const (
+	// MaxNameBytes is the longest election name, in bytes.
+	MaxNameBytes = 253
+	// MaxHolderBytes is the longest holder identity, in bytes.
+	MaxHolderBytes = 253
+	// MaxMetadataBytes is the largest encoded metadata, in bytes.
+	MaxMetadataBytes = 64 << 10
+)
+
+// Store keeps lease records by name. It must be safe for concurrent use.
+type Store[M any] interface {
+	// Get returns the record stored under name and its revision, or an error
+	// wrapping ErrNotFound.
+	Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error)
+	// CompareAndSwap stores next under name if the stored revision equals
+	// expected (zero: only if no record exists). It returns the stored
+	// record and its new revision. On mismatch it returns an error wrapping
+	// ErrConflict with the record and revision it found (zero when absent).
+	CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error)
+}
+
+// Event is one observation delivered by a Watcher.
+type Event[M any] struct {
+	// Record is the record as of Revision; zero when Absent.
+	Record lease.Record[M]
+	// Revision is the record's revision; zero when Absent.
+	Revision lease.Revision
+	// Absent reports that no record exists (it was never written, or the
+	// store lost it).
+	Absent bool
+	// Err is set when the record exists but cannot be read (wrapping
+	// ErrCorruptRecord, say). The watch goes on.
+	Err error
+}
+
+// Watcher is implemented by stores that push changes.
+type Watcher[M any] interface {
+	// Watch delivers the current state of name first, then every later
+	// change, in revision order. It may skip intermediate revisions when the
+	// receiver falls behind, but never delivers an older revision after a
+	// newer one. The channel is closed when ctx ends or the watch breaks; the
+	// caller may watch again.
+	Watch(ctx context.Context, name string) (<-chan Event[M], error)
+}
+
+// ValidateName checks the rules every store applies to election names: not
+// empty, at most MaxNameBytes bytes, valid UTF-8, no control characters.
+// Backends may add rules of their own.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: name is empty", ErrInvalidName)
+	case len(name) > MaxNameBytes:
+		return fmt.Errorf("%w: name is %d bytes, the limit is %d", ErrInvalidName, len(name), MaxNameBytes)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: name %q is not valid UTF-8", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("%w: name %q contains control character %U", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+// ValidateRecord checks the fields of a record about to be written: the
+// holder follows the rules of names but may be empty, and LeaseDuration is
+// not negative.
+func ValidateRecord[M any](r lease.Record[M]) error {
+	if len(r.Holder) > MaxHolderBytes {
+		return fmt.Errorf("%w: holder is %d bytes, the limit is %d", ErrInvalidRecord, len(r.Holder), MaxHolderBytes)
+	}
+	if r.Holder != "" {
+		if err := ValidateName(r.Holder); err != nil {
+			return fmt.Errorf("%w: holder: %w", ErrInvalidRecord, err)
+		}
+	}
+	if r.LeaseDuration < 0 {
+		return fmt.Errorf("%w: LeaseDuration is %v, must be >= 0", ErrInvalidRecord, r.LeaseDuration)
+	}
+	return nil
+}
+
+// Lossy is implemented by stores that can lose records, such as Redis
+// without persistence. Electors then wait out an absent record for a whole
+// LeaseDuration instead of taking it at once, since a leader may still
+// believe it holds the record that vanished.
+type Lossy interface {
+	MayLoseRecords() bool
+}

@@ -1,0 +1,82 @@
+// Package storetest is the conformance suite of the [store.Store] contract,
+// in the manner of testing/fstest. Every store of Tenure passes it, and so
+// must a custom one before an elector relies on it:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+//			return mystore.New[storetest.Meta](...)
+//		})
+//	}
+//
+// [Run] runs each check as a subtest with a fresh store from newStore. Names
+// carry a random prefix, unique to each Run, so a store may be a shared server
+// that outlives the test; the suite never deletes what it wrote. The checks
+// that use Watch run when the store implements [store.Watcher] and are
+// skipped otherwise.
+//
+// # What is checked
+//
+//   - CompareAndSwap with the zero revision creates only if absent; a second
+//     create gets ErrConflict with the first record and its revision.
+//   - Get of a missing name gets ErrNotFound; a swap that expects a revision
+//     on a missing name gets ErrConflict with a zero record and revision.
+//   - A stale revision gets ErrConflict with the current record and revision,
+//     and writes nothing.
+//   - 16 goroutines racing CompareAndSwap from one revision (and 16 racing to
+//     create): exactly one wins, every loser gets ErrConflict with the
+//     winner's holder, token and revision.
+//   - Revisions are non-zero and strictly increase over many writes; Get
+//     returns the revision and record that CompareAndSwap returned.
+//   - A release (Holder "") keeps Token and Transitions.
+//   - Typed metadata round trips (the zero value, empty maps and slices,
+//     nested structs, a pointer, unicode and JSON-hostile strings, a large
+//     integer, a large blob), and a caller mutating a map after a write or
+//     after a read changes nothing stored.
+//   - LeaseDuration, Token and Transitions round trip exactly: 0, large
+//     uint64 values (1<<63+5, the largest uint64) and durations in whole
+//     milliseconds (1.5s, 90 days); finer durations are not tried. Times in
+//     a zone other than UTC read back as the same instants.
+//   - A cancelled context, or one past its deadline, makes Get and
+//     CompareAndSwap fail with an error wrapping context.Canceled or
+//     context.DeadlineExceeded, and such a CompareAndSwap writes nothing.
+//   - Bad names ("", 254 bytes, a NUL byte, a control character, invalid
+//     UTF-8) get ErrInvalidName from Get, CompareAndSwap and Watch.
+//   - Metadata larger than store.MaxMetadataBytes gets ErrMetadataTooLarge,
+//     a negative LeaseDuration or a bad holder gets ErrInvalidRecord, and
+//     the record stored before is still there, unchanged.
+//   - Watch: a fresh subscriber first gets the current record, or an Absent
+//     event; later changes arrive with strictly increasing revisions up to
+//     the last write (intermediate ones may be skipped), each with the record
+//     written at that revision; a watch on one name sees nothing of another
+//     (as far as a check can tell without waiting for silence: events are
+//     received as soon as the store sends them, and any of the other name
+//     fails); two subscribers both see a change; cancelling the watch's
+//     context closes its channel.
+//
+// Not checked, since the Store interface cannot cause it: what happens when
+// the backend loses its data (revisions must still never repeat). A store
+// tests that itself, as memstore does with its Delete method.
+//
+// # Latitude a store has
+//
+// Records are compared field by field with go-cmp, with these allowances,
+// which the store contract grants:
+//
+//   - Token: a store may raise the token of a record it writes (to keep
+//     tokens increasing across data loss), never lower it. The suite checks
+//     Token >= the one written, and that the token of a record read back is
+//     the one CompareAndSwap returned. Rewriting a record with the token
+//     CompareAndSwap returned (a renewal, a release) must keep that token
+//     exactly.
+//   - AcquiredAt and RenewedAt: a store may keep the times written, to at
+//     least millisecond precision, or set them from its own clock. The suite
+//     writes times taken from time.Now just before the call and checks only
+//     that they read back non-zero and within one second of those written;
+//     a zero time written is not checked. Locations are ignored (times are
+//     compared with time.Time.Equal).
+//   - Metadata: nil and empty maps and slices are treated as equal, since a
+//     codec need not tell them apart.
+//
+// Everything else must read back exactly as written. Waits on a Watch
+// channel time out after [WatchTimeout]; the suite never sleeps.
+package storetest

@@ -1,0 +1,251 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Meta is the metadata type the suite stores: it has a field of every kind a
+// codec must carry. Blob is used to build metadata of a chosen size.
+type Meta struct {
+	// Name is a string, often with unicode.
+	Name string
+	// Labels is a map, nil, empty or with an empty key.
+	Labels map[string]string
+	// Tags is a slice, nil, empty or with empty strings.
+	Tags []string
+	// Detail is a nested struct.
+	Detail Detail
+	// Owner is a pointer, nil or to a Detail.
+	Owner *Detail
+	// Blob pads the metadata to a chosen size.
+	Blob string
+}
+
+// Detail is the struct nested in Meta.
+type Detail struct {
+	// Note is a string.
+	Note string
+	// Count is an integer, negative or beyond float64 precision.
+	Count int64
+	// Items is a slice in a nested struct.
+	Items []string
+}
+
+// WatchTimeout is how long the suite waits for an event, or for a channel to
+// close, before it fails.
+const WatchTimeout = 10 * time.Second
+
+// opTimeout bounds each subtest, so that a hung backend fails the suite
+// rather than stalling it.
+const opTimeout = time.Minute
+
+// timeSlack is how far a time read back may lie from the one written.
+const timeSlack = time.Second
+
+// Run runs the conformance suite against the stores newStore returns: each
+// check is a subtest of t with a fresh store. newStore may call t.Fatal or
+// t.Skip (when a server is unavailable, say) and t.Cleanup.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store[Meta]) {
+	t.Helper()
+	n := &namer{prefix: fmt.Sprintf("storetest-%010x-", rand.Uint64()>>24)}
+	run(t, checks(), newStore, n)
+}
+
+// check is one subtest of the suite: a check of its own (fn) or a group of
+// them (sub).
+type check struct {
+	name string
+	fn   func(e *env)
+	sub  []check
+}
+
+// run runs each of cs as a subtest of t with a fresh store.
+func run(t *testing.T, cs []check, newStore func(t *testing.T) store.Store[Meta], n *namer) {
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			if c.sub != nil {
+				run(t, c.sub, newStore, n)
+				return
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
+			defer cancel()
+			c.fn(&env{t: t, ctx: ctx, st: newStore(t), names: n})
+		})
+	}
+}
+
+func checks() []check {
+	return []check{
+		{name: "CreateIfAbsent", fn: testCreateIfAbsent},
+		{name: "GetMissing", fn: testGetMissing},
+		{name: "SwapMissing", fn: testSwapMissing},
+		{name: "StaleRevision", fn: testStaleRevision},
+		{name: "ConcurrentSwaps", fn: testConcurrentSwaps},
+		{name: "RevisionsIncrease", fn: testRevisionsIncrease},
+		{name: "ReleaseKeepsTokenAndTransitions", fn: testRelease},
+		{name: "MetadataRoundTrip", fn: testMetadataRoundTrip},
+		{name: "CallerOwnsMetadata", fn: testCallerOwnsMetadata},
+		{name: "FieldsRoundTrip", fn: testFieldsRoundTrip},
+		{name: "Context", fn: testContext},
+		{name: "InvalidNames", fn: testInvalidNames},
+		{name: "OversizedMetadata", fn: testOversizedMetadata},
+		{name: "InvalidRecord", fn: testInvalidRecord},
+		{name: "Watch", sub: []check{
+			{name: "AbsentFirst", fn: testWatchAbsentFirst},
+			{name: "CurrentFirst", fn: testWatchCurrentFirst},
+			{name: "Order", fn: testWatchOrder},
+			{name: "OtherName", fn: testWatchOtherName},
+			{name: "TwoWatchers", fn: testWatchTwoWatchers},
+			{name: "Cancel", fn: testWatchCancel},
+		}},
+	}
+}
+
+// namer hands out names that no other Run, and no other check, uses.
+type namer struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+// env is what a check runs with.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	st    store.Store[Meta]
+	names *namer
+}
+
+// name returns a new unique name; label says what it is for.
+func (e *env) name(label string) string {
+	return fmt.Sprintf("%s%d-%s", e.names.prefix, e.names.n.Add(1), label)
+}
+
+// term returns a record held by holder with token, timed now.
+func term(holder string, token uint64) lease.Record[Meta] {
+	now := time.Now()
+	return lease.Record[Meta]{
+		Holder:        holder,
+		Token:         token,
+		AcquiredAt:    now,
+		RenewedAt:     now,
+		LeaseDuration: 15 * time.Second,
+		Transitions:   token,
+		Metadata:      Meta{Name: holder, Labels: map[string]string{"holder": holder}},
+	}
+}
+
+// swap calls CompareAndSwap, which must succeed, and checks the record and
+// revision it returns against what was written.
+func (e *env) swap(name string, expected lease.Revision, next lease.Record[Meta]) (lease.Record[Meta], lease.Revision) {
+	e.t.Helper()
+	got, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, next)
+	if err != nil {
+		e.t.Fatalf("CompareAndSwap(%q, %d): %v", name, expected, err)
+	}
+	if rev == 0 || rev <= expected {
+		e.t.Fatalf("CompareAndSwap(%q, %d) returned revision %d, want one above %d", name, expected, rev, expected)
+	}
+	e.written(fmt.Sprintf("CompareAndSwap(%q, %d)", name, expected), got, next)
+	return got, rev
+}
+
+// get calls Get, which must succeed.
+func (e *env) get(name string) (lease.Record[Meta], lease.Revision) {
+	e.t.Helper()
+	got, rev, err := e.st.Get(e.ctx, name)
+	if err != nil {
+		e.t.Fatalf("Get(%q): %v", name, err)
+	}
+	return got, rev
+}
+
+// stored checks that name holds want at revision rev, exactly.
+func (e *env) stored(name string, want lease.Record[Meta], rev lease.Revision) {
+	e.t.Helper()
+	got, gotRev := e.get(name)
+	if gotRev != rev {
+		e.t.Errorf("Get(%q) revision = %d, want %d", name, gotRev, rev)
+	}
+	e.same(fmt.Sprintf("Get(%q)", name), got, want)
+}
+
+// absent checks that name has no record.
+func (e *env) absent(name string) {
+	e.t.Helper()
+	got, rev, err := e.st.Get(e.ctx, name)
+	if !errors.Is(err, store.ErrNotFound) {
+		e.t.Errorf("Get(%q) = %+v, revision %d, error %v; want an error wrapping store.ErrNotFound", name, got, rev, err)
+	}
+}
+
+// same reports a difference between two records that the store returned for
+// one revision: they must be equal.
+func (e *env) same(what string, got, want lease.Record[Meta]) {
+	e.t.Helper()
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		e.t.Errorf("%s returned a different record (-want +got):\n%s", what, d)
+	}
+}
+
+// written reports a difference between a record read back and the one
+// written, with the latitude the contract gives stores: a raised Token, and
+// times set by the store's clock within timeSlack.
+func (e *env) written(what string, got, wrote lease.Record[Meta]) {
+	e.t.Helper()
+	if got.Token < wrote.Token {
+		e.t.Errorf("%s: Token = %d, below the %d written", what, got.Token, wrote.Token)
+	}
+	got.Token = wrote.Token
+	e.near(what+": AcquiredAt", got.AcquiredAt, wrote.AcquiredAt)
+	e.near(what+": RenewedAt", got.RenewedAt, wrote.RenewedAt)
+	got.AcquiredAt, got.RenewedAt = wrote.AcquiredAt, wrote.RenewedAt
+	if d := cmp.Diff(wrote, got, cmpopts.EquateEmpty()); d != "" {
+		e.t.Errorf("%s: the record read back differs from the one written (-wrote +got):\n%s", what, d)
+	}
+}
+
+// near checks a time read back against the one written: unless that was
+// zero, it must be non-zero and within timeSlack.
+func (e *env) near(what string, got, wrote time.Time) {
+	e.t.Helper()
+	switch {
+	case wrote.IsZero():
+	case got.IsZero():
+		e.t.Errorf("%s is zero, want about %v", what, wrote)
+	case got.Sub(wrote).Abs() > timeSlack:
+		e.t.Errorf("%s = %v, more than %v away from the %v written", what, got, timeSlack, wrote)
+	}
+}
+
+// wantErr checks that err wraps target.
+func (e *env) wantErr(what string, err, target error) {
+	e.t.Helper()
+	if !errors.Is(err, target) {
+		e.t.Errorf("%s: error = %v, want one wrapping %v", what, err, target)
+	}
+}
+
+// conflict checks the result of a CompareAndSwap that must fail with
+// ErrConflict and report want at revision rev.
+func (e *env) conflict(what string, got lease.Record[Meta], gotRev lease.Revision, err error, want lease.Record[Meta], rev lease.Revision) {
+	e.t.Helper()
+	if !errors.Is(err, store.ErrConflict) {
+		e.t.Fatalf("%s: error = %v, want one wrapping store.ErrConflict", what, err)
+	}
+	if gotRev != rev {
+		e.t.Errorf("%s: conflict reported revision %d, want %d", what, gotRev, rev)
+	}
+	e.same(what+" (the record reported with the conflict)", got, want)
+}

@@ -1,0 +1,72 @@
+package storetest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+	"github.com/tenure-go/tenure/store/storetest"
+)
+
+// gobCodec encodes with encoding/gob, which does not tell a nil map or slice
+// from an empty one.
+type gobCodec struct{}
+
+func (gobCodec) Encode(m storetest.Meta) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(m); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrEncode, err)
+	}
+	return b.Bytes(), nil
+}
+
+func (gobCodec) Decode(data []byte) (storetest.Meta, error) {
+	var m storetest.Meta
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&m); err != nil {
+		return m, fmt.Errorf("%w: %w", store.ErrCorruptRecord, err)
+	}
+	return m, nil
+}
+
+// liberalStore takes every liberty the contract allows: its codec does not
+// tell nil from empty, it sets the times of every record it writes from its
+// own clock to the millisecond, and it raises the token of every record it
+// creates above a floor shared by all its instances, as a server that keeps
+// tokens increasing across data loss might.
+type liberalStore struct {
+	*memstore.Store[storetest.Meta]
+	floor *atomic.Uint64
+}
+
+func (s liberalStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[storetest.Meta]) (lease.Record[storetest.Meta], lease.Revision, error) {
+	now := time.Now().Truncate(time.Millisecond)
+	next.AcquiredAt, next.RenewedAt = now, now
+	if expected == 0 {
+		next.Token = max(next.Token, s.floor.Add(1000))
+	}
+	return s.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// The suite accepts a store that uses all the latitude it documents.
+func TestLiberalStorePasses(t *testing.T) {
+	var floor atomic.Uint64
+	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+		return liberalStore{memstore.New(memstore.WithCodec[storetest.Meta](gobCodec{})), &floor}
+	})
+}
+
+// getOnly hides Watch: the Watch checks are skipped, the others run.
+type getOnly struct{ store.Store[storetest.Meta] }
+
+func TestStoreWithoutWatch(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+		return getOnly{memstore.New[storetest.Meta]()}
+	})
+}
