@@ -1,10 +1,10 @@
 package lead_test
 
 import (
-	"log/slog"
-	"os"
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -540,4 +540,18 @@ func TestIdentityAndEnv(t *testing.T) {
 	if e4.Identity() != "explicit" || e4.Config() != fastConfig() {
 		t.Fatalf("explicit options lost to env: %q %v", e4.Identity(), e4.Config())
 	}
+}
+
+func TestUnencodableMetadataStopsRunWithError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[func()]()
+		e, err := lead.New("job", st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetMetadata(func() {})
+		if err := e.Run(context.Background()); !errors.Is(err, store.ErrEncode) {
+			t.Fatalf("Run = %v, want ErrEncode", err)
+		}
+	})
 }

@@ -28,7 +28,8 @@ var (
 	// ErrEncode: the metadata could not be encoded.
 	ErrEncode = errors.New("store: cannot encode metadata")
 	// ErrCorruptRecord: the stored record cannot be read. It is reported,
-	// never overwritten.
+	// never overwritten: Get and CompareAndSwap return it with a zero record
+	// and a zero revision, and CompareAndSwap writes nothing.
 	ErrCorruptRecord = errors.New("store: corrupt record")
 )
 
@@ -64,7 +65,8 @@ type Event[M any] struct {
 	// store lost it).
 	Absent bool
 	// Err is set when the record exists but cannot be read (wrapping
-	// ErrCorruptRecord, say). The watch goes on.
+	// ErrCorruptRecord, say); Revision is then the unreadable record's
+	// revision. The watch goes on.
 	Err error
 }
 
@@ -73,7 +75,9 @@ type Watcher[M any] interface {
 	// Watch delivers the current state of name first, then every later
 	// change, in revision order. It may skip intermediate revisions when the
 	// receiver falls behind, but never delivers an older revision after a
-	// newer one. The channel is closed when ctx ends or the watch breaks; the
+	// newer one. Absent events carry no revision and are the exception: one
+	// may follow a newer revision after the store lost its data, and
+	// receivers cannot order them against what they read elsewhere. The channel is closed when ctx ends or the watch breaks; the
 	// caller may watch again.
 	Watch(ctx context.Context, name string) (<-chan Event[M], error)
 }

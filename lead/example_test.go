@@ -1,0 +1,75 @@
+package lead_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// Lead runs a body only while this elector leads. The body's context ends
+// with the term and carries the term's fencing token.
+func ExampleElector_Lead() {
+	st := memstore.New[struct{}]()
+	e, err := lead.New("compaction", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+
+	err = e.Lead(ctx, func(ctx context.Context, t lead.Term) error {
+		tok, _ := fence.FromContext(ctx)
+		fmt.Printf("%s leads %q with token %d (context token %d)\n", t.Identity, t.Name, t.Token, tok)
+		return nil
+	})
+	fmt.Println("Lead returned", err)
+	// Output:
+	// worker-1 leads "compaction" with token 1 (context token 1)
+	// Lead returned <nil>
+}
+
+// Record tells anyone who leads, since when, and with what metadata.
+func ExampleElector_Record() {
+	type meta struct{ Addr string }
+	st := memstore.New[meta]()
+	e, err := lead.New("scheduler", st, lead.WithIdentity("pod-a"), lead.WithLookupEnv(nil))
+	if err != nil {
+		panic(err)
+	}
+	e.SetMetadata(meta{Addr: "10.0.0.7:8080"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	_ = e.Lead(ctx, func(context.Context, lead.Term) error { return nil })
+
+	rec, _ := e.Record()
+	fmt.Println(rec.Holder, rec.Token, rec.Transitions, rec.Metadata.Addr, rec.LeaseDuration)
+	// Output:
+	// pod-a 1 0 10.0.0.7:8080 15s
+}
+
+// Every runs a periodic task on the leader only.
+func ExampleEvery() {
+	st := memstore.New[struct{}]()
+	e, _ := lead.New("reminders", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx)
+
+	runs := 0
+	err := lead.Every(ctx, e, 10*time.Millisecond, func(ctx context.Context, t lead.Term) error {
+		runs++
+		if runs == 3 {
+			cancel()
+		}
+		return nil
+	})
+	<-e.Done()
+	fmt.Println(runs, err)
+	// Output:
+	// 3 context canceled
+}
