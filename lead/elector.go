@@ -31,6 +31,8 @@ var (
 	ErrStopped = errors.New("lead: elector stopped")
 	// ErrLeadershipLost: the term ended before the work did.
 	ErrLeadershipLost = errors.New("lead: leadership lost")
+	// ErrNotLeader: this elector does not lead now (see Gate).
+	ErrNotLeader = errors.New("lead: not the leader")
 )
 
 // Term is one period of leadership.
@@ -82,6 +84,7 @@ type Elector[M any] struct {
 	releaseOnStop bool
 	observers     []func(Change)
 	lossy         bool
+	instruments   Instruments
 
 	ready   chan struct{}
 	stopped chan struct{}
@@ -99,6 +102,7 @@ type Elector[M any] struct {
 	epoch    time.Time
 	lastErr  error
 	readyNow bool
+	state    fsm.State
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -179,6 +183,7 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		releaseOnStop: o.releaseOnStop,
 		observers:     o.observers,
 		lossy:         lossy,
+		instruments:   o.instruments,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
 		reconf:        make(chan struct{}, 1),
@@ -224,6 +229,40 @@ func (e *Elector[M]) Term() (Term, bool) {
 		return Term{}, false
 	}
 	return e.term.term, true
+}
+
+// Status is a snapshot of an Elector, for health checks and dashboards.
+type Status struct {
+	// State is the state machine's state.
+	State fsm.State
+	// InTerm reports that the elector has an open term: it started leading
+	// and has not yet processed the end of the term. It stays true past
+	// Deadline only if the elector's loop is stuck.
+	InTerm bool
+	// Leading reports IsLeader: in a term, and before Deadline.
+	Leading bool
+	// Term is the open term (if InTerm).
+	Term Term
+	// LastRenewal is when the last successful renewal (or the acquisition)
+	// of the open term was sent.
+	LastRenewal time.Time
+	// Deadline is when the open term's belief ends unless renewed.
+	Deadline time.Time
+	// Err is the last store error (nil if the last operation succeeded).
+	Err error
+}
+
+// Status returns a snapshot of the elector.
+func (e *Elector[M]) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Status{State: e.state, Err: e.lastErr}
+	if t := e.term; t != nil {
+		s.InTerm, s.Term = true, t.term
+		s.Leading = e.sinceEpoch() < t.until
+		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
+	}
+	return s
 }
 
 // ConfirmedWithin reports whether this elector leads and sent its last

@@ -73,3 +73,28 @@ func ExampleEvery() {
 	// Output:
 	// 3 context canceled
 }
+
+// A Gate has the method gocron v2's Elector interface asks for, so
+//
+//	gocron.NewScheduler(gocron.WithDistributedElector(e.Gate()))
+//
+// runs the scheduler's jobs on the leader only.
+func ExampleGate() {
+	// The interface gocron v2 declares; Tenure does not import gocron.
+	type gocronElector interface {
+		IsLeader(context.Context) error
+	}
+	st := memstore.New[struct{}]()
+	e, _ := lead.New("cron", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
+	var gate gocronElector = e.Gate()
+	fmt.Println(gate.IsLeader(context.Background()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	_ = e.Lead(ctx, func(context.Context, lead.Term) error { return nil })
+	fmt.Println(gate.IsLeader(context.Background()))
+	// Output:
+	// lead: not the leader: worker-1 does not lead "cron"
+	// <nil>
+}

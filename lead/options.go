@@ -2,6 +2,7 @@ package lead
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
@@ -21,6 +22,7 @@ type options struct {
 	releaseOnStop bool
 	observers     []func(Change)
 	hostname      func() (string, error)
+	instruments   Instruments
 }
 
 // WithIdentity sets the identity recorded as the lease holder. It wins over
@@ -62,3 +64,17 @@ func WithReleaseOnStop(release bool) Option {
 func WithObserver(f func(Change)) Option {
 	return func(o *options) { o.observers = append(o.observers, f) }
 }
+
+// Instruments receives a measurement of every store operation an Elector
+// makes. Package metrics implements it with Prometheus collectors.
+type Instruments interface {
+	// StoreOp reports one operation on the election name: op is OpRead,
+	// OpAcquire, OpRenew or OpRelease; took is how long it took; err is
+	// its error (nil on success; wrapping store.ErrConflict when the store
+	// answered that someone else wrote first). It is called from the
+	// operation's goroutine and must be quick and safe for concurrent use.
+	StoreOp(name, op string, took time.Duration, err error)
+}
+
+// WithInstruments sets where measurements of store operations go.
+func WithInstruments(i Instruments) Option { return func(o *options) { o.instruments = i } }

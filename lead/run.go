@@ -152,6 +152,9 @@ func (r *runner[M]) step(ev fsm.Event) {
 		r.perform(a)
 	}
 	r.refreshTerm()
+	r.e.mu.Lock()
+	r.e.state = r.m.State()
+	r.e.mu.Unlock()
 	r.arm()
 }
 
@@ -179,13 +182,13 @@ func (r *runner[M]) perform(a fsm.Action) {
 	e := r.e
 	switch a.Kind {
 	case fsm.Read:
-		r.startOp(true, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		r.startOp(OpRead, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return e.st.Get(ctx, e.name)
 		})
 	case fsm.Swap:
 		next := r.buildRecord(a)
 		r.swapKind = a.Swap
-		r.startOp(false, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		r.startOp(opName(a.Swap), func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
 		})
 	case fsm.StartedLeading:
@@ -225,13 +228,18 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 	return rec
 }
 
-func (r *runner[M]) startOp(read bool, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
+func (r *runner[M]) startOp(kind string, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
+	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Go(func() {
 		ctx, cancel := context.WithTimeout(r.opCtx, timeout)
 		defer cancel()
+		began := e.clock.Now()
 		rec, rev, err := op(ctx)
-		r.results <- result[M]{read: read, rec: rec, rev: rev, err: err}
+		if e.instruments != nil {
+			e.instruments.StoreOp(e.name, kind, e.clock.Now().Sub(began), err)
+		}
+		r.results <- result[M]{read: kind == OpRead, rec: rec, rev: rev, err: err}
 	})
 }
 
@@ -443,4 +451,23 @@ func (r *runner[M]) logError(op string, err error) {
 // through the loop's map.
 func (r *runner[M]) logErrorAsync(op string, err error) {
 	r.e.log.Debug("store operation failed", "op", op, "error", err)
+}
+
+// Names of store operations, as reported to Instruments.
+const (
+	OpRead    = "read"
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+)
+
+func opName(k fsm.SwapKind) string {
+	switch k {
+	case fsm.Acquire:
+		return OpAcquire
+	case fsm.Renew:
+		return OpRenew
+	default:
+		return OpRelease
+	}
 }

@@ -1,0 +1,70 @@
+// Package health serves an elector's health over HTTP, for liveness probes.
+//
+// The handler reports unhealthy in one case: the elector believes it leads
+// (it has an open term) but has not sent a successful renewal for longer
+// than RenewDeadline plus a slack. That is a stuck leader — its loop or its
+// process is wedged — which a supervisor should restart. A follower, or a
+// leader that steps down as designed when the store is unreachable, is
+// healthy.
+package health
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// Source is what the handler inspects; *lead.Elector[M] is one.
+type Source interface {
+	Name() string
+	Status() lead.Status
+	Config() lease.Config
+}
+
+// Option configures Handler.
+type Option func(*handler)
+
+// WithClock sets the clock (default time.Now). It must agree with the
+// elector's clock.
+func WithClock(now func() time.Time) Option { return func(h *handler) { h.now = now } }
+
+type handler struct {
+	src   Source
+	slack time.Duration
+	now   func() time.Time
+}
+
+// Handler returns an http.Handler that answers 200 when src is healthy and
+// 503 when it is a stuck leader: it has an open term and its last successful
+// renewal was sent more than RenewDeadline+slack ago. The body is one line
+// of text saying why.
+func Handler(src Source, slack time.Duration, opts ...Option) http.Handler {
+	h := &handler{src: src, slack: slack, now: time.Now}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	st := h.src.Status()
+	limit := h.src.Config().RenewDeadline + h.slack
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	name := h.src.Name()
+	if !st.InTerm {
+		fmt.Fprintf(w, "ok: %q not leading (%v)\n", name, st.State)
+		return
+	}
+	since := h.now().Sub(st.LastRenewal)
+	if since > limit {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "unhealthy: %q believes it leads (token %d) but last renewed %v ago, more than renew deadline + slack (%v)\n",
+			name, st.Term.Token, since.Round(time.Millisecond), limit)
+		return
+	}
+	fmt.Fprintf(w, "ok: %q leading (token %d), last renewed %v ago\n", name, st.Term.Token, since.Round(time.Millisecond))
+}

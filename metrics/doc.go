@@ -1,0 +1,17 @@
+// Package metrics exports an Elector's state and store operations as
+// Prometheus metrics.
+//
+//	m := metrics.New()
+//	prometheus.MustRegister(m)
+//	e, err := lead.New("nightly", st, m.Options()...)
+//
+// The metrics, each labelled with the election name:
+//
+//	tenure_leader                          gauge: 1 while this process leads, else 0
+//	tenure_term_token                      gauge: fencing token of the current or last term
+//	tenure_leadership_changes_total        counter, label change="started"|"stopped"
+//	tenure_renewal_duration_seconds        histogram of renewal round trips
+//	tenure_renewal_failures_total          counter of renewals that failed (not conflicts)
+//	tenure_last_renewal_timestamp_seconds  gauge: when the last successful acquire or renewal returned
+//	tenure_store_errors_total              counter of failed store operations, label op=read|acquire|renew|release
+package metrics

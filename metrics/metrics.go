@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Collectors holds Tenure's metrics for any number of electors in one
+// process. It implements prometheus.Collector and lead.Instruments.
+type Collectors struct {
+	now          func() time.Time
+	leader       *prometheus.GaugeVec
+	token        *prometheus.GaugeVec
+	changes      *prometheus.CounterVec
+	renewLatency *prometheus.HistogramVec
+	renewFails   *prometheus.CounterVec
+	lastRenewal  *prometheus.GaugeVec
+	storeErrors  *prometheus.CounterVec
+}
+
+// Option configures Collectors.
+type Option func(*Collectors)
+
+// WithClock sets the clock that stamps tenure_last_renewal_timestamp_seconds
+// (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *Collectors) { c.now = now } }
+
+// New returns the collectors, not yet registered.
+func New(opts ...Option) *Collectors {
+	name := []string{"name"}
+	c := &Collectors{
+		now: time.Now,
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_leader", Help: "1 while this process leads the election, 0 otherwise.",
+		}, name),
+		token: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_term_token", Help: "Fencing token of this process's current or last term.",
+		}, name),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_leadership_changes_total", Help: "Terms this process started and stopped.",
+		}, []string{"name", "change"}),
+		renewLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tenure_renewal_duration_seconds",
+			Help:    "Round trip of lease renewals, successful or not.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, name),
+		renewFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_renewal_failures_total", Help: "Renewals that failed or timed out (conflicts excluded).",
+		}, name),
+		lastRenewal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_last_renewal_timestamp_seconds", Help: "Unix time when the last successful acquire or renewal returned.",
+		}, name),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_store_errors_total", Help: "Store operations that failed or timed out (conflicts excluded).",
+		}, []string{"name", "op"}),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+func (c *Collectors) all() []prometheus.Collector {
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, x := range c.all() {
+		x.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, x := range c.all() {
+		x.Collect(ch)
+	}
+}
+
+// Options returns the lead options that feed these collectors: pass them to
+// lead.New.
+func (c *Collectors) Options() []lead.Option {
+	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe)}
+}
+
+// Observe records a leadership change. It is a lead observer.
+func (c *Collectors) Observe(ch lead.Change) {
+	name := ch.Term.Name
+	switch ch.Kind {
+	case lead.Started:
+		c.leader.WithLabelValues(name).Set(1)
+		c.token.WithLabelValues(name).Set(float64(ch.Term.Token))
+		c.changes.WithLabelValues(name, "started").Inc()
+	case lead.Stopped:
+		c.leader.WithLabelValues(name).Set(0)
+		c.changes.WithLabelValues(name, "stopped").Inc()
+	}
+}
+
+// StoreOp records one store operation. It implements lead.Instruments.
+func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
+	failed := err != nil && !errors.Is(err, store.ErrConflict)
+	if op == lead.OpRenew {
+		c.renewLatency.WithLabelValues(name).Observe(took.Seconds())
+		if failed {
+			c.renewFails.WithLabelValues(name).Inc()
+		}
+	}
+	if err == nil && (op == lead.OpRenew || op == lead.OpAcquire) {
+		c.lastRenewal.WithLabelValues(name).Set(float64(c.now().UnixNano()) / 1e9)
+	}
+	if failed {
+		c.storeErrors.WithLabelValues(name, op).Inc()
+	}
+}

@@ -1,0 +1,111 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/metrics"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+func fastConfig() lease.Config {
+	return lease.Config{
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryInterval: 500 * time.Millisecond,
+		RetryJitter: 0, BackendTimeout: time.Second, ErrorInterval: 10 * time.Second,
+	}
+}
+
+// flaky fails every operation while down is set.
+type flaky struct {
+	store.Store[struct{}]
+	down atomic.Bool
+}
+
+func (f *flaky) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	if f.down.Load() {
+		return lease.Record[struct{}]{}, 0, errors.New("unreachable")
+	}
+	return f.Store.CompareAndSwap(ctx, name, exp, next)
+}
+
+func TestMetricsFollowTransitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		m := metrics.New()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		f := &flaky{Store: memstore.New[struct{}]()}
+		changes := make(chan lead.Change, 10)
+		opts := append(m.Options(), lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+			lead.WithObserver(func(c lead.Change) { changes <- c }))
+		e, err := lead.New("job", f, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer func() { cancel(); <-e.Done() }()
+		go e.Run(ctx)
+		<-changes
+		time.Sleep(1100 * time.Millisecond) // two renewals, at 0.5s and 1s
+		synctest.Wait()
+
+		want := `
+# HELP tenure_leader 1 while this process leads the election, 0 otherwise.
+# TYPE tenure_leader gauge
+tenure_leader{name="job"} 1
+# HELP tenure_leadership_changes_total Terms this process started and stopped.
+# TYPE tenure_leadership_changes_total counter
+tenure_leadership_changes_total{change="started",name="job"} 1
+# HELP tenure_term_token Fencing token of this process's current or last term.
+# TYPE tenure_term_token gauge
+tenure_term_token{name="job"} 1
+# HELP tenure_last_renewal_timestamp_seconds Unix time when the last successful acquire or renewal returned.
+# TYPE tenure_last_renewal_timestamp_seconds gauge
+tenure_last_renewal_timestamp_seconds{name="job"} ` + seconds(start.Add(time.Second)) + `
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "tenure_leader", "tenure_leadership_changes_total", "tenure_term_token", "tenure_last_renewal_timestamp_seconds"); err != nil {
+			t.Fatal(err)
+		}
+		if n := testutil.CollectAndCount(m, "tenure_renewal_duration_seconds"); n != 1 {
+			t.Fatalf("renewal histogram series: %d", n)
+		}
+
+		// The store goes away: renewals fail and the term ends.
+		f.down.Store(true)
+		if c := <-changes; c.Kind != lead.Stopped {
+			t.Fatalf("change %+v", c)
+		}
+		synctest.Wait()
+		want = `
+# HELP tenure_leader 1 while this process leads the election, 0 otherwise.
+# TYPE tenure_leader gauge
+tenure_leader{name="job"} 0
+# HELP tenure_leadership_changes_total Terms this process started and stopped.
+# TYPE tenure_leadership_changes_total counter
+tenure_leadership_changes_total{change="started",name="job"} 1
+tenure_leadership_changes_total{change="stopped",name="job"} 1
+# HELP tenure_renewal_failures_total Renewals that failed or timed out (conflicts excluded).
+# TYPE tenure_renewal_failures_total counter
+tenure_renewal_failures_total{name="job"} 3
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "tenure_leader", "tenure_leadership_changes_total", "tenure_renewal_failures_total"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func seconds(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'e', -1, 64)
+}
