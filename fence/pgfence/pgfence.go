@@ -1,0 +1,214 @@
+package pgfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-go/tenure/fence"
+)
+
+// DefaultTable is the table a Fence keeps its tokens in unless WithTable
+// says otherwise.
+const DefaultTable = "tenure_fences"
+
+// maxIdentBytes is PostgreSQL's limit on identifiers.
+const maxIdentBytes = 63
+
+// ErrInvalidOption is returned by New for an option it cannot take.
+var ErrInvalidOption = errors.New("pgfence: invalid option")
+
+// ErrInvalidResource is returned for a resource name that PostgreSQL cannot
+// store: empty, not valid UTF-8, or with a NUL byte.
+var ErrInvalidResource = errors.New("pgfence: invalid resource name")
+
+// Querier runs a query: a pgx.Tx, or anything else with its QueryRow. Check
+// must be given the transaction that makes the guarded write.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn, or a pgx.Tx
+// (which starts a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Option configures a Fence.
+type Option func(*options)
+
+type options struct {
+	table []string
+	err   error
+}
+
+// WithTable sets the table of tokens: one part for a table found through
+// the search_path, two for a schema-qualified one. The default is
+// DefaultTable. The parts are quoted as identifiers, never pasted as text;
+// none may be empty, contain a NUL byte, or exceed 63 bytes.
+func WithTable(parts ...string) Option {
+	return func(o *options) {
+		if len(parts) < 1 || len(parts) > 2 {
+			o.err = fmt.Errorf("%w: WithTable takes a table name, optionally preceded by a schema name; got %d parts", ErrInvalidOption, len(parts))
+			return
+		}
+		for _, p := range parts {
+			if p == "" || strings.IndexByte(p, 0) >= 0 || !utf8.ValidString(p) || len(p) > maxIdentBytes {
+				o.err = fmt.Errorf("%w: WithTable: %q is not a usable identifier (empty, NUL, not UTF-8 or over %d bytes)", ErrInvalidOption, p, maxIdentBytes)
+				return
+			}
+		}
+		o.table = append([]string(nil), parts...)
+	}
+}
+
+// Fence makes writes to PostgreSQL conditional on a fencing token. It keeps,
+// in a table of its own, the highest token accepted for each resource (any
+// name the application chooses: a table, a job, a tenant). A write passes
+// when, in its own transaction, its token is at least the one recorded; the
+// record is then raised to it and its row stays locked until the
+// transaction ends, so that writes under different tokens are applied in
+// token order and a stale one can never commit after a newer one.
+//
+// The statement behind Check, for the default table:
+//
+//	INSERT INTO "tenure_fences" AS f (resource, token) VALUES ($1, $2)
+//	ON CONFLICT (resource) DO UPDATE SET token = excluded.token
+//	WHERE f.token <= excluded.token
+//	RETURNING f.token
+//
+// It returns a row when the token is accepted and none when it is stale.
+// A Fence is safe for concurrent use.
+type Fence struct {
+	table    pgx.Identifier
+	sqlCheck string
+}
+
+// New returns a Fence. It does not touch the database: create the table
+// with Migrate, or from SchemaSQL.
+func New(opts ...Option) (*Fence, error) {
+	o := options{table: []string{DefaultTable}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	t := pgx.Identifier(o.table)
+	return &Fence{
+		table: t,
+		sqlCheck: `INSERT INTO ` + t.Sanitize() + ` AS f (resource, token) VALUES ($1, $2)
+ON CONFLICT (resource) DO UPDATE SET token = excluded.token
+WHERE f.token <= excluded.token
+RETURNING f.token`,
+	}, nil
+}
+
+// Table returns the table's name, quoted as an identifier.
+func (f *Fence) Table() string { return f.table.Sanitize() }
+
+// SchemaSQL returns the statement that creates the table if it does not
+// exist.
+func (f *Fence) SchemaSQL() string {
+	return `CREATE TABLE IF NOT EXISTS ` + f.table.Sanitize() + ` (
+	resource text PRIMARY KEY,
+	token    numeric(20,0) NOT NULL CHECK (token BETWEEN 0 AND 18446744073709551615)
+)`
+}
+
+// Migrate creates the table if it does not exist, in a transaction under an
+// advisory lock so that processes starting together do not race.
+func (f *Fence) Migrate(ctx context.Context, db Beginner) error {
+	h := fnv.New64a()
+	h.Write([]byte("tenure fence migrate " + f.table.Sanitize()))
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, f.SchemaSQL())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgfence: Migrate %s: %w", f.table.Sanitize(), err)
+	}
+	return nil
+}
+
+func checkResource(resource string) error {
+	if resource == "" || strings.IndexByte(resource, 0) >= 0 || !utf8.ValidString(resource) {
+		return fmt.Errorf("%w: %q", ErrInvalidResource, resource)
+	}
+	return nil
+}
+
+// Check accepts token for resource within tx, the transaction that makes the
+// guarded write, or returns an error wrapping fence.ErrStaleToken when a
+// larger token was accepted for resource before. Once accepted, the token is
+// recorded and resource stays locked until tx ends: commit tx for the
+// record to count, and make the write in tx. If tx rolls back, nothing is
+// recorded. Check may come before or after the write in tx; before is
+// cheaper when it fails.
+//
+// After an error, roll tx back: a stale write must not commit.
+func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fence.Token) error {
+	if err := checkResource(resource); err != nil {
+		return err
+	}
+	var got uint64
+	err := tx.QueryRow(ctx, f.sqlCheck, resource, uint64(token)).Scan(&got)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: token %d for resource %q is below the highest accepted", fence.ErrStaleToken, token, resource)
+	case err != nil:
+		return fmt.Errorf("pgfence: Check %q: %w", resource, err)
+	}
+	return nil
+}
+
+// Do runs write in a new transaction of db after Check has accepted token
+// for resource, and commits. It returns an error wrapping
+// fence.ErrStaleToken, without calling write, when token is stale; if write
+// returns an error, the transaction is rolled back and the error returned,
+// and the token is not recorded.
+func (f *Fence) Do(ctx context.Context, db Beginner, resource string, token fence.Token, write func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := f.Check(ctx, tx, resource, token); err != nil {
+			return err
+		}
+		return write(tx)
+	})
+}
+
+// DoContext is Do with the token taken from ctx (see fence.WithToken); it
+// returns fence.ErrNoToken when ctx carries none.
+func (f *Fence) DoContext(ctx context.Context, db Beginner, resource string, write func(tx pgx.Tx) error) error {
+	token, ok := fence.FromContext(ctx)
+	if !ok {
+		return fence.ErrNoToken
+	}
+	return f.Do(ctx, db, resource, token, write)
+}
+
+// Highest returns the highest token accepted for resource, and false when
+// none was.
+func (f *Fence) Highest(ctx context.Context, db Querier, resource string) (fence.Token, bool, error) {
+	if err := checkResource(resource); err != nil {
+		return 0, false, err
+	}
+	var t uint64
+	err := db.QueryRow(ctx, "SELECT token FROM "+f.table.Sanitize()+" WHERE resource = $1", resource).Scan(&t)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("pgfence: Highest %q: %w", resource, err)
+	}
+	return fence.Token(t), true, nil
+}

@@ -1,0 +1,192 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store/storetest"
+)
+
+// queryCounter is a pgx tracer that counts the queries sent.
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// writeCounter counts the writes to the server's sockets: one per round
+// trip, since pgx sends a whole request (bind, execute, sync) in one write
+// and then waits for the answer.
+type writeCounter struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c writeCounter) Write(b []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(b)
+}
+
+// BenchmarkRenewRoundTrips renews one lease over and over and reports the
+// queries and network round trips per renewal (each must be 1).
+func BenchmarkRenewRoundTrips(b *testing.B) {
+	tracer := &queryCounter{}
+	var writes atomic.Int64
+	pool := newPool(b, func(c *pgxpool.Config) {
+		c.MaxConns = 1
+		c.ConnConfig.Tracer = tracer
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return writeCounter{conn, &writes}, nil
+		}
+	})
+	st := newStore(b, pool)
+	ctx := context.Background()
+	r, rev, err := st.CompareAndSwap(ctx, "job", 0, rec("a", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Warm up: the first use of a statement on a connection prepares it.
+	for range 3 {
+		r.RenewedAt = time.Now()
+		if r, rev, err = st.CompareAndSwap(ctx, "job", rev, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tracer.n.Store(0)
+	writes.Store(0)
+	b.ResetTimer()
+	for b.Loop() {
+		r.RenewedAt = time.Now()
+		if r, rev, err = st.CompareAndSwap(ctx, "job", rev, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(writes.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(tracer.n.Load())/float64(b.N), "queries/op")
+}
+
+// BenchmarkRenewals1000 renews 1,000 leases, each by a goroutine of its own
+// as 1,000 electors in one process would, on one pool, and reports the
+// renewals per second the pool sustains.
+func BenchmarkRenewals1000(b *testing.B) {
+	const elections = 1000
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 16 })
+	st := newStore(b, pool)
+	ctx := context.Background()
+	type lease1 struct {
+		r   lease.Record[storetest.Meta]
+		rev lease.Revision
+	}
+	leases := make([]lease1, elections)
+	for i := range leases {
+		r, rev, err := st.CompareAndSwap(ctx, fmt.Sprint("election-", i), 0, rec(fmt.Sprint("holder-", i), 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		leases[i] = lease1{r, rev}
+	}
+	var next atomic.Int64
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range leases {
+		wg.Go(func() {
+			l := &leases[i]
+			name := fmt.Sprint("election-", i)
+			for next.Add(1) <= int64(b.N) {
+				l.r.RenewedAt = time.Now()
+				r, rev, err := st.CompareAndSwap(ctx, name, l.rev, l.r)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				l.r, l.rev = r, rev
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "renewals/s")
+}
+
+// BenchmarkHandoverAfterRelease measures the time from a leader's release
+// (the end of its Run) to its follower leading, with RetryInterval 2s: the
+// follower learns of the release by LISTEN/NOTIFY, so the figure does not
+// depend on RetryInterval.
+func BenchmarkHandoverAfterRelease(b *testing.B) {
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	st := newStore(b, pool)
+	cfg := lease.DefaultConfig() // RetryInterval 2s
+	var total, worst time.Duration
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		name := fmt.Sprint("handover-", i)
+		started := make(chan string, 2)
+		observe := lead.WithObserver(func(c lead.Change) {
+			if c.Kind == lead.Started {
+				started <- c.Term.Identity
+			}
+		})
+		run := func(id string) (*lead.Elector[storetest.Meta], context.CancelFunc) {
+			e, err := lead.New(name, st, lead.WithIdentity(id), lead.WithConfig(cfg), observe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _ = e.Run(ctx) }()
+			return e, cancel
+		}
+		a, stopA := run("a")
+		if id := <-started; id != "a" {
+			b.Fatalf("%s led first", id)
+		}
+		f, stopF := run("b")
+		waitSees(b, st, name, f, "a")
+		b.StartTimer()
+		t0 := time.Now()
+		stopA()
+		<-a.Done()
+		if id := <-started; id != "b" {
+			b.Fatalf("%s led second", id)
+		}
+		d := time.Since(t0)
+		b.StopTimer()
+		stopF()
+		<-f.Done()
+		total += d
+		worst = max(worst, d)
+		samples = append(samples, d)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(len(samples)), "ms/handover")
+	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
+}

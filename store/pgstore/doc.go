@@ -1,0 +1,77 @@
+// Package pgstore keeps Tenure's lease records in PostgreSQL, through a
+// *pgxpool.Pool the application already has. A [Store] implements
+// [store.Store] and [store.Watcher] and passes the storetest suite against a
+// real server.
+//
+//	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	st, err := pgstore.New[Meta](pool) // table tenure_leases, JSON metadata
+//	e, err := lead.New("nightly-report", st, lead.WithIdentity(podName))
+//
+// # Schema
+//
+// One row per election name, in a table created on first use (or by
+// [Store.Migrate], or by hand from [Store.SchemaSQL]) under a
+// transaction-scoped advisory lock, so that processes starting together do
+// not race:
+//
+//	CREATE SEQUENCE IF NOT EXISTS tenure_leases_revision AS bigint START WITH <now in µs>;
+//	CREATE TABLE IF NOT EXISTS tenure_leases (
+//		name              text PRIMARY KEY,
+//		holder            text NOT NULL,
+//		token             numeric(20,0) NOT NULL,  -- every uint64
+//		revision          bigint NOT NULL,         -- from the sequence
+//		acquired_at       timestamptz NOT NULL,
+//		renewed_at        timestamptz NOT NULL,
+//		lease_duration_ns bigint NOT NULL,
+//		transitions       numeric(20,0) NOT NULL,
+//		metadata          bytea NOT NULL           -- the codec's bytes
+//	);
+//
+// Table and sequence names are always quoted as identifiers
+// ([pgx.Identifier]); names, records and metadata are always parameters.
+// Revisions come from the sequence, so they never repeat, even after a row
+// is deleted; the sequence starts at the time of its creation in
+// microseconds, so that a table and sequence created again continue above
+// the revisions handed out before. Metadata is bytea because a custom codec
+// need not produce JSON.
+//
+// # One statement per operation
+//
+// Get is one SELECT. CompareAndSwap is one statement and one round trip:
+// with a zero expected revision, an INSERT ... ON CONFLICT DO UPDATE whose
+// update changes nothing, so that it always returns a row, the new one or
+// the one already there, even when another transaction created it a moment
+// before; otherwise an UPDATE ... WHERE revision = $expected in a CTE next
+// to a SELECT ... FOR SHARE of the current row, which under READ COMMITTED
+// waits for a concurrent writer and returns what it committed. Either way
+// the reply says whether this call wrote, and carries the current row when
+// it did not, so a loser learns the winner. The statement also calls
+// pg_notify, so the notification commits with the write.
+//
+// Statements that provably did not run (nothing was sent, or the server
+// ended the session before answering, as pg_terminate_backend or a restart
+// does) are sent again on another connection of the pool, so that a
+// restart does not fail the first operations after it. A statement whose
+// fate is unknown (its context ended while it ran, or the connection broke
+// after it was sent) is reported as an error: it may or may not have been
+// applied, as the store contract allows.
+//
+// # Watch
+//
+// A Store that has watchers holds one connection of its own (taken from the
+// pool, then detached from it) on which it LISTENs to [Store.Channel]. Every
+// write notifies "REVISION:NAME"; the watchers of NAME then read the row.
+// When the connection breaks it is opened again and every watcher reads its
+// row again, so that a change made meanwhile is not missed. The connection
+// is closed when the last watcher goes.
+//
+// # Corrupt records
+//
+// A row whose metadata the codec cannot decode is reported with
+// [store.ErrCorruptRecord], from Get, CompareAndSwap and Watch, and never
+// with its revision. Since a swap writes only when it names the row's
+// current revision, and no call reveals the revision of an unreadable row,
+// no caller can overwrite it. A hand edit must therefore give the row a new
+// revision (revision = nextval('tenure_leases_revision')); the docs say
+// more.
+package pgstore

@@ -1,0 +1,608 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// DefaultTable is the table a Store uses unless WithTable says otherwise.
+const DefaultTable = "tenure_leases"
+
+// SequenceSuffix is appended to the table's name to name the sequence that
+// revisions are drawn from: tenure_leases_revision for the default table.
+const SequenceSuffix = "_revision"
+
+// maxIdentBytes is PostgreSQL's limit on identifiers (NAMEDATALEN-1); longer
+// ones are silently truncated by the server, so they are refused here.
+const maxIdentBytes = 63
+
+// Errors returned by New.
+var (
+	// ErrNilPool: New was given a nil pool.
+	ErrNilPool = errors.New("pgstore: nil pool")
+	// ErrInvalidOption: an option was given a value it cannot take.
+	ErrInvalidOption = errors.New("pgstore: invalid option")
+)
+
+// Option configures a Store.
+type Option func(*options)
+
+type options struct {
+	table       []string
+	codec       any // a store.Codec[M] for the M of New, or nil
+	autoMigrate bool
+	errs        []error
+}
+
+// WithTable sets the table the records live in: one part ("leases") for a
+// table found through the search_path, two ("myschema", "leases") for a
+// schema-qualified one. The default is DefaultTable. The parts are used
+// verbatim, case included, and always quoted as identifiers; none may be
+// empty, contain a NUL byte or exceed 63 bytes, and the table's own name may
+// not exceed 63 bytes minus len(SequenceSuffix), so that the sequence's name
+// fits too.
+func WithTable(parts ...string) Option {
+	return func(o *options) {
+		if err := checkTable(parts); err != nil {
+			o.errs = append(o.errs, err)
+			return
+		}
+		o.table = append([]string(nil), parts...)
+	}
+}
+
+// WithCodec makes the Store encode and decode metadata with c instead of
+// store.JSONCodec. c must be a store.Codec of the Store's metadata type; New
+// reports an error otherwise. A nil c keeps JSONCodec.
+func WithCodec[M any](c store.Codec[M]) Option {
+	return func(o *options) {
+		if c != nil {
+			o.codec = c
+		}
+	}
+}
+
+// WithAutoMigrate says whether the Store creates its table and sequence on
+// first use (the default, true). Teams that manage their own schema turn it
+// off and create them from Store.SchemaSQL or with Migrate.
+func WithAutoMigrate(enabled bool) Option {
+	return func(o *options) { o.autoMigrate = enabled }
+}
+
+func checkTable(parts []string) error {
+	if len(parts) < 1 || len(parts) > 2 {
+		return fmt.Errorf("%w: WithTable takes a table name, optionally preceded by a schema name; got %d parts", ErrInvalidOption, len(parts))
+	}
+	for i, p := range parts {
+		limit := maxIdentBytes
+		if i == len(parts)-1 {
+			limit -= len(SequenceSuffix)
+		}
+		switch {
+		case p == "":
+			return fmt.Errorf("%w: WithTable: empty name", ErrInvalidOption)
+		case strings.IndexByte(p, 0) >= 0:
+			return fmt.Errorf("%w: WithTable: %q contains a NUL byte", ErrInvalidOption, p)
+		case !utf8.ValidString(p):
+			return fmt.Errorf("%w: WithTable: %q is not valid UTF-8", ErrInvalidOption, p)
+		case len(p) > limit:
+			return fmt.Errorf("%w: WithTable: %q is %d bytes, the limit is %d", ErrInvalidOption, p, len(p), limit)
+		}
+	}
+	return nil
+}
+
+// Store keeps lease records in a PostgreSQL table, one row per election
+// name. It implements store.Store and store.Watcher and is safe for
+// concurrent use. Create it with New.
+type Store[M any] struct {
+	pool        *pgxpool.Pool
+	codec       store.Codec[M]
+	table       pgx.Identifier
+	seq         pgx.Identifier
+	seqText     string // seq, quoted: passed as a parameter and cast to regclass
+	channel     string // the LISTEN/NOTIFY channel
+	autoMigrate bool
+
+	sqlGet, sqlCreate, sqlUpdate string
+
+	migrateMu sync.Mutex
+	migrated  bool // guarded by migrateMu
+
+	hub *hub[M]
+}
+
+var (
+	_ store.Store[struct{}]   = (*Store[struct{}])(nil)
+	_ store.Watcher[struct{}] = (*Store[struct{}])(nil)
+)
+
+// New returns a Store that keeps its records in pool's database. It returns
+// an error wrapping ErrNilPool for a nil pool and ErrInvalidOption for a bad
+// option. New does not touch the database: the table is created on first
+// use (see WithAutoMigrate and Migrate).
+//
+// A Store that has watchers holds one more connection, for LISTEN: it is
+// opened through the pool, so that the pool's settings and hooks apply, and
+// then detached from it, so that it does not count against the pool's
+// MaxConns.
+func New[M any](pool *pgxpool.Pool, opts ...Option) (*Store[M], error) {
+	if pool == nil {
+		return nil, ErrNilPool
+	}
+	o := options{table: []string{DefaultTable}, autoMigrate: true}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
+	}
+	var codec store.Codec[M] = store.JSONCodec[M]{}
+	if o.codec != nil {
+		c, ok := o.codec.(store.Codec[M])
+		if !ok {
+			var m M
+			return nil, fmt.Errorf("%w: WithCodec: %T is not a store.Codec[%T]", ErrInvalidOption, o.codec, m)
+		}
+		codec = c
+	}
+	s := &Store[M]{
+		pool:        pool,
+		codec:       codec,
+		table:       pgx.Identifier(o.table),
+		autoMigrate: o.autoMigrate,
+	}
+	seq := append(pgx.Identifier(nil), o.table...)
+	seq[len(seq)-1] += SequenceSuffix
+	s.seq = seq
+	s.seqText = seq.Sanitize()
+	s.channel = channelName(o.table)
+	s.buildSQL()
+	s.hub = newHub(s)
+	return s, nil
+}
+
+// channelName returns the notification channel of a table:
+// "tenure:" followed by the table's parts joined with ".", or, when that
+// exceeds PostgreSQL's 63-byte limit on channel names, "tenure:" followed by
+// a hash of it.
+func channelName(table []string) string {
+	c := "tenure:" + strings.Join(table, ".")
+	if len(c) <= maxIdentBytes {
+		return c
+	}
+	sum := sha256.Sum256([]byte(c))
+	return "tenure:" + hex.EncodeToString(sum[:16])
+}
+
+// Table returns the table's name, quoted as an identifier (schema-qualified
+// if it was given so).
+func (s *Store[M]) Table() string { return s.table.Sanitize() }
+
+// Sequence returns the name of the sequence revisions are drawn from, quoted
+// as an identifier. A hand edit of a row gives it a new revision with
+// nextval of it, as a string: revision = nextval('"tenure_leases_revision"').
+func (s *Store[M]) Sequence() string { return s.seqText }
+
+// Channel returns the name of the channel on which every write is announced
+// with NOTIFY. The payload is "REVISION:NAME". To listen from psql, quote it
+// as an identifier: LISTEN "tenure:tenure_leases".
+func (s *Store[M]) Channel() string { return s.channel }
+
+// columns are the columns of a record, in the order scanRow reads them.
+const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata"
+
+// buildSQL writes the statements once. The table and the sequence appear in
+// them only quoted by pgx.Identifier.Sanitize; every value is a parameter.
+func (s *Store[M]) buildSQL() {
+	t := s.table.Sanitize()
+	s.sqlGet = "SELECT " + columns + " FROM " + t + " WHERE name = $1"
+
+	// The statements name their CTEs. A CTE name shadows a table of the
+	// same name in FROM, so the prefix grows until no CTE is named like
+	// an unqualified table.
+	var r, w, n, u, c string
+	for prefix := "tenure_"; ; prefix += "_" {
+		r, w, n, u, c = prefix+"rev", prefix+"ins", prefix+"notify", prefix+"upd", prefix+"cur"
+		if len(s.table) > 1 || !slices.Contains([]string{r, w, n, u, c}, s.table[0]) {
+			break
+		}
+	}
+
+	// Create if absent. ON CONFLICT DO UPDATE, unlike DO NOTHING, always
+	// yields a row: the new one, or the one already there (even one that
+	// a concurrent transaction inserted after this statement's snapshot,
+	// which it waits for and locks). The update is a no-op (it sets holder
+	// to itself), so an existing record is never changed. The revision
+	// drawn from the sequence is unique, so the returned row carries it if
+	// and only if this statement inserted it.
+	s.sqlCreate = `WITH ` + r + ` AS (SELECT nextval($9::text::regclass) AS rev),
+` + w + ` AS (
+	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata)
+	SELECT $1, $2, $3, ` + r + `.rev, $4, $5, $6, $7, $8 FROM ` + r + `
+	ON CONFLICT (name) DO UPDATE SET holder = t.holder
+	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata
+),
+` + n + ` AS (SELECT pg_notify($10, ` + w + `.revision::text || ':' || $1) FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
+SELECT ` + w + `.revision = ` + r + `.rev, ` + w + `.*, (SELECT count(*) FROM ` + n + `)
+FROM ` + w + `, ` + r
+
+	// Swap if the revision matches. When the UPDATE matches nothing, the
+	// current row is read FOR SHARE: under READ COMMITTED that waits for a
+	// concurrent writer and returns the newest committed version, not the
+	// one in this statement's snapshot, so a loser learns the winner. A
+	// name absent from the snapshot yields no row: the swap failed against
+	// an absent record.
+	s.sqlUpdate = `WITH ` + u + ` AS (
+	UPDATE ` + t + ` SET holder = $3, token = $4, revision = nextval($10::text::regclass), acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
+	WHERE name = $1 AND revision = $2
+	RETURNING ` + columns + `
+),
+` + n + ` AS (SELECT pg_notify($11, ` + u + `.revision::text || ':' || $1) FROM ` + u + `),
+` + c + ` AS (SELECT ` + columns + ` FROM ` + t + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM ` + u + `) FOR SHARE)
+SELECT true, ` + u + `.*, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
+UNION ALL
+SELECT false, ` + c + `.*, 0 FROM ` + c
+}
+
+// SchemaSQL returns the statements that create the Store's sequence and
+// table if they do not exist, as Migrate runs them. Teams that manage their
+// own schema can run them (or their equivalent) instead.
+func (s *Store[M]) SchemaSQL() string {
+	return schemaSQL(s.table, s.seq, time.Now())
+}
+
+func schemaSQL(table, seq pgx.Identifier, now time.Time) string {
+	// The sequence starts at the current time in microseconds, so that if
+	// it is ever lost and created again, the new one still continues above
+	// the revisions the old one handed out (unless more than a million
+	// writes a second were made, which a lease table never sees).
+	start := max(now.UnixMicro(), 1)
+	return "CREATE SEQUENCE IF NOT EXISTS " + seq.Sanitize() + " AS bigint START WITH " + strconv.FormatInt(start, 10) + ";\n" +
+		"CREATE TABLE IF NOT EXISTS " + table.Sanitize() + ` (
+	name              text PRIMARY KEY,
+	holder            text NOT NULL,
+	token             numeric(20,0) NOT NULL CHECK (token BETWEEN 0 AND 18446744073709551615),
+	revision          bigint NOT NULL CHECK (revision > 0),
+	acquired_at       timestamptz NOT NULL,
+	renewed_at        timestamptz NOT NULL,
+	lease_duration_ns bigint NOT NULL CHECK (lease_duration_ns >= 0),
+	transitions       numeric(20,0) NOT NULL CHECK (transitions BETWEEN 0 AND 18446744073709551615),
+	metadata          bytea NOT NULL
+);
+`
+}
+
+// lockKey is the advisory lock Migrate takes: one per table, so that
+// stores of different tables do not wait for each other.
+func (s *Store[M]) lockKey() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("tenure migrate "))
+	h.Write([]byte(s.table.Sanitize()))
+	return int64(h.Sum64())
+}
+
+// Migrate creates the Store's sequence and table if they do not exist
+// (SchemaSQL shows the statements). It runs them in one transaction under a
+// transaction-scoped advisory lock, so that processes starting together do
+// not race to create the same table. It is safe to call at any time and
+// changes nothing that exists.
+func (s *Store[M]) Migrate(ctx context.Context) error {
+	err := s.retry(ctx, connectionLost, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey()); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, s.SchemaSQL())
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: Migrate %s: %w", s.table.Sanitize(), withCtx(ctx, err))
+	}
+	s.migrateMu.Lock()
+	s.migrated = true
+	s.migrateMu.Unlock()
+	return nil
+}
+
+// ensureSchema runs Migrate once, before the first operation, when
+// automatic migration is on. A failed attempt is tried again by the next
+// operation.
+func (s *Store[M]) ensureSchema(ctx context.Context) error {
+	if !s.autoMigrate {
+		return nil
+	}
+	s.migrateMu.Lock()
+	done := s.migrated
+	s.migrateMu.Unlock()
+	if done {
+		return nil
+	}
+	return s.Migrate(ctx)
+}
+
+// row is a record as stored, its metadata still encoded.
+type row struct {
+	holder      string
+	token       uint64
+	revision    int64
+	acquiredAt  time.Time
+	renewedAt   time.Time
+	durationNS  int64
+	transitions uint64
+	metadata    []byte
+}
+
+func (r *row) dest() []any {
+	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata}
+}
+
+// record decodes r. The error wraps store.ErrCorruptRecord.
+func (s *Store[M]) record(name string, r *row) (lease.Record[M], error) {
+	m, err := s.codec.Decode(r.metadata)
+	if err != nil {
+		return lease.Record[M]{}, corrupt(name, err)
+	}
+	return lease.Record[M]{
+		Holder:        r.holder,
+		Token:         r.token,
+		AcquiredAt:    r.acquiredAt,
+		RenewedAt:     r.renewedAt,
+		LeaseDuration: time.Duration(r.durationNS),
+		Transitions:   r.transitions,
+		Metadata:      m,
+	}, nil
+}
+
+// corrupt wraps a decoding error of the record of name so that it matches
+// store.ErrCorruptRecord.
+func corrupt(name string, err error) error {
+	if errors.Is(err, store.ErrCorruptRecord) {
+		return fmt.Errorf("pgstore: record %q: %w", name, err)
+	}
+	return fmt.Errorf("pgstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
+}
+
+// check refuses an ended ctx, then a bad name, for operation op.
+func check(ctx context.Context, op, name string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: %s %q: %w", op, name, err)
+	}
+	if err := store.ValidateName(name); err != nil {
+		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Get returns the record stored under name and its revision. It returns an
+// error wrapping store.ErrNotFound when there is none,
+// store.ErrCorruptRecord (with a zero revision) when its metadata cannot be
+// decoded, store.ErrInvalidName for a bad name, and an error wrapping
+// ctx.Err() when ctx ends first.
+func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	r, found, err := s.read(ctx, name)
+	if err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if !found {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: Get %q: %w", name, store.ErrNotFound)
+	}
+	rec, err := s.record(name, &r)
+	if err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	return rec, lease.Revision(r.revision), nil
+}
+
+// read fetches the row of name, trying again on a broken connection (a read
+// is always safe to repeat).
+func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
+	if err := check(ctx, "Get", name); err != nil {
+		return row{}, false, err
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		return row{}, false, err
+	}
+	var r row
+	found := true
+	err := s.retry(ctx, connectionLost, func() error {
+		err := s.pool.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			found = false
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return row{}, false, fmt.Errorf("pgstore: Get %q: %w", name, withCtx(ctx, err))
+	}
+	return r, found, nil
+}
+
+// CompareAndSwap stores next under name if the stored revision equals
+// expected (zero: only if no record exists), and returns the stored record
+// and its new revision, in one statement and one round trip. The write is
+// announced on Channel in the same statement.
+//
+// On mismatch it returns an error wrapping store.ErrConflict with the
+// current record and revision (zero when absent). When the current record
+// cannot be decoded it returns an error wrapping store.ErrCorruptRecord and
+// a zero revision instead, and nothing is written. It refuses a bad name
+// (store.ErrInvalidName), a record that breaks store.ValidateRecord
+// (store.ErrInvalidRecord), metadata that cannot be encoded (store.ErrEncode)
+// or is too large (store.ErrMetadataTooLarge), and an ended ctx; it then
+// writes nothing.
+//
+// The record returned on success is the one stored: its times carry
+// PostgreSQL's microsecond precision.
+func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "CompareAndSwap", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if err := store.ValidateRecord(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
+	}
+	b, err := store.EncodeMetadata(s.codec, next.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
+	}
+	// A value the codec cannot read back is refused now, rather than stored
+	// as a record nobody can read.
+	if _, err := s.codec.Decode(b); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if b == nil {
+		b = []byte{} // metadata is NOT NULL
+	}
+
+	var (
+		written bool
+		r       row
+		found   bool
+		notes   int64
+	)
+	err = s.retry(ctx, notExecuted, func() error {
+		var rows pgx.Rows
+		var err error
+		if expected == 0 {
+			rows, err = s.pool.Query(ctx, s.sqlCreate,
+				name, next.Holder, next.Token, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
+				s.seqText, s.channel)
+		} else {
+			// No stored revision exceeds MaxInt64: a larger expected
+			// revision matches nothing, and neither does -1.
+			exp := int64(-1)
+			if expected <= math.MaxInt64 {
+				exp = int64(expected)
+			}
+			rows, err = s.pool.Query(ctx, s.sqlUpdate,
+				name, exp, next.Holder, next.Token, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
+				s.seqText, s.channel)
+		}
+		if err != nil {
+			return err
+		}
+		found = false
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, err))
+	}
+	if !found {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found none: %w", name, expected, store.ErrConflict)
+	}
+	rec, err := s.record(name, &r)
+	if err != nil {
+		if written {
+			// Cannot happen: the codec decoded these bytes above.
+			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: written, but cannot read back: %w", name, err)
+		}
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, err)
+	}
+	if !written {
+		return rec, lease.Revision(r.revision), fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, r.revision, store.ErrConflict)
+	}
+	return rec, lease.Revision(r.revision), nil
+}
+
+// withCtx makes sure an error caused by the end of ctx matches ctx.Err().
+func withCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
+}
+
+// retry runs op until it succeeds, fails with an error that may not be
+// retried, or ctx ends. retryable says which errors may be: each such
+// failure discards one broken connection of the pool (a server restart breaks
+// them all), so the attempts are bounded by the pool's size plus one.
+func (s *Store[M]) retry(ctx context.Context, retryable func(error) bool, op func() error) error {
+	attempts := min(max(int(s.pool.Stat().MaxConns())+1, 2), 32)
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = op()
+		if err == nil || attempt >= attempts || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+	}
+}
+
+// notExecuted reports whether err proves that the statement was not
+// executed: nothing was sent, or the server ended the session before
+// answering (pg_terminate_backend, a shutdown, the crash of another
+// backend): the statement's transaction, if it began, was rolled back, and
+// a commit would have been answered before the session ended. Only then is a
+// write repeated.
+func notExecuted(err error) bool {
+	if brokenOrUnreachable(err) {
+		return false
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", // admin_shutdown
+			"57P02": // crash_shutdown
+			return true
+		}
+	}
+	return false
+}
+
+// connectionLost reports whether err comes from a connection that broke
+// rather than from the statement: worth another attempt for a read, which is
+// always safe to repeat.
+func connectionLost(err error) bool {
+	if notExecuted(err) {
+		return true
+	}
+	if brokenOrUnreachable(err) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr) // an I/O error, not the server's answer
+}
+
+// brokenOrUnreachable reports errors that no retry fixes now: the context
+// ended, or no connection can be made at all.
+func brokenOrUnreachable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr)
+}

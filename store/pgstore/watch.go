@@ -1,0 +1,408 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// defaultListenIdle is how long the listener waits for a notification
+// before it checks, with a ping, that its connection still works.
+const defaultListenIdle = 10 * time.Second
+
+// listenIdle, in nanoseconds, replaces defaultListenIdle when not zero: for
+// tests.
+var listenIdle atomic.Int64
+
+// Timings of the listening connection.
+const (
+	// listenOpTimeout bounds connecting, LISTEN and the ping.
+	listenOpTimeout = 5 * time.Second
+	// Reconnection backs off from listenBackoffMin to listenBackoffMax.
+	listenBackoffMin = 50 * time.Millisecond
+	listenBackoffMax = 2 * time.Second
+	// readBackoff is the pause before a watcher reads again after a failed
+	// read.
+	readBackoff = 200 * time.Millisecond
+)
+
+// hub is the one listening connection a Store keeps while it has watchers.
+// It LISTENs on the Store's channel, and on each notification wakes the
+// watchers of the name it carries; each watcher then reads the record. After
+// every (re)connection it wakes every watcher, so that a notification missed
+// while the connection was down cannot leave one stale.
+type hub[M any] struct {
+	s *Store[M]
+
+	mu       sync.Mutex
+	subs     map[string]map[*watch[M]]struct{}
+	nsubs    int
+	gen      uint64             // the running listener's generation
+	cancel   context.CancelFunc // stops the listener; nil when none runs
+	up       bool               // LISTEN is in force
+	failures int                // connection attempts that failed so far
+	lastErr  error              // why the last attempt failed
+	changed  chan struct{}      // closed and replaced when up or failures change
+}
+
+func newHub[M any](s *Store[M]) *hub[M] {
+	return &hub[M]{s: s, subs: make(map[string]map[*watch[M]]struct{}), changed: make(chan struct{})}
+}
+
+// watch is one subscription.
+type watch[M any] struct {
+	name string
+	// kick (capacity 1) wakes the watcher to read the record.
+	kick chan struct{}
+
+	mu       sync.Mutex
+	notified int64 // the highest revision announced for the name
+	force    bool  // read whatever the revision: the connection was down
+}
+
+// wake tells w that the record may have changed: to revision rev, or to an
+// unknown one when rev is 0.
+func (w *watch[M]) wake(rev int64) {
+	w.mu.Lock()
+	if rev == 0 {
+		w.force = true
+	} else if rev > w.notified {
+		w.notified = rev
+	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default: // a wake-up is already waiting; it will find this one
+	}
+}
+
+// take returns what wake recorded and clears force.
+func (w *watch[M]) take() (notified int64, force bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	notified, force = w.notified, w.force
+	w.force = false
+	return notified, force
+}
+
+// add registers w and starts a listener if none runs. It returns the number
+// of failed connection attempts so far, for wait.
+func (h *hub[M]) add(w *watch[M]) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[w.name]
+	if set == nil {
+		set = make(map[*watch[M]]struct{})
+		h.subs[w.name] = set
+	}
+	set[w] = struct{}{}
+	h.nsubs++
+	if h.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.gen++
+		h.cancel, h.up = cancel, false
+		go h.listen(ctx, h.gen)
+	}
+	return h.failures
+}
+
+// remove unregisters w and stops the listener when no watcher is left.
+func (h *hub[M]) remove(w *watch[M]) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[w.name]
+	if _, ok := set[w]; !ok {
+		return
+	}
+	delete(set, w)
+	if len(set) == 0 {
+		delete(h.subs, w.name)
+	}
+	h.nsubs--
+	if h.nsubs == 0 && h.cancel != nil {
+		// The listener winds down by itself; from now on its generation
+		// is stale and it changes nothing here.
+		h.cancel()
+		h.cancel, h.up = nil, false
+		h.gen++
+		h.broadcast()
+	}
+}
+
+// broadcast signals a change of up or failures. h.mu is held.
+func (h *hub[M]) broadcast() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// wait blocks until LISTEN is in force, a connection attempt after the
+// failures-th has failed, or ctx ends.
+func (h *hub[M]) wait(ctx context.Context, failures int) error {
+	for {
+		h.mu.Lock()
+		up, n, err, ch := h.up, h.failures, h.lastErr, h.changed
+		h.mu.Unlock()
+		switch {
+		case up:
+			return nil
+		case n > failures:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// connected records that listener gen's LISTEN is in force (or no longer,
+// or that an attempt failed with err) and, when it is, wakes every watcher:
+// after a (re)connection, any could be stale.
+func (h *hub[M]) connected(gen uint64, up bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.gen {
+		return
+	}
+	h.up = up
+	if err != nil {
+		h.failures++
+		h.lastErr = err
+	}
+	h.broadcast()
+	if up {
+		for _, set := range h.subs {
+			for w := range set {
+				w.wake(0)
+			}
+		}
+	}
+}
+
+// notified wakes the watchers of name for revision rev.
+func (h *hub[M]) notified(name string, rev int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.subs[name] {
+		w.wake(rev)
+	}
+}
+
+// listen keeps a LISTEN connection until ctx ends, reconnecting with
+// backoff when it breaks.
+func (h *hub[M]) listen(ctx context.Context, gen uint64) {
+	backoff := listenBackoffMin
+	for ctx.Err() == nil {
+		conn, err := h.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			h.connected(gen, false, err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, listenBackoffMax)
+			continue
+		}
+		backoff = listenBackoffMin
+		h.connected(gen, true, nil)
+		h.serve(ctx, conn)
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(closeCtx)
+		cancel()
+		h.connected(gen, false, nil)
+	}
+}
+
+// connect takes a connection out of the pool for good (so that LISTEN
+// state never leaks back into it) and listens on the channel.
+func (h *hub[M]) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+	defer cancel()
+	pc, err := h.s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: Watch: connecting: %w", err)
+	}
+	conn := pc.Hijack()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.s.channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("pgstore: Watch: LISTEN: %w", err)
+	}
+	return conn, nil
+}
+
+// serve passes notifications on until the connection breaks or ctx ends.
+func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
+	for {
+		idle := time.Duration(listenIdle.Load())
+		if idle == 0 {
+			idle = defaultListenIdle
+		}
+		wctx, cancel := context.WithTimeout(ctx, idle)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed() {
+				return
+			}
+			// Quiet for a while: make sure the connection still works.
+			pctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+			err = conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			continue
+		}
+		if n == nil || n.Channel != h.s.channel {
+			continue
+		}
+		revText, name, ok := strings.Cut(n.Payload, ":")
+		rev, err := strconv.ParseInt(revText, 10, 64)
+		if !ok || err != nil {
+			continue // not ours: someone else notified on the channel
+		}
+		h.notified(name, rev)
+	}
+}
+
+// Watch delivers the current state of name first (an Absent event when
+// there is no record), then every later change in revision order. A
+// receiver that falls behind skips intermediate revisions and gets the
+// latest, never an older revision after a newer one. A record that cannot be
+// decoded arrives as an event with Err wrapping store.ErrCorruptRecord (and,
+// as from Get, no revision).
+//
+// Changes are learned through LISTEN on Channel, over one connection per
+// Store shared by all its watchers, taken from the pool. Each notification
+// makes the watchers of its name read the record. When that connection
+// breaks it is opened again, and then every watcher reads its record again,
+// so that a change made while it was down is not missed.
+//
+// Watch returns once LISTEN is in force and the current state has been read,
+// or with an error if the first connection attempt fails, if name is bad
+// (store.ErrInvalidName), or if ctx ends first. The channel is closed when
+// ctx ends; until then a goroutine serves it, so cancel ctx when done.
+func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+	if err := check(ctx, "Watch", name); err != nil {
+		return nil, err
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		return nil, err
+	}
+	w := &watch[M]{name: name, kick: make(chan struct{}, 1)}
+	failures := s.hub.add(w)
+	if err := s.hub.wait(ctx, failures); err != nil {
+		s.hub.remove(w)
+		return nil, fmt.Errorf("pgstore: Watch %q: %w", name, withCtx(ctx, err))
+	}
+	// LISTEN is in force: a change from now on wakes w. Read the state as
+	// of now; the wake-up that the connection gave w is spent on it.
+	w.take()
+	select {
+	case <-w.kick:
+	default:
+	}
+	rctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+	first, err := s.observe(rctx, name)
+	cancel()
+	if err != nil {
+		s.hub.remove(w)
+		return nil, fmt.Errorf("pgstore: Watch %q: %w", name, withCtx(ctx, err))
+	}
+	out := make(chan store.Event[M])
+	go s.serveWatch(ctx, w, first, out)
+	return out, nil
+}
+
+// observation is one read of a name for a watcher.
+type observation[M any] struct {
+	ev  store.Event[M]
+	rev int64 // the row's revision, even when ev hides it; 0 when absent
+}
+
+// observe reads the state of name as an event.
+func (s *Store[M]) observe(ctx context.Context, name string) (observation[M], error) {
+	r, found, err := s.read(ctx, name)
+	if err != nil {
+		return observation[M]{}, err
+	}
+	if !found {
+		return observation[M]{ev: store.Event[M]{Absent: true}}, nil
+	}
+	rec, err := s.record(name, &r)
+	if err != nil {
+		return observation[M]{ev: store.Event[M]{Err: err}, rev: r.revision}, nil
+	}
+	return observation[M]{ev: store.Event[M]{Record: rec, Revision: lease.Revision(r.revision)}, rev: r.revision}, nil
+}
+
+// serveWatch feeds one watcher's channel until ctx ends. While the receiver
+// is not ready, a newer state replaces the one waiting to be sent.
+func (s *Store[M]) serveWatch(ctx context.Context, w *watch[M], first observation[M], out chan<- store.Event[M]) {
+	defer close(out)
+	defer s.hub.remove(w)
+	var (
+		lastRev    = first.rev       // the highest revision delivered or waiting
+		lastAbsent = first.ev.Absent // the latest state is absence
+		ev         = first.ev
+		send       = out // nil while there is nothing to send
+		due        bool  // the record must be read again
+		retry      <-chan time.Time
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case send <- ev:
+			send = nil
+			continue
+		case <-w.kick:
+			notified, force := w.take()
+			if force || notified > lastRev {
+				due = true
+			}
+		case <-retry:
+			retry = nil
+		}
+		if !due || retry != nil {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+		o, err := s.observe(rctx, w.name)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			retry = time.After(readBackoff) // due stays set
+			continue
+		}
+		due = false
+		switch {
+		case o.ev.Absent:
+			if !lastAbsent {
+				ev, send, lastAbsent = o.ev, out, true
+			}
+		case o.rev > lastRev:
+			ev, send, lastRev, lastAbsent = o.ev, out, o.rev, false
+		}
+	}
+}
