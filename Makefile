@@ -26,3 +26,9 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+.PHONY: sim
+
+## sim: a long sweep of the deterministic simulator (100,000 random schedules)
+sim:
+	TENURE_SIM_SEEDS=100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep' -v ./internal/testcluster/

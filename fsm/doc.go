@@ -15,7 +15,9 @@
 //	Follower  -> Candidate  the lease is free, or expired by local time
 //	Candidate -> Leader     the acquiring swap succeeded (the term starts
 //	                        when the request was sent)
-//	Candidate -> Follower   conflict, or the outcome is unknown
+//	Candidate -> Follower   conflict, or the outcome is unknown, or a
+//	                        create in a store that can lose records
+//	                        (only a claim: see Options.LossyStore)
 //	Candidate -> Expiring   the swap succeeded too late to lead, or the
 //	                        node is stopping: release what was taken
 //	Leader    -> Leader     a renewal succeeded

@@ -239,8 +239,9 @@ type Options struct {
 	// Rand draws the retry jitter. Nil means no jitter.
 	Rand Rand
 	// LossyStore says that the store may lose records (a Redis restart
-	// without persistence). An absent record is then not taken as free at
-	// once: it is waited on for LeaseDuration like a held one, since a
-	// leader may still believe it holds the record that vanished.
+	// without persistence). A record this node creates is then only a
+	// claim: it leads on it only after the claim has stood for
+	// LeaseDuration, since a leader whose record vanished may still
+	// believe it leads.
 	LossyStore bool
 }

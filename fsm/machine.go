@@ -32,6 +32,7 @@ type Machine struct {
 	rev       lease.Revision // its revision (0 if absent)
 	firstSeen time.Duration  // when the node first received rev (or absence)
 	seenAt    time.Duration  // when the node last accepted an observation
+	maxRev    lease.Revision // newest revision ever accepted
 	maxToken  uint64         // largest token ever observed
 	maxTrans  uint64         // largest Transitions ever observed
 
@@ -41,6 +42,7 @@ type Machine struct {
 	pendingSwap SwapKind
 	pendingSent time.Duration
 	pendingNext Lease
+	pendingExp  lease.Revision // the revision the swap expects
 	pendingRD   time.Duration // RenewDeadline in force when it was sent
 
 	// The current term (Leader), or the last one (Expiring).
@@ -219,9 +221,14 @@ func (m *Machine) observe(ev Event, sent time.Duration) {
 		}
 		return
 	}
-	if m.seen && !m.absent && ev.Revision <= m.rev {
-		return // old news
+	if ev.Revision < m.maxRev || ev.Revision == m.maxRev && m.seen {
+		// Old news: revisions only grow, even across data loss, so a
+		// revision below the newest we accepted is stale, and the newest
+		// itself is news only after we forgot it (a swap with an unknown
+		// outcome), not once it was seen to vanish.
+		return
 	}
+	m.maxRev = ev.Revision
 	m.seen, m.absent, m.seenAt = true, false, m.now
 	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
 	m.maxToken = max(m.maxToken, ev.Lease.Token)
@@ -265,7 +272,10 @@ func (m *Machine) swapResult(ev Event) {
 		if m.state == Candidate {
 			// The swap may or may not have been applied: forget what we
 			// saw and read again after the usual pause.
-			if kind == Acquire {
+			if kind == Acquire && !(m.lossy && m.pendingExp == 0) {
+				// If it landed, a later read shows our token and we
+				// confirm it. A create in a lossy store is only a claim
+				// (see confirm), waited out like anyone's record.
 				m.unknownToken = m.pendingNext.Token
 			}
 			m.seen = false
@@ -290,6 +300,17 @@ func (m *Machine) confirm(l Lease) {
 	switch m.state {
 	case Candidate:
 		m.unknownToken = 0
+		if m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0 && !m.stop {
+			// A record created in a store that loses records is only a
+			// claim: a leader whose record vanished may believe it leads
+			// for up to its RenewDeadline after the loss, and absence
+			// cannot be ordered against that loss. Follow our own claim
+			// like anyone's record: take it (with a new token) once it has
+			// stood for LeaseDuration since this reply, which came after
+			// the loss.
+			m.setState(Follower)
+			return
+		}
 		if m.stop || m.now >= until {
 			// Too late to lead (or no longer wanted): give it back.
 			m.token = l.Token
@@ -332,30 +353,18 @@ func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
 // stealable reports whether the observed record is one the node waits out
 // before taking it over.
 func (m *Machine) stealable() bool {
-	if !m.seen {
-		return false
-	}
-	if m.absent {
-		return m.lossy
-	}
-	return m.obs.Holder != ""
+	return m.seen && !m.absent && m.obs.Holder != ""
 }
 
 // free reports whether the observed record may be taken at once.
 func (m *Machine) free() bool {
-	if !m.seen {
-		return false
-	}
-	if m.absent {
-		return !m.lossy
-	}
-	return m.obs.Holder == ""
+	return m.seen && (m.absent || m.obs.Holder == "")
 }
 
 // patienceEnds is when a follower may take over the observed record.
 func (m *Machine) patienceEnds() time.Duration {
 	d := m.obs.LeaseDuration
-	if m.absent || d <= 0 {
+	if d <= 0 {
 		d = m.cfg.LeaseDuration
 	}
 	return m.firstSeen + d
@@ -439,6 +448,7 @@ func (m *Machine) acquire() {
 func (m *Machine) swap(kind SwapKind, next Lease) {
 	m.pending, m.pendingKind, m.pendingSwap = true, Swap, kind
 	m.pendingSent, m.pendingNext, m.pendingRD = m.now, next, m.cfg.RenewDeadline
+	m.pendingExp = m.rev
 	if kind != Release {
 		m.lastWriteSent, m.lastWriteDur = m.now, next.LeaseDuration
 	}

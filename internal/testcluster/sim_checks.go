@@ -1,0 +1,290 @@
+package testcluster
+
+import (
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// checker holds what the checks need to remember across events.
+type checker struct {
+	s          *Sim
+	owners     map[uint64]owner // token → the term that started with it
+	maxStarted uint64           // largest token a term started with
+	// Liveness.
+	active     int   // faults in force
+	calmFrom   int64 // no disturbance since
+	lastLeader int64 // the last real time some node believed it leads
+	bound      int64 // LivenessBound, in real time
+	handoverIn int64 // HandoverBound
+	settle     int64 // calm needed before a handover is checked: ops lost earlier have timed out
+	// Fencing.
+	lastAccepted uint64
+}
+
+// owner is one term: a node's incarnation and its token.
+type owner struct {
+	node int
+	gen  uint32
+	id   string
+}
+
+func (c *checker) init(s *Sim) {
+	c.s = s
+	c.owners = make(map[uint64]owner)
+}
+
+// setBounds computes the liveness bounds from every config the run uses.
+func (c *checker) setBounds(cfgs []lease.Config) {
+	c.bound = int64(LivenessBound(cfgs, c.s.rho, time.Duration(c.s.net.max)))
+	c.handoverIn = int64(HandoverBound(time.Duration(c.s.net.max)))
+	var t time.Duration
+	for _, cfg := range cfgs {
+		t = max(t, cfg.BackendTimeout)
+	}
+	c.settle = int64(float64(t)/(1-c.s.rho)) + 4*c.s.net.max
+}
+
+// LivenessBound is the longest real time a cluster may go without a leader
+// once faults have healed and a node is up and connected: for the largest
+// LeaseDuration L, BackendTimeout T and RetryInterval·(1+RetryJitter) I of
+// the configs in use, clock drift rho and one-way latency lat,
+//
+//	(L + max(T, I)) / (1 − rho) + 4·lat
+//
+// See docs/design.md for the derivation.
+func LivenessBound(cfgs []lease.Config, rho float64, lat time.Duration) time.Duration {
+	var l, t, i time.Duration
+	for _, c := range cfgs {
+		l, t, i = max(l, c.LeaseDuration), max(t, c.BackendTimeout), max(i, c.MaxRetryInterval())
+	}
+	return time.Duration(float64(l+max(t, i))/(1-rho)) + 4*lat + time.Millisecond
+}
+
+// HandoverBound is how soon after a release is stored some watching node
+// leads, in calm times: the watch event (one latency), the follower's
+// in-flight operation (a round trip) and its acquire (a round trip).
+func HandoverBound(lat time.Duration) time.Duration {
+	return 6*lat + time.Millisecond
+}
+
+// legal[before][after] says which state changes one Step may make: the
+// table of docs/design.md, plus the compositions one Step can chain
+// (Leader→Expiring→Follower→Candidate after a long pause, and
+// Expiring→Follower→Candidate).
+var legal = [4][4]bool{
+	fsm.Follower:  {fsm.Candidate: true},
+	fsm.Candidate: {fsm.Leader: true, fsm.Follower: true, fsm.Expiring: true},
+	fsm.Leader:    {fsm.Follower: true, fsm.Expiring: true, fsm.Candidate: true},
+	fsm.Expiring:  {fsm.Follower: true, fsm.Candidate: true},
+}
+
+// transition checks one Step: only legal state changes; a term starts
+// exactly when the node enters Leader and stops exactly when it leaves.
+func (c *checker) transition(n *node, before, after fsm.State, acts []fsm.Action) {
+	if before != after && !legal[before][after] {
+		c.s.fail("transition", "%s went %s → %s", n.id, before, after)
+		return
+	}
+	var started, stopped int
+	for _, a := range acts {
+		switch a.Kind {
+		case fsm.StartedLeading:
+			started++
+		case fsm.StoppedLeading:
+			stopped++
+		}
+	}
+	wantStart := before != fsm.Leader && after == fsm.Leader
+	wantStop := before == fsm.Leader && after != fsm.Leader
+	if started != b2i(wantStart) || stopped != b2i(wantStop) {
+		c.s.fail("transition", "%s went %s → %s with %d StartedLeading and %d StoppedLeading", n.id, before, after, started, stopped)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// started checks a new term: at most one node believes it leads (check 1),
+// and its token is new and larger than every earlier term's (check 2).
+func (c *checker) started(n *node, a fsm.Action) {
+	s := c.s
+	for _, o := range s.nodes {
+		if o != n && o.beliefEnd > s.now {
+			s.fail("one-leader", "%s started leading (token %d) while %s believes it leads (token %d) until %s",
+				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
+		}
+	}
+	if prev, ok := c.owners[a.Token]; ok {
+		s.fail("tokens", "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
+	} else if a.Token <= c.maxStarted {
+		s.fail("tokens", "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
+	}
+	c.liveness(true)
+	c.owners[a.Token] = owner{node: n.idx, gen: n.gen, id: n.id}
+	c.maxStarted = max(c.maxStarted, a.Token)
+	n.token = a.Token
+	n.beliefEnd = n.realAt(n.m.LeaderUntil())
+	s.res.Terms++
+	if s.tl != nil {
+		s.tl.term(s.now, n.idx, a.Token)
+	}
+}
+
+// stopped ends n's belief now.
+func (c *checker) stopped(n *node, a fsm.Action) {
+	if a.Token != n.token {
+		c.s.fail("tokens", "%s stopped a term with token %d, but its term has token %d", n.id, a.Token, n.token)
+	}
+	n.beliefEnd = min(n.beliefEnd, c.s.now)
+}
+
+// ended is a process going away (crash or Done): its belief ends.
+func (c *checker) ended(n *node) {
+	n.beliefEnd = min(n.beliefEnd, c.s.now)
+	c.lastLeader = max(c.lastLeader, n.beliefEnd)
+}
+
+// afterStep updates n's belief interval and checks what it observed: never a
+// revision older than one it already accepted, and always what the store
+// stored at that revision (check 4).
+func (c *checker) afterStep(n *node) {
+	s := c.s
+	if n.m.State() == fsm.Leader {
+		n.beliefEnd = n.realAt(n.m.LeaderUntil())
+	}
+	l, rev, absent, ok := n.m.Observed()
+	if !ok || absent {
+		return
+	}
+	if rev < n.maxRev {
+		s.fail("monotonic", "%s observes revision %d after revision %d", n.id, rev, n.maxRev)
+		return
+	}
+	n.maxRev = rev
+	if stored, found := s.store.storedAt(rev); !found || stored != l {
+		s.fail("monotonic", "%s observes %+v at revision %d, but the store stored %+v", n.id, l, rev, stored)
+	}
+}
+
+// fenced is a write reaching the fenced resource (check 2): a register
+// never accepts a token lower than one it accepted, every accepted token
+// belongs to a term, and a leader that still believes it leads is never
+// refused.
+func (c *checker) fenced(ev *simEvent) {
+	s := c.s
+	n := s.nodes[ev.node]
+	err := s.reg.Do(fence.Token(ev.token), nil)
+	if err != nil {
+		s.res.FenceRejected++
+		if s.tracing() {
+			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
+		}
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now {
+			s.fail("fence", "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
+		}
+		return
+	}
+	s.res.FenceAccepted++
+	if s.tracing() {
+		s.tracef(n.idx, "fenced write token %d accepted", ev.token)
+	}
+	if ev.token < c.lastAccepted {
+		s.fail("fence", "the resource accepted token %d after token %d", ev.token, c.lastAccepted)
+	}
+	if _, ok := c.owners[ev.token]; !ok {
+		s.fail("fence", "the resource accepted token %d, which no term started with", ev.token)
+	}
+	c.lastAccepted = ev.token
+	if s.tl != nil {
+		s.tl.fence(s.now, n.idx, ev.token)
+	}
+}
+
+// disturbed notes a fault event at real time t: liveness counts from the
+// last one.
+func (c *checker) disturbed(t int64) { c.calmFrom = max(c.calmFrom, t) }
+
+// eligible reports whether some node is up, not paused and connected.
+func (c *checker) eligible() bool {
+	for _, n := range c.s.nodes {
+		if n.up && n.pausedUntil <= c.s.now && !n.reqCut && !n.respCut {
+			return true
+		}
+	}
+	return false
+}
+
+// liveness checks that, in calm times, the cluster has not gone without a
+// leader for longer than the bound (check 3). starting says a term is just
+// starting (so nobody leads yet).
+func (c *checker) liveness(starting bool) {
+	s := c.s
+	for _, n := range s.nodes {
+		c.lastLeader = max(c.lastLeader, min(n.beliefEnd, s.now))
+	}
+	if c.active > 0 || !c.eligible() {
+		return
+	}
+	from := max(c.calmFrom, c.lastLeader)
+	if gap := s.now - from; gap > c.bound {
+		what := "no node leads"
+		if starting {
+			what = "a node starts leading only now"
+		}
+		s.fail("liveness", "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
+			what, time.Duration(gap), fmtTime(c.calmFrom), fmtTime(c.lastLeader), time.Duration(c.bound))
+	}
+}
+
+// periodic runs the liveness check and cross-checks the belief intervals
+// against the machines' own Leading.
+func (c *checker) periodic() {
+	s := c.s
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		leading := n.m.Leading(n.local(s.now))
+		if believes := n.beliefEnd > s.now; leading != believes {
+			s.fail("one-leader", "%s: Leading is %v but its belief interval ends at %s", n.id, leading, fmtTime(n.beliefEnd))
+		}
+	}
+	c.liveness(false)
+}
+
+// final runs the checks at the end of the run.
+func (c *checker) final() { c.periodic() }
+
+// released is a release stored by node by: in calm times (no fault for
+// long enough that operations lost earlier have timed out), with a watching
+// store, some node leads within HandoverBound.
+func (c *checker) released(by int) {
+	s := c.s
+	if s.opt.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle {
+		return
+	}
+	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})
+}
+
+// handover checks the deadline that released set.
+func (c *checker) handover(ev *simEvent) {
+	s := c.s
+	releasedAt := int64(ev.rev)
+	if c.active > 0 || c.calmFrom > releasedAt || s.res.Terms != ev.count {
+		return // disturbed meanwhile, or handed over
+	}
+	for _, n := range s.nodes {
+		if n.idx != int(ev.node) && n.up && n.pausedUntil <= s.now && !n.reqCut && !n.respCut {
+			s.fail("handover", "%s released the lease at %s and nobody leads %s later (bound %s)",
+				s.nodes[ev.node].id, fmtTime(releasedAt), time.Duration(s.now-releasedAt), time.Duration(c.handoverIn))
+			return
+		}
+	}
+}

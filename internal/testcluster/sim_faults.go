@@ -1,0 +1,278 @@
+package testcluster
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// FaultKind says what a Fault does.
+type FaultKind uint8
+
+// The kinds of Fault.
+const (
+	// FaultCrash kills Node's process; it restarts after Dur (with a new
+	// identity if NewIdentity), or stays down if Dur is zero.
+	FaultCrash FaultKind = iota + 1
+	// FaultPause freezes Node's process for Dur.
+	FaultPause
+	// FaultPartition cuts Node's requests (Requests) and/or its responses
+	// and watch events (Responses) for Dur.
+	FaultPartition
+	// FaultLoss drops every message with probability Prob for Dur.
+	FaultLoss
+	// FaultSlow adds up to Latency to every message for Dur.
+	FaultSlow
+	// FaultDataLoss makes the store lose the record.
+	FaultDataLoss
+	// FaultRelease stops Node gracefully (it releases the lease); it starts
+	// again after Dur, or stays stopped if Dur is zero.
+	FaultRelease
+	// FaultReconfigure gives Node the timings Config.
+	FaultReconfigure
+)
+
+var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure"}
+
+func (k FaultKind) String() string {
+	if int(k) < len(faultNames) && k > 0 {
+		return faultNames[k]
+	}
+	return fmt.Sprintf("FaultKind(%d)", uint8(k))
+}
+
+// Fault is one entry of a fault schedule.
+type Fault struct {
+	// At is the real time the fault starts.
+	At   time.Duration
+	Kind FaultKind
+	// Node is the node it hits (crash, pause, partition, release,
+	// reconfigure).
+	Node int
+	// Dur is how long it lasts.
+	Dur         time.Duration
+	NewIdentity bool
+	Requests    bool
+	Responses   bool
+	Prob        float64
+	Latency     time.Duration
+	Config      lease.Config
+}
+
+func (f Fault) String() string {
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	f.Dur, f.Latency = ms(f.Dur), ms(f.Latency)
+	switch f.Kind {
+	case FaultCrash:
+		return fmt.Sprintf("crash n%d for %v (new identity: %v)", f.Node, f.Dur, f.NewIdentity)
+	case FaultPause:
+		return fmt.Sprintf("pause n%d for %v", f.Node, f.Dur)
+	case FaultPartition:
+		return fmt.Sprintf("partition n%d for %v (requests %v, responses %v)", f.Node, f.Dur, f.Requests, f.Responses)
+	case FaultLoss:
+		return fmt.Sprintf("lose %.0f%% of messages for %v", 100*f.Prob, f.Dur)
+	case FaultSlow:
+		return fmt.Sprintf("slow store (+%v) for %v", f.Latency, f.Dur)
+	case FaultDataLoss:
+		return "store loses the record"
+	case FaultRelease:
+		return fmt.Sprintf("release n%d, back after %v", f.Node, f.Dur)
+	case FaultReconfigure:
+		c := f.Config
+		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
+	}
+	return f.Kind.String()
+}
+
+func (f Fault) validate(nodes int) error {
+	switch {
+	case f.Kind < FaultCrash || f.Kind > FaultReconfigure:
+		return fmt.Errorf("testcluster: unknown fault kind %d", f.Kind)
+	case f.Node < 0 || f.Node >= nodes:
+		return fmt.Errorf("testcluster: fault %v: no node %d", f.Kind, f.Node)
+	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || f.Prob < 0 || f.Prob > 1:
+		return fmt.Errorf("testcluster: fault %v: negative time or probability out of [0, 1]", f)
+	case f.Kind == FaultReconfigure:
+		return f.Config.Validate()
+	}
+	return nil
+}
+
+// applyFault starts a fault; faults with a duration schedule their end.
+func (s *Sim) applyFault(i int) {
+	f := s.faults[i]
+	s.tracef(-1, "FAULT %v", f)
+	n := s.nodes[f.Node]
+	end := simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(f.Node), count: i}
+	c := &s.chk
+	if f.Kind != FaultRelease {
+		// A graceful release is no fault: the handover it starts is
+		// checked.
+		c.disturbed(s.now)
+	}
+	switch f.Kind {
+	case FaultCrash:
+		s.crash(n)
+		if f.Dur > 0 {
+			s.push(end)
+		}
+	case FaultPause:
+		if !n.up || n.pausedUntil > s.now {
+			return
+		}
+		n.pausedUntil = s.now + int64(f.Dur)
+		end.gen = n.gen
+		if tok, _, ok := n.m.Term(); ok && n.m.Leading(n.local(s.now)) {
+			// It checked that it leads just before the pause, and its
+			// write lands after it.
+			s.fenceSend(n, tok, int64(f.Dur)+s.latency())
+		}
+		c.active++
+		s.push(end)
+	case FaultPartition:
+		n.reqCut, n.respCut = f.Requests, f.Responses
+		c.active++
+		s.push(end)
+	case FaultLoss:
+		s.net.lossActive++
+		s.net.lossP = f.Prob
+		c.active++
+		s.push(end)
+	case FaultSlow:
+		s.net.slow++
+		s.net.slowLat = int64(f.Latency)
+		c.active++
+		s.push(end)
+	case FaultDataLoss:
+		s.loseData()
+	case FaultRelease:
+		if n.up && n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Stop, Release: true})
+		}
+		if f.Dur > 0 {
+			s.push(end)
+		}
+	case FaultReconfigure:
+		n.cfg = f.Config
+		if n.up && n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Reconfigure, Config: f.Config})
+		}
+	}
+	if s.tl != nil {
+		s.tl.fault(s.now, f)
+	}
+}
+
+// endFault ends a fault with a duration.
+func (s *Sim) endFault(ev *simEvent) {
+	f := s.faults[ev.count]
+	n := s.nodes[f.Node]
+	c := &s.chk
+	c.disturbed(s.now)
+	switch f.Kind {
+	case FaultCrash, FaultRelease:
+		if !n.up {
+			if f.NewIdentity {
+				n.incarnation++
+				n.id = fmt.Sprintf("n%d.%d", n.idx, n.incarnation)
+			}
+			s.boot(n)
+		}
+	case FaultPause:
+		c.active--
+		s.tracef(f.Node, "pause ends")
+	case FaultPartition:
+		n.reqCut, n.respCut = false, false
+		c.active--
+		s.tracef(f.Node, "partition heals")
+	case FaultLoss:
+		s.net.lossActive--
+		c.active--
+	case FaultSlow:
+		s.net.slow--
+		c.active--
+		// Messages sent during the spike still arrive late.
+		c.disturbed(s.now + s.net.slowLat)
+	}
+}
+
+// randomSchedule draws a fault schedule from the seed: faults start in the
+// first 80% of the run, so that the rest is calm and liveness is checked.
+func randomSchedule(s *Sim) []Fault {
+	f := s.opt.Faults
+	var kinds []FaultKind
+	add := func(on bool, k FaultKind) {
+		if on {
+			kinds = append(kinds, k)
+		}
+	}
+	add(f.Crash, FaultCrash)
+	add(f.Pause, FaultPause)
+	add(f.Partition, FaultPartition)
+	add(f.Loss, FaultLoss)
+	add(f.Slow, FaultSlow)
+	add(f.DataLoss, FaultDataLoss)
+	add(f.Release, FaultRelease)
+	add(f.Reconfigure, FaultReconfigure)
+	if len(kinds) == 0 {
+		return []Fault{}
+	}
+	cfg := s.opt.Config
+	l := int64(cfg.LeaseDuration)
+	end := int64(s.opt.Duration) * 8 / 10
+	var out []Fault
+	for t := s.uniform(int64(5*time.Second), int64(20*time.Second)); t < end; t += s.uniform(int64(5*time.Second), int64(40*time.Second)) {
+		fl := Fault{At: time.Duration(t), Kind: kinds[s.rng.IntN(len(kinds))], Node: s.rng.IntN(s.opt.Nodes)}
+		switch fl.Kind {
+		case FaultCrash:
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 3*l))
+			fl.NewIdentity = s.chance(0.5)
+		case FaultPause:
+			fl.Dur = time.Duration(s.uniform(l/2, 3*l))
+		case FaultPartition:
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 3*l))
+			switch s.rng.IntN(3) {
+			case 0:
+				fl.Requests = true
+			case 1:
+				fl.Responses = true
+			default:
+				fl.Requests, fl.Responses = true, true
+			}
+		case FaultLoss:
+			fl.Prob = 0.1 + 0.6*s.rng.Float64()
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
+		case FaultSlow:
+			bt := int64(cfg.BackendTimeout)
+			fl.Latency = time.Duration(s.uniform(bt, 2*bt))
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
+		case FaultRelease:
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
+		case FaultReconfigure:
+			fl.Config = randomConfig(s)
+		}
+		out = append(out, fl)
+	}
+	return out
+}
+
+// randomConfig draws valid timings that tolerate at least 10% drift.
+func randomConfig(s *Sim) lease.Config {
+	for {
+		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
+		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))
+		c := lease.Config{
+			LeaseDuration:  time.Duration(l),
+			RenewDeadline:  time.Duration(r),
+			RetryInterval:  time.Duration(float64(r) * (0.1 + 0.2*s.rng.Float64())),
+			RetryJitter:    0.5 * s.rng.Float64(),
+			BackendTimeout: time.Duration(float64(r) * (0.2 + 0.4*s.rng.Float64())),
+			ErrorInterval:  30 * time.Second,
+		}
+		if c.Validate() == nil {
+			return c
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package testcluster
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// node is one simulated process: a real fsm.Machine, its clock, and the
+// driver that performs the machine's actions as lead does.
+type node struct {
+	idx         int
+	id          string
+	incarnation int
+	gen         uint32 // bumped by every crash and restart: old messages are dropped
+	m           *fsm.Machine
+	cfg         lease.Config // the timings the next incarnation starts with
+	up          bool         // a process runs (false when crashed or stopped)
+	offset      int64        // local = offset + rate*real
+	rate        float64
+	pausedUntil int64
+	timerAt     int64 // real time of the armed timer (orig of its event), -1 if none
+	reqCut      bool
+	respCut     bool
+	watchLast   int64 // delivery time of the last watch event (FIFO)
+	// The one outstanding store operation.
+	op        uint32
+	opPending bool
+	opKind    opKind
+	// Checks.
+	beliefEnd int64 // real time at which the current belief ends
+	token     uint64
+	maxRev    lease.Revision
+}
+
+// local is the node's monotonic clock at real time real.
+func (n *node) local(real int64) time.Duration {
+	return time.Duration(n.offset + int64(float64(real)*n.rate))
+}
+
+// realAt is the first real time at which the node's clock reads t.
+func (n *node) realAt(t time.Duration) int64 {
+	if t == fsm.Never {
+		return math.MaxInt64
+	}
+	r := int64(math.Ceil(float64(int64(t)-n.offset) / n.rate))
+	for n.local(r) < t {
+		r++
+	}
+	for r > 0 && n.local(r-1) >= t {
+		r--
+	}
+	return r
+}
+
+func (s *Sim) newNode(i int) *node {
+	n := &node{idx: i, id: fmt.Sprintf("n%d", i), cfg: s.opt.Config, rate: 1, timerAt: -1}
+	n.offset = s.uniform(0, int64(time.Hour)) // offsets do not matter
+	f := s.opt.Faults
+	switch {
+	case f.DriftBeyond:
+		// Extremes make the excess visible: some clocks slow, some fast.
+		if s.chance(0.5) {
+			n.rate = 1 - s.opt.BeyondRho
+		} else {
+			n.rate = 1 + s.opt.BeyondRho
+		}
+	case f.Drift:
+		n.rate = 1 + (2*s.rng.Float64()-1)*s.opt.Rho
+	}
+	s.rho = max(s.rho, math.Abs(n.rate-1))
+	return n
+}
+
+// boot starts a new process on n: a fresh machine, nothing remembered.
+func (s *Sim) boot(n *node) {
+	m, err := fsm.New(fsm.Options{
+		Identity:   n.id,
+		Config:     n.cfg,
+		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
+		LossyStore: s.lossy,
+	})
+	if err != nil {
+		panic(err) // configs are validated before they get here
+	}
+	n.m, n.up, n.gen = m, true, n.gen+1
+	n.opPending, n.timerAt, n.maxRev, n.token, n.beliefEnd = false, -1, 0, 0, 0
+	s.tracef(n.idx, "boot as %s", n.id)
+	s.chk.disturbed(s.now)
+	if s.tl != nil {
+		s.tl.state(s.now, n.idx, stUp)
+	}
+	if !s.opt.NoWatch {
+		// A watch opens with the current state.
+		st := &s.store
+		n.watchLast = s.now + s.latency()
+		s.push(simEvent{at: n.watchLast, kind: evWatch, node: int32(n.idx), gen: n.gen,
+			lease: st.rec, rev: st.rev, absent: !st.present})
+	}
+	s.step(n, fsm.Event{Kind: fsm.Tick})
+}
+
+// crash kills n's process: its local state is lost, in-flight replies to it
+// are dropped.
+func (s *Sim) crash(n *node) {
+	if !n.up {
+		return
+	}
+	s.tracef(n.idx, "CRASH")
+	s.chk.ended(n)
+	n.up, n.gen, n.m = false, n.gen+1, nil
+	n.pausedUntil = 0
+	if s.tl != nil {
+		s.tl.state(s.now, n.idx, stDown)
+	}
+	s.chk.disturbed(s.now)
+}
+
+// step feeds one event to n's machine at n's local time, checks the step,
+// performs the actions and re-arms the timer.
+func (s *Sim) step(n *node, ev fsm.Event) {
+	ev.Now = n.local(s.now)
+	before := n.m.State()
+	acts := n.m.Step(ev)
+	after := n.m.State()
+	if s.opt.Trace != nil {
+		s.traceStep(n, ev, acts, before, after)
+	}
+	s.chk.transition(n, before, after, acts)
+	for _, a := range acts {
+		s.perform(n, a)
+	}
+	if !n.up {
+		return
+	}
+	s.chk.afterStep(n)
+	if s.tl != nil {
+		s.tl.state(s.now, n.idx, stateMark(after))
+	}
+	s.arm(n)
+}
+
+// arm schedules a Tick at the machine's NextWake.
+func (s *Sim) arm(n *node) {
+	w := n.m.NextWake()
+	if w == fsm.Never {
+		n.timerAt = -1
+		return
+	}
+	at := max(n.realAt(w), s.now+1)
+	if at == n.timerAt {
+		return
+	}
+	n.timerAt = at
+	s.push(simEvent{at: at, kind: evTimer, node: int32(n.idx), gen: n.gen})
+}
+
+// perform carries out one action as lead's driver does.
+func (s *Sim) perform(n *node, a fsm.Action) {
+	switch a.Kind {
+	case fsm.Read, fsm.Swap:
+		n.op++
+		n.opPending = true
+		ev := simEvent{op: n.op, opKind: opRead}
+		if a.Kind == fsm.Swap {
+			ev.opKind, ev.expected, ev.lease = opSwap, a.Expected, a.Next
+		}
+		n.opKind = ev.opKind
+		s.send(n, ev)
+		// The driver's context times the op out after BackendTimeout.
+		deadline := n.local(s.now) + n.m.Config().BackendTimeout
+		s.push(simEvent{at: n.realAt(deadline), kind: evTimeout, node: int32(n.idx), gen: n.gen, op: n.op})
+	case fsm.StartedLeading:
+		s.chk.started(n, a)
+		s.push(simEvent{at: s.now + s.uniform(0, int64(time.Second)), kind: evWork, node: int32(n.idx), gen: n.gen, token: a.Token})
+	case fsm.StoppedLeading:
+		s.chk.stopped(n, a)
+	case fsm.Done:
+		s.tracef(n.idx, "done")
+		s.chk.ended(n)
+		n.up, n.gen, n.m = false, n.gen+1, nil
+		if s.tl != nil {
+			s.tl.state(s.now, n.idx, stDown)
+		}
+	}
+}
+
+// timeout fails n's op if it is still outstanding; a later reply is dropped,
+// as lead's context timeout drops it.
+func (s *Sim) timeout(n *node, ev *simEvent) {
+	if !n.opPending || ev.op != n.op {
+		return
+	}
+	n.opPending = false
+	if n.opKind == opRead {
+		s.step(n, fsm.Event{Kind: fsm.ReadFailed, Err: errTimeout})
+	} else {
+		s.step(n, fsm.Event{Kind: fsm.SwapFailed, Err: errTimeout})
+	}
+}
+
+// reply delivers a store reply to n.
+func (s *Sim) reply(n *node, ev *simEvent) {
+	if !n.opPending || ev.op != n.op {
+		return // timed out already
+	}
+	n.opPending = false
+	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
+	switch {
+	case ev.opKind == opRead:
+		e.Kind = fsm.ReadDone
+	case ev.result == resDone:
+		e.Kind = fsm.SwapDone
+	default:
+		e.Kind = fsm.SwapConflict
+	}
+	s.step(n, e)
+}
+
+// work is a leader deciding to write to the fenced resource: if it believes
+// it leads, it writes with its term's token; the write lands later.
+func (s *Sim) work(n *node, ev *simEvent) {
+	tok, _, ok := n.m.Term()
+	if !ok || tok != ev.token || !n.m.Leading(n.local(s.now)) {
+		return
+	}
+	s.fenceSend(n, tok, s.latency())
+	next := *ev
+	next.at, next.orig = s.now+s.uniform(int64(200*time.Millisecond), int64(3*time.Second)), 0
+	s.push(next)
+}
+
+// fenceSend sends a fenced write with tok that lands after delay.
+func (s *Sim) fenceSend(n *node, tok uint64, delay int64) {
+	s.push(simEvent{at: s.now + delay, kind: evFenceWrite, node: int32(n.idx), gen: n.gen, token: tok})
+}
+
+// fenceWrite is a fenced write reaching the resource.
+func (s *Sim) fenceWrite(ev *simEvent) {
+	s.chk.fenced(ev)
+}
+
+type simError string
+
+func (e simError) Error() string { return string(e) }
+
+const errTimeout = simError("context deadline exceeded (simulated BackendTimeout)")

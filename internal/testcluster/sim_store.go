@@ -1,0 +1,167 @@
+package testcluster
+
+import (
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// simStore is a linearizable compare-and-swap register for one election
+// name, with the semantics of store.Store: a conflict returns the current
+// record, a zero expected revision creates the record only if it is absent,
+// revisions grow by one per write and never repeat, not even after the
+// record is lost. Like the Redis store, it raises the token of a record it
+// creates to above every token it ever issued (the floor survives a data
+// loss, as the Redis time floor does).
+type simStore struct {
+	present bool
+	rec     fsm.Lease
+	rev     lease.Revision
+	counter lease.Revision // the last revision issued
+	floor   uint64         // the highest token ever stored
+	history []fsm.Lease    // history[rev] is what revision rev stored
+	lostAt  lease.Revision // counter at the last data loss
+}
+
+// network draws latencies and decides which messages get lost.
+type network struct {
+	min, max   int64
+	slow       int   // slow-store windows in force
+	slowLat    int64 // their latency
+	lossP      float64
+	lossActive int
+}
+
+// latency draws the one-way latency of a message sent now.
+func (s *Sim) latency() int64 {
+	l := s.uniform(s.net.min, s.net.max)
+	if s.net.slow > 0 {
+		l += s.uniform(s.net.slowLat/2, s.net.slowLat)
+	}
+	return l
+}
+
+// lost reports whether a message sent now is dropped by a loss window.
+func (s *Sim) lost() bool {
+	return s.net.lossActive > 0 && s.chance(s.net.lossP)
+}
+
+// send sends node n's request for the op it just started.
+func (s *Sim) send(n *node, ev simEvent) {
+	if n.reqCut || s.lost() {
+		if s.tracing() {
+			s.tracef(n.idx, "request %d lost", ev.op)
+		}
+		return
+	}
+	ev.kind, ev.node, ev.gen = evStoreReq, int32(n.idx), n.gen
+	ev.at = s.now + s.latency()
+	s.push(ev)
+}
+
+// storeRequest applies a request at the store (its linearization point)
+// and sends the reply.
+func (s *Sim) storeRequest(ev *simEvent) {
+	st := &s.store
+	reply := simEvent{kind: evReply, node: ev.node, gen: ev.gen, op: ev.op, opKind: ev.opKind}
+	switch ev.opKind {
+	case opRead:
+		reply.result = resDone
+		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
+	case opSwap:
+		if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+			s.write(ev.lease, int(ev.node))
+			reply.result = resDone
+		} else {
+			reply.result = resConflict
+		}
+		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
+	}
+	n := s.nodes[ev.node]
+	if n.respCut && n.gen == ev.gen || s.lost() {
+		if s.tracing() {
+			s.tracef(int(ev.node), "reply %d lost", ev.op)
+		}
+		return
+	}
+	reply.at = s.now + s.latency()
+	s.push(reply)
+}
+
+// write stores next as a new revision and tells every watcher.
+func (s *Sim) write(next fsm.Lease, by int) {
+	st := &s.store
+	if !st.present && next.Token <= st.floor {
+		next.Token = st.floor + 1 // created after a data loss
+	}
+	if st.present && next.Transitions < st.rec.Transitions {
+		s.fail("monotonic", "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
+	}
+	st.counter++
+	st.present, st.rec, st.rev = true, next, st.counter
+	st.floor = max(st.floor, next.Token)
+	for lease.Revision(len(st.history)) < st.rev {
+		st.history = append(st.history, fsm.Lease{})
+	}
+	st.history = append(st.history, next)
+	if s.tracing() {
+		s.tracef(-1, "store rev %d holder=%q token=%d transitions=%d", st.rev, next.Holder, next.Token, next.Transitions)
+	}
+	if s.tl != nil {
+		s.tl.storeEvent(s.now, st.rev, next, s.nodes[by].id)
+	}
+	if next.Holder == "" {
+		s.chk.released(by)
+	}
+	s.broadcast(simEvent{lease: next, rev: st.rev})
+}
+
+// loseData makes the record vanish; revisions and the token floor survive.
+func (s *Sim) loseData() {
+	st := &s.store
+	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	st.lostAt = st.counter
+	s.tracef(-1, "store DATA LOSS")
+	if s.tl != nil {
+		s.tl.storeLoss(s.now)
+	}
+	s.broadcast(simEvent{absent: true})
+}
+
+// broadcast sends a watch event to every node that watches.
+func (s *Sim) broadcast(w simEvent) {
+	if s.opt.NoWatch {
+		return
+	}
+	w.kind = evWatch
+	for _, n := range s.nodes {
+		if !n.up || n.respCut || s.lost() {
+			continue
+		}
+		w.node, w.gen = int32(n.idx), n.gen
+		w.at = s.now + s.latency()
+		if !s.opt.Faults.WatchChaos {
+			// A watch stream is FIFO: later events never overtake.
+			w.at = max(w.at, n.watchLast)
+			n.watchLast = w.at
+		} else {
+			if s.chance(0.2) {
+				w.at += s.uniform(0, int64(3*s.opt.Config.RetryInterval)) // delayed, so reordered
+			}
+			if s.chance(0.1) {
+				dup := w
+				dup.at += s.uniform(0, int64(s.opt.Config.RetryInterval))
+				s.push(dup)
+			}
+		}
+		w.orig = 0
+		s.push(w)
+	}
+}
+
+// storedAt returns what revision rev stored.
+func (st *simStore) storedAt(rev lease.Revision) (fsm.Lease, bool) {
+	if rev == 0 || int(rev) >= len(st.history) {
+		return fsm.Lease{}, false
+	}
+	return st.history[rev], true
+}

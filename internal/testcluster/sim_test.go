@@ -1,0 +1,226 @@
+package testcluster
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+// SeedsEnv is the environment variable that sets the number of seeds of the
+// sweep when -sim.seeds is not given.
+const SeedsEnv = "TENURE_SIM_SEEDS"
+
+var (
+	flagSeeds = flag.Int("sim.seeds", 0, "number of random schedules of TestSimSeedSweep (default $"+SeedsEnv+", else 2000)")
+	flagFirst = flag.Uint64("sim.first", 1, "first seed of TestSimSeedSweep")
+)
+
+// sweepSeeds is the number of seeds of the sweep.
+func sweepSeeds(t *testing.T) int {
+	if *flagSeeds > 0 {
+		return *flagSeeds
+	}
+	if v := os.Getenv(SeedsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("%s=%q is not a number of seeds", SeedsEnv, v)
+		}
+		return n
+	}
+	return 2000
+}
+
+// sweepOptions are the options of one seed of the sweep: five nodes, ten
+// simulated minutes, every fault; one seed in four runs without data loss,
+// so that machines take the fast path for an absent record.
+func sweepOptions(seed uint64) Options {
+	o := Options{Seed: seed, Nodes: 5, Duration: 10 * time.Minute, Faults: AllFaults()}
+	if seed%4 == 0 {
+		o.Faults.DataLoss = false
+	}
+	if seed%8 == 1 {
+		o.NoWatch = true
+	}
+	return o
+}
+
+// replay says how to run one seed again with a trace.
+func replay(seed uint64) string {
+	return fmt.Sprintf("go test ./internal/testcluster -run 'TestSimSeed$' -sim.seed=%d -v", seed)
+}
+
+var flagSeed = flag.Uint64("sim.seed", 0, "the seed TestSimSeed runs with a trace")
+
+func TestSimSeedSweep(t *testing.T) {
+	n := sweepSeeds(t)
+	workers := runtime.GOMAXPROCS(0)
+	var next atomic.Uint64
+	next.Store(*flagFirst)
+	last := *flagFirst + uint64(n)
+	var (
+		mu     sync.Mutex
+		failed []Result
+		events atomic.Uint64
+		wg     sync.WaitGroup
+	)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				seed := next.Add(1) - 1
+				if seed >= last {
+					return
+				}
+				res, err := RunSeed(sweepOptions(seed))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				events.Add(res.Events)
+				if res.Violation != nil {
+					mu.Lock()
+					failed = append(failed, res)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d schedules (5 nodes, 10 simulated minutes each), %d events in %v", n, events.Load(), time.Since(start).Round(time.Millisecond))
+	for i, r := range failed {
+		if i == 10 {
+			t.Errorf("... and %d more", len(failed)-10)
+			break
+		}
+		t.Errorf("seed %d: %v\n\treplay: %s", r.Seed, r.Violation, replay(r.Seed))
+	}
+}
+
+// TestSimSeed runs the seed of -sim.seed with its trace (for replaying a
+// failure of the sweep).
+// TestSimSeed replays one seed of the sweep with its trace: -sim.seed=N.
+// Without the flag it replays seed 265, where a create with an unknown
+// outcome in a store that loses records was once confirmed and led on at
+// once, making two leaders.
+func TestSimSeed(t *testing.T) {
+	seed := *flagSeed
+	if seed == 0 {
+		seed = 265
+	}
+	var trace bytes.Buffer
+	o := sweepOptions(seed)
+	o.Trace = &trace
+	res, err := RunSeed(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil || *flagSeed != 0 {
+		t.Log("\n" + trace.String())
+	}
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+}
+
+func TestSimSameSeedSameTrace(t *testing.T) {
+	run := func(seed uint64) []byte {
+		var trace bytes.Buffer
+		o := sweepOptions(seed)
+		o.Trace = &trace
+		if _, err := RunSeed(o); err != nil {
+			t.Fatal(err)
+		}
+		return trace.Bytes()
+	}
+	a, b := run(42), run(42)
+	if len(a) < 10000 {
+		t.Fatalf("the trace is only %d bytes", len(a))
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("seed 42 gave two different traces (%d and %d bytes)", len(a), len(b))
+	}
+	if c := run(43); bytes.Equal(a, c) {
+		t.Fatal("seeds 42 and 43 gave the same trace")
+	}
+}
+
+// TestSimDriftBeyondToleranceMakesTwoLeaders shows that the bound on drift
+// matters: with clocks drifting by 40% against timings that tolerate 20%,
+// a paused leader's belief outlasts a follower's patience.
+func TestSimDriftBeyondToleranceMakesTwoLeaders(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		res, err := RunSeed(Options{Seed: seed, Nodes: 3, Duration: 5 * time.Minute,
+			Faults: Faults{DriftBeyond: true, Crash: true, Partition: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := res.Violation; v != nil {
+			if v.Check != "one-leader" {
+				t.Fatalf("seed %d: want a one-leader violation, got %v", seed, v)
+			}
+			t.Logf("seed %d: %v", seed, v)
+			return
+		}
+	}
+	t.Fatal("no seed of 200 made two leaders with 40% drift")
+}
+
+// TestSimWithinToleranceHolds runs the same schedules as the test above with
+// drift inside the tolerance: no violation.
+func TestSimWithinToleranceHolds(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		res, err := RunSeed(Options{Seed: seed, Nodes: 3, Duration: 5 * time.Minute, Rho: 0.19,
+			Faults: Faults{Drift: true, Crash: true, Partition: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Fatalf("seed %d: %v\n\treplay with a trace to see why", seed, res.Violation)
+		}
+	}
+}
+
+func TestSimOptionsRejected(t *testing.T) {
+	bad := lease.DefaultConfig()
+	bad.RenewDeadline = bad.LeaseDuration
+	tests := []struct {
+		name string
+		o    Options
+	}{
+		{"too many nodes", Options{Nodes: 65}},
+		{"invalid config", Options{Config: bad}},
+		{"drift beyond tolerance", Options{Rho: 0.3, Faults: Faults{Drift: true}}},
+		{"latency range", Options{LatencyMin: 2, LatencyMax: 1}},
+		{"fault on missing node", Options{Schedule: []Fault{{Kind: FaultCrash, Node: 7}}}},
+		{"fault with bad config", Options{Schedule: []Fault{{Kind: FaultReconfigure, Config: bad}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewSim(tt.o); err == nil {
+				t.Fatal("NewSim accepted the options")
+			}
+		})
+	}
+}
+
+func BenchmarkSim(b *testing.B) {
+	var events uint64
+	for i := range b.N {
+		res, err := RunSeed(sweepOptions(uint64(i + 1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += res.Events
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(events)/float64(b.N), "events/run")
+}
