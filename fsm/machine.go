@@ -35,6 +35,7 @@ type Machine struct {
 	maxRev    lease.Revision // newest revision ever accepted
 	maxToken  uint64         // largest token ever observed
 	maxTrans  uint64         // largest Transitions ever observed
+	maxLease  time.Duration  // largest LeaseDuration ever observed
 
 	// The one store operation in flight, if any.
 	pending     bool
@@ -43,7 +44,7 @@ type Machine struct {
 	pendingSent time.Duration
 	pendingNext Lease
 	pendingExp  lease.Revision // the revision the swap expects
-	pendingRD   time.Duration // RenewDeadline in force when it was sent
+	pendingRD   time.Duration  // RenewDeadline in force when it was sent
 
 	// The current term (Leader), or the last one (Expiring).
 	token         uint64
@@ -233,6 +234,7 @@ func (m *Machine) observe(ev Event, sent time.Duration) {
 	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
 	m.maxToken = max(m.maxToken, ev.Lease.Token)
 	m.maxTrans = max(m.maxTrans, ev.Lease.Transitions)
+	m.maxLease = max(m.maxLease, ev.Lease.LeaseDuration)
 	if m.state == Leader && !m.ours(ev.Lease) {
 		m.stepDown(ReasonLost, Follower)
 	}
@@ -366,6 +368,11 @@ func (m *Machine) patienceEnds() time.Duration {
 	d := m.obs.LeaseDuration
 	if d <= 0 {
 		d = m.cfg.LeaseDuration
+	}
+	if m.lossy {
+		// The record may stand in for one that vanished, whose holder
+		// promised more: wait the longest promise this node has seen.
+		d = max(d, m.maxLease, m.cfg.LeaseDuration)
 	}
 	return m.firstSeen + d
 }

@@ -258,10 +258,17 @@ func randomSchedule(s *Sim) []Fault {
 	return out
 }
 
-// randomConfig draws valid timings that tolerate at least 10% drift.
+// randomConfig draws valid timings that tolerate at least 10% drift. When
+// the store may lose records, every node keeps the initial LeaseDuration:
+// a vanished record takes its holder's promise with it, so the design
+// requires (docs/design.md) that every elector's LeaseDuration exceed every
+// other's RenewDeadline there, which one shared LeaseDuration guarantees.
 func randomConfig(s *Sim) lease.Config {
 	for {
 		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
+		if s.opt.Faults.DataLoss {
+			l = int64(s.opt.Config.LeaseDuration)
+		}
 		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))
 		c := lease.Config{
 			LeaseDuration:  time.Duration(l),
