@@ -1,0 +1,148 @@
+package redisfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/fence"
+)
+
+// ErrCorruptToken: the token key holds something that is not a token (it
+// was written by something other than this package). Nothing is written
+// until it is repaired or deleted.
+var ErrCorruptToken = errors.New("redisfence: the token key does not hold a token")
+
+// setScript is the whole of Set.
+//
+//	KEYS[1] the value key, KEYS[2] the token key
+//	ARGV[1] the token (decimal), ARGV[2] the value, ARGV[3] the expiry in
+//	milliseconds ("0": none)
+//
+// Replies {"ok"}, {"stale", highest} or {"corrupt", found}. Tokens are
+// compared as decimal strings: Lua numbers are doubles and would round
+// tokens above 2^53.
+var setScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[2])
+if cur then
+  if not (cur == '0' or string.match(cur, '^[1-9]%d*$')) or #cur > 20 then
+    return {'corrupt', cur}
+  end
+  if #cur > #ARGV[1] or (#cur == #ARGV[1] and cur > ARGV[1]) then
+    return {'stale', cur}
+  end
+end
+if ARGV[3] ~= '0' then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+if cur ~= ARGV[1] then
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+return {'ok'}
+`)
+
+// Set writes value to key, as SET does, if token is at least the highest
+// token accepted for key so far, and records token as the highest; both
+// happen atomically in one round trip (EVALSHA, with EVAL when the server
+// lost the script cache). Otherwise it writes nothing and returns an error
+// wrapping [fence.ErrStaleToken] that names both tokens.
+//
+// An expiration above zero sets the value's time to live (rounded down to a
+// millisecond, at least one); zero writes a value that does not expire. The
+// token key never expires.
+//
+// c is any go-redis client: *redis.Client, *redis.ClusterClient,
+// *redis.Ring, or a failover client. In Redis Cluster, key must either
+// contain a hash tag or no '}' at all, so that its token key lives in the
+// same slot (see TokenKey). go-redis cuts a blocked command at ctx's
+// deadline only when the client has ContextTimeoutEnabled.
+func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value string, expiration time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisfence: Set %q: %w", key, err)
+	}
+	if expiration < 0 {
+		return fmt.Errorf("redisfence: Set %q: negative expiration %v", key, expiration)
+	}
+	px := "0"
+	if expiration > 0 {
+		px = strconv.FormatInt(max(expiration.Milliseconds(), 1), 10)
+	}
+	want := strconv.FormatUint(uint64(token), 10)
+	reply, err := setScript.Run(ctx, c, []string{key, TokenKey(key)}, want, value, px).StringSlice()
+	if err != nil {
+		return fmt.Errorf("redisfence: Set %q: %w", key, err)
+	}
+	switch {
+	case len(reply) == 1 && reply[0] == "ok":
+		return nil
+	case len(reply) == 2 && reply[0] == "stale":
+		return fmt.Errorf("redisfence: Set %q: %w: token %d, already accepted %s", key, fence.ErrStaleToken, token, reply[1])
+	case len(reply) == 2 && reply[0] == "corrupt":
+		return fmt.Errorf("redisfence: Set %q: %w: %s holds %q", key, ErrCorruptToken, TokenKey(key), reply[1])
+	default:
+		return fmt.Errorf("redisfence: Set %q: unexpected reply %q", key, reply)
+	}
+}
+
+// SetContext is Set with the token that ctx carries (see fence.WithToken);
+// it returns an error wrapping [fence.ErrNoToken] if ctx carries none.
+func SetContext(ctx context.Context, c redis.Scripter, key, value string, expiration time.Duration) error {
+	token, ok := fence.FromContext(ctx)
+	if !ok {
+		return fmt.Errorf("redisfence: Set %q: %w", key, fence.ErrNoToken)
+	}
+	return Set(ctx, c, token, key, value, expiration)
+}
+
+// Highest returns the highest token accepted for key, or zero when none has
+// been.
+func Highest(ctx context.Context, c redis.Cmdable, key string) (fence.Token, error) {
+	s, err := c.Get(ctx, TokenKey(key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("redisfence: Highest %q: %w", key, err)
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || strconv.FormatUint(t, 10) != s {
+		return 0, fmt.Errorf("redisfence: Highest %q: %w: %s holds %q", key, ErrCorruptToken, TokenKey(key), s)
+	}
+	return fence.Token(t), nil
+}
+
+// TokenKey returns the key that holds the highest token accepted for key:
+//
+//   - key + ":fence-token" when key has a Redis Cluster hash tag (a
+//     non-empty {...}), which the token key then shares;
+//   - "{" + key + "}.fence-token" when key has no hash tag and no '}', so
+//     that the whole key is the token key's hash tag and both hash to the
+//     same slot;
+//   - key + ":fence-token" otherwise (a '}' but no hash tag, or the empty
+//     key): such a key cannot share its slot with another, so Set fails on
+//     it in Redis Cluster (CROSSSLOT).
+//
+// Distinct keys always get distinct token keys.
+func TokenKey(key string) string {
+	if key == "" || hasHashTag(key) || strings.Contains(key, "}") {
+		return key + ":fence-token"
+	}
+	return "{" + key + "}.fence-token"
+}
+
+// hasHashTag reports whether Redis Cluster hashes key by a tag: a '{'
+// followed later by a '}' with at least one byte between them.
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	return strings.IndexByte(key[open+1:], '}') > 0
+}

@@ -1,0 +1,357 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store/redisstore"
+)
+
+// counter is a go-redis hook that counts the commands a client sends (one
+// round trip each; a pipeline counts once) and the script runs among them.
+type counter struct {
+	roundTrips atomic.Int64
+	scripts    atomic.Int64
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.roundTrips.Add(1)
+		if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+			c.scripts.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.roundTrips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// countedStore returns a store, under a prefix of the benchmark's own, on a
+// client of the package's server with a counter hooked in.
+func countedStore(b *testing.B) (*redisstore.Store[meta], *counter, *testcluster.Redis) {
+	srv := testcluster.PackageRedis(b)
+	c := srv.Client(b)
+	n := &counter{}
+	c.AddHook(n)
+	st, err := redisstore.New[meta](c, redisstore.WithPrefix(uniquePrefix(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, n, srv
+}
+
+// One renewal is one CompareAndSwap: one round trip.
+func BenchmarkRenew(b *testing.B) {
+	st, n, srv := countedStore(b)
+	ctx := context.Background()
+	r, rev, err := st.CompareAndSwap(ctx, "renew", 0, rec("a", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin := srv.Client(b)
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	n.roundTrips.Store(0)
+	b.ResetTimer()
+	for b.Loop() {
+		r.RenewedAt = time.Now()
+		if r, rev, err = st.CompareAndSwap(ctx, "renew", rev, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n.roundTrips.Load())/float64(b.N), "roundtrips/op")
+	// What the server spent in the script, from INFO commandstats.
+	calls, usec := scriptStats(b, admin)
+	b.ReportMetric(float64(calls)/float64(b.N), "scripts/op")
+	b.ReportMetric(float64(usec)/float64(calls), "server-µs/op")
+}
+
+// scriptStats returns the calls of EVALSHA and EVAL and the microseconds the
+// server spent in them since the last CONFIG RESETSTAT.
+func scriptStats(b *testing.B, c *redis.Client) (calls, usec int64) {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		_, stats, _ := strings.Cut(line, ":")
+		for field := range strings.SplitSeq(stats, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			var x int64
+			fmt.Sscan(v, &x)
+			switch k {
+			case "calls":
+				calls += x
+			case "usec":
+				usec += x
+			}
+		}
+	}
+	return calls, usec
+}
+
+// Renewals per second for 1,000 elections sharing one client, from 64
+// goroutines: the capacity of one client and one server.
+func BenchmarkRenewThousandElections(b *testing.B) {
+	const elections = 1000
+	st, n, _ := countedStore(b)
+	ctx := context.Background()
+	type held struct {
+		mu  sync.Mutex
+		r   lease.Record[meta]
+		rev lease.Revision
+	}
+	all := make([]*held, elections)
+	for i := range all {
+		r, rev, err := st.CompareAndSwap(ctx, fmt.Sprint("election-", i), 0, rec(fmt.Sprint("holder-", i), 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		all[i] = &held{r: r, rev: rev}
+	}
+	var next atomic.Int64
+	n.roundTrips.Store(0)
+	b.SetParallelism(32) // 32 * GOMAXPROCS goroutines
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1)) % elections
+			h := all[i]
+			h.mu.Lock()
+			h.r.RenewedAt = time.Now()
+			r, rev, err := st.CompareAndSwap(ctx, fmt.Sprint("election-", i), h.rev, h.r)
+			if err == nil {
+				h.r, h.rev = r, rev
+			}
+			h.mu.Unlock()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "renewals/s")
+	b.ReportMetric(float64(n.roundTrips.Load())/float64(b.N), "roundtrips/op")
+}
+
+// precreateReleased writes a released record for name, so that the first
+// electors need not wait out an absent record (the store may lose records,
+// so electors wait LeaseDuration before they create one).
+func precreateReleased(b *testing.B, st *redisstore.Store[meta], name string) {
+	b.Helper()
+	r := rec("", 1)
+	if _, _, err := st.CompareAndSwap(context.Background(), name, 0, r); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// Round trips per renewal of a real elector (all its traffic, watch
+// included, divided by its renewals), and renewals per second of 1,000
+// electors, each leading an election of its own, on one client.
+func BenchmarkElectorRenewals(b *testing.B) {
+	for _, elections := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("elections=%d", elections), func(b *testing.B) {
+			benchElectors(b, elections)
+		})
+	}
+}
+
+func benchElectors(b *testing.B, elections int) {
+	st, n, _ := countedStore(b)
+	cfg := lease.Config{
+		LeaseDuration:  10 * time.Second,
+		RenewDeadline:  5 * time.Second,
+		RetryInterval:  100 * time.Millisecond,
+		RetryJitter:    0.1,
+		BackendTimeout: 2 * time.Second,
+		ErrorInterval:  time.Minute,
+	}
+	if elections == 1 {
+		cfg.RetryInterval = time.Millisecond // as fast as it goes
+	}
+	started := make(chan struct{}, elections)
+	var stopped atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range elections {
+		precreateReleased(b, st, fmt.Sprint("election-", i))
+	}
+	for i := range elections {
+		name := fmt.Sprint("election-", i)
+		e, err := lead.New(name, st, lead.WithIdentity(fmt.Sprint("node-", i)), lead.WithConfig(cfg), lead.WithLookupEnv(nil),
+			lead.WithObserver(func(ch lead.Change) {
+				if ch.Kind == lead.Started {
+					started <- struct{}{}
+				} else {
+					stopped.Add(1)
+				}
+			}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() { _ = e.Run(ctx) })
+	}
+	for range elections {
+		select {
+		case <-started:
+		case <-time.After(time.Minute):
+			b.Fatal("not every elector leads after a minute")
+		}
+	}
+	b.ResetTimer()
+	trips0, scripts0 := n.roundTrips.Load(), n.scripts.Load()
+	start := time.Now()
+	// Wait until the electors have renewed b.N times. There is no event
+	// per renewal to wait on, so poll the counter.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for n.scripts.Load()-scripts0 < int64(b.N) {
+		<-tick.C
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	renewals := n.scripts.Load() - scripts0
+	b.ReportMetric(float64(n.roundTrips.Load()-trips0)/float64(renewals), "roundtrips/renewal")
+	b.ReportMetric(float64(renewals)/elapsed.Seconds(), "renewals/s")
+	if s := stopped.Load(); s != 0 {
+		b.Fatalf("%d electors stopped leading during the benchmark", s)
+	}
+}
+
+// Handover after a release, with the default timings (RetryInterval 2s) and
+// with a RetryInterval twenty times shorter: the successor hears of the
+// release through Watch and leads within about a millisecond, however long
+// RetryInterval is.
+func BenchmarkHandoverAfterRelease(b *testing.B) {
+	for _, retry := range []time.Duration{2 * time.Second, 100 * time.Millisecond} {
+		b.Run(fmt.Sprint("RetryInterval=", retry), func(b *testing.B) {
+			cfg := lease.DefaultConfig()
+			cfg.RetryInterval = retry
+			benchHandover(b, cfg)
+		})
+	}
+}
+
+func benchHandover(b *testing.B, cfg lease.Config) {
+	srv := testcluster.PackageRedis(b)
+	admin := srv.Client(b)
+	prefix := uniquePrefix(b)
+	st, err := redisstore.New[meta](admin, redisstore.WithPrefix(prefix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	precreateReleased(b, st, "job")
+	channel, err := st.Channel("job")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type node struct {
+		cancel context.CancelFunc
+		done   <-chan struct{}
+	}
+	changes := make(chan change, 100)
+	nodes := map[string]node{}
+	count := 0
+	startNode := func() {
+		count++
+		id := fmt.Sprint("node-", count)
+		st, err := redisstore.New[meta](srv.Client(b), redisstore.WithPrefix(prefix))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := lead.New("job", st, lead.WithIdentity(id), lead.WithConfig(cfg), lead.WithLookupEnv(nil),
+			lead.WithObserver(func(ch lead.Change) { changes <- change{id, ch, time.Now()} }))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _ = e.Run(ctx) }()
+		nodes[id] = node{cancel, e.Done()}
+		b.Cleanup(func() { cancel(); <-e.Done() })
+	}
+	// watching waits until k electors watch the election: a follower that
+	// does not watch yet would find the release only at its next poll.
+	// There is no event for "subscribed", so poll the server.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	watching := func(k int64) {
+		deadline := time.Now().Add(time.Minute)
+		for ; ; <-tick.C {
+			m, err := admin.PubSubNumSub(context.Background(), channel).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if m[channel] == k {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%d watchers, want %d", m[channel], k)
+			}
+		}
+	}
+	nextStarted := func() change {
+		for {
+			select {
+			case ch := <-changes:
+				if ch.Kind == lead.Started {
+					return ch
+				}
+			case <-time.After(time.Minute):
+				b.Fatal("nobody started leading within a minute")
+			}
+		}
+	}
+	for range 3 {
+		startNode()
+	}
+	leader := nextStarted()
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		watching(3)
+		b.StartTimer()
+		stopAt := time.Now()
+		nodes[leader.id].cancel()
+		next := nextStarted()
+		took := next.at.Sub(stopAt)
+		b.StopTimer()
+		total += took
+		<-nodes[leader.id].done
+		delete(nodes, leader.id)
+		startNode()
+		leader = next
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/handover")
+}

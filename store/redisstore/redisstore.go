@@ -1,0 +1,423 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Option configures a Store.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	prefix      string
+	codec       any // a store.Codec[M], checked by New
+	healthCheck time.Duration
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	lossless    bool
+}
+
+// WithPrefix puts every key and channel of the Store under prefix: the record
+// of name lives at <prefix>tenure:{<name>}. The default prefix is "". A prefix
+// should not contain '{' or '}': in Redis Cluster these would choose the
+// slot of every record instead of the name.
+func WithPrefix(prefix string) Option {
+	return optionFunc(func(c *config) { c.prefix = prefix })
+}
+
+// WithCodec makes the Store encode and decode metadata with codec instead of
+// [store.JSONCodec]. New fails when the codec's metadata type is not the
+// Store's. A nil codec keeps the default.
+func WithCodec[M any](codec store.Codec[M]) Option {
+	return optionFunc(func(c *config) {
+		if codec != nil {
+			c.codec = codec
+		}
+	})
+}
+
+// WithWatchHealthCheck sets how long a Watch waits without hearing from the
+// server before it pings its subscription, and waits again for the answer
+// before it gives the connection up and subscribes anew. The default is 10s;
+// d <= 0 keeps it.
+func WithWatchHealthCheck(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.healthCheck = d
+		}
+	})
+}
+
+// WithWatchBackoff sets the pauses between a Watch's attempts to subscribe
+// again after it lost its subscription: first initial, doubling up to
+// limit. The defaults are 50ms and 2s. Values <= 0 keep the defaults; limit
+// is raised to initial if it is lower.
+func WithWatchBackoff(initial, limit time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if initial > 0 {
+			c.minBackoff = initial
+		}
+		if limit > 0 {
+			c.maxBackoff = limit
+		}
+	})
+}
+
+// WithMayLoseRecords says whether the server may lose records, which is
+// what [Store.MayLoseRecords] reports to electors (see [store.Lossy]). The
+// default is true: Redis without persistence loses every record when it
+// restarts, and even with an append-only file a crash or a failover to a
+// replica can lose the latest writes. Electors then wait out an absent record
+// for a whole LeaseDuration before they take it, since its holder may still
+// believe it leads; the price is that a brand-new election also waits that
+// long for its first leader.
+//
+// Pass false only when a lost record is impossible in your setup: a single
+// server with appendfsync always, and no failover.
+func WithMayLoseRecords(may bool) Option {
+	return optionFunc(func(c *config) { c.lossless = !may })
+}
+
+// Store keeps lease records in Redis, one hash per election name. It
+// implements [store.Store], [store.Watcher] and [store.Lossy] and is safe for concurrent
+// use. See the package documentation for the key layout and the guarantees.
+type Store[M any] struct {
+	client redis.UniversalClient
+	codec  store.Codec[M]
+	cfg    config
+}
+
+var (
+	_ store.Store[struct{}]   = (*Store[struct{}])(nil)
+	_ store.Watcher[struct{}] = (*Store[struct{}])(nil)
+	_ store.Lossy             = (*Store[struct{}])(nil)
+)
+
+// MayLoseRecords reports whether the server may lose records; it implements
+// [store.Lossy]. It is true unless WithMayLoseRecords(false) was given.
+func (s *Store[M]) MayLoseRecords() bool { return !s.cfg.lossless }
+
+// New returns a Store that keeps its records through client, which may be
+// a *redis.Client, a *redis.ClusterClient or a failover client (a
+// *redis.Ring too, but see docs/backends/redis.md on why not). The Store
+// does not close the client.
+//
+// The client's own settings apply (timeouts, retries, pool). go-redis only
+// cuts a blocked command at a context deadline when ContextTimeoutEnabled is
+// set; the Store returns when the context ends in either case, and the
+// abandoned command then finishes or times out in the background.
+//
+// New fails on a nil client and on a codec for another metadata type.
+func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error) {
+	if client == nil {
+		return nil, errors.New("redisstore: New: nil client")
+	}
+	cfg := config{
+		healthCheck: 10 * time.Second,
+		minBackoff:  50 * time.Millisecond,
+		maxBackoff:  2 * time.Second,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	cfg.maxBackoff = max(cfg.maxBackoff, cfg.minBackoff)
+	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}}
+	if cfg.codec != nil {
+		c, ok := cfg.codec.(store.Codec[M])
+		if !ok {
+			var m M
+			return nil, fmt.Errorf("redisstore: New: the codec is a %T, not a store.Codec[%T]", cfg.codec, m)
+		}
+		s.codec = c
+	}
+	return s, nil
+}
+
+// Key returns the key of the hash that holds the record of name:
+// <prefix>tenure:{<escaped name>}, where the escaped name is name with '%',
+// '{' and '}' written as %25, %7B and %7D. The braces make the name the
+// Redis Cluster hash tag, and the escaping keeps every name inside its
+// braces: no two names share a key, and no name reaches a key outside its
+// own.
+func (s *Store[M]) Key(name string) (string, error) {
+	if err := store.ValidateName(name); err != nil {
+		return "", fmt.Errorf("redisstore: %w", err)
+	}
+	return s.key(name), nil
+}
+
+func (s *Store[M]) key(name string) string {
+	return s.cfg.prefix + "tenure:{" + escape(name) + "}"
+}
+
+// Channel returns the Pub/Sub channel on which every change of the record of
+// name is published: its key followed by ":changes".
+func (s *Store[M]) Channel(name string) (string, error) {
+	if err := store.ValidateName(name); err != nil {
+		return "", fmt.Errorf("redisstore: %w", err)
+	}
+	return s.channel(name), nil
+}
+
+func (s *Store[M]) channel(name string) string { return s.key(name) + ":changes" }
+
+// escape percent-encodes '%', '{' and '}'.
+func escape(name string) string {
+	if !strings.ContainsAny(name, "%{}") {
+		return name
+	}
+	var b strings.Builder
+	for i := range len(name) {
+		switch c := name[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Get returns the record stored under name and its revision, in one HGETALL.
+// It returns an error wrapping [store.ErrNotFound] when there is none,
+// [store.ErrCorruptRecord] when the hash cannot be read (a field missing,
+// unparsable or changed by hand, metadata the codec rejects, a key of
+// another type), [store.ErrInvalidName] for a bad name, and an error
+// wrapping ctx.Err() once ctx has ended.
+func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "Get", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	m, err := call(ctx, func() (map[string]string, error) {
+		return s.client.HGetAll(ctx, s.key(name)).Result()
+	})
+	if err != nil {
+		if isWrongType(err) {
+			return lease.Record[M]{}, 0, corrupt(name, err)
+		}
+		return lease.Record[M]{}, 0, fail("Get", name, err)
+	}
+	if len(m) == 0 {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: Get %q: %w", name, store.ErrNotFound)
+	}
+	r, err := rawFromMap(m)
+	if err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	return s.decode(name, &r)
+}
+
+// CompareAndSwap stores next under name if the stored revision equals
+// expected (zero: only if no record exists), in one script run with
+// EVALSHA (and EVAL when the server has lost the script cache). It returns
+// the stored record and its new revision.
+//
+// On mismatch it returns an error wrapping [store.ErrConflict] with the
+// current record and revision (zero when there is none), from the same
+// reply. A stored record that cannot be read is never overwritten:
+// CompareAndSwap then returns an error wrapping [store.ErrCorruptRecord],
+// whatever the expected revision. It refuses a bad name, a record that
+// breaks [store.ValidateRecord], metadata that cannot be encoded or is too
+// large, and an ended ctx, writing nothing.
+//
+// The store assigns the revision (at least the server's TIME in
+// microseconds) and may raise the Token: a record created where none exists,
+// or written with a token other than the stored one (a new term), gets a
+// Token of at least the server's TIME in microseconds. Tokens and revisions
+// thus keep growing when Redis loses its data. The Token of the returned
+// record is the one to use. AcquiredAt and RenewedAt are stored as given,
+// in UTC, to the nanosecond.
+//
+// When go-redis retries the script after a network error and the first
+// attempt did write, the retry reports that write as a success.
+func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "CompareAndSwap", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if err := store.ValidateRecord(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
+	}
+	acquired, err := formatTime(next.AcquiredAt)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: AcquiredAt: %w", name, store.ErrInvalidRecord, err)
+	}
+	renewed, err := formatTime(next.RenewedAt)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: RenewedAt: %w", name, store.ErrInvalidRecord, err)
+	}
+	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
+	}
+	// What the codec cannot read back would be a corrupt record: refuse it
+	// now. The decoded value shares nothing with next.Metadata, so it is
+	// what the caller gets back.
+	m, err := s.codec.Decode(meta)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+	}
+	op := strconv.FormatUint(rand.Uint64(), 36)
+	reply, err := call(ctx, func() ([]any, error) {
+		return casScript.Run(ctx, s.client, []string{s.key(name)},
+			strconv.FormatUint(uint64(expected), 10),
+			op,
+			s.channel(name),
+			next.Holder,
+			strconv.FormatUint(next.Token, 10),
+			acquired,
+			renewed,
+			strconv.FormatInt(int64(next.LeaseDuration), 10),
+			strconv.FormatUint(next.Transitions, 10),
+			meta,
+		).Slice()
+	})
+	if err != nil {
+		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
+	}
+	status, _ := reply[0].(string)
+	switch {
+	case status == "ok" && len(reply) == 3:
+		rs, _ := reply[1].(string)
+		ts, _ := reply[2].(string)
+		rev, err1 := strconv.ParseUint(rs, 10, 64)
+		token, err2 := strconv.ParseUint(ts, 10, 64)
+		if err1 != nil || err2 != nil || rev == 0 {
+			return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: unexpected reply %q", name, reply)
+		}
+		rec := lease.Record[M]{
+			Holder:        next.Holder,
+			Token:         token,
+			AcquiredAt:    storedTime(next.AcquiredAt),
+			RenewedAt:     storedTime(next.RenewedAt),
+			LeaseDuration: next.LeaseDuration,
+			Transitions:   next.Transitions,
+			Metadata:      m,
+		}
+		return rec, lease.Revision(rev), nil
+	case status == "conflict" && len(reply) == 1+numFields:
+		r, err := rawFromReply(reply[1:])
+		if err != nil {
+			return lease.Record[M]{}, 0, corrupt(name, err)
+		}
+		cur, rev, err := s.decode(name, &r)
+		if err != nil {
+			return lease.Record[M]{}, 0, err
+		}
+		return cur, rev, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+	case status == "absent":
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found no record: %w", name, expected, store.ErrConflict)
+	case status == "corrupt" && len(reply) == 2:
+		reason, _ := reply[1].(string)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: the stored record is not overwritten: %w: %s", name, store.ErrCorruptRecord, reason)
+	default:
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: unexpected reply %q", name, reply)
+	}
+}
+
+// decode checks and converts a stored record.
+func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision, error) {
+	p, err := r.parse()
+	if err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	m, err := s.codec.Decode([]byte(p.meta))
+	if err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	return lease.Record[M]{
+		Holder:        p.holder,
+		Token:         p.token,
+		AcquiredAt:    p.acquired,
+		RenewedAt:     p.renewed,
+		LeaseDuration: p.duration,
+		Transitions:   p.transitions,
+		Metadata:      m,
+	}, lease.Revision(p.rev), nil
+}
+
+// storedTime is t as Get will return it once stored: parseTime(formatTime(t)).
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC()
+}
+
+// call runs f, which talks to Redis, and returns its result, or ctx's error
+// as soon as ctx ends: go-redis cuts a command at a context deadline only
+// when the client has ContextTimeoutEnabled, and never at a cancellation.
+// An abandoned f finishes in the background; its outcome is unknown to the
+// caller, as the store contract allows.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// check refuses an ended ctx, then a bad name, for operation op.
+func check(ctx context.Context, op, name string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
+	}
+	if err := store.ValidateName(name); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// fail wraps an error from Redis or from ctx.
+func fail(op, name string, err error) error {
+	return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
+}
+
+// corrupt wraps why the record of name cannot be read in ErrCorruptRecord.
+func corrupt(name string, err error) error {
+	if errors.Is(err, store.ErrCorruptRecord) {
+		return fmt.Errorf("redisstore: record %q: %w", name, err)
+	}
+	return fmt.Errorf("redisstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
+}
+
+// isWrongType reports a WRONGTYPE reply: the key holds something other than
+// a hash.
+func isWrongType(err error) bool {
+	return redis.HasErrorPrefix(err, "WRONGTYPE")
+}
