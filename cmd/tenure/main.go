@@ -2,6 +2,9 @@
 //
 //	tenure demo    several workers in one process on the in-memory store,
 //	               leaders handing over, printed as it happens
+//	tenure get     print an election's lease record
+//	tenure watch   print a line per change of a lease record
+//	tenure run     run a command only while this process leads
 //
 // Run "tenure help" for the list and "tenure CMD -h" for each command's
 // flags.
@@ -27,6 +30,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "several workers on the in-memory store, leaders handing over", runDemo},
+		{"sim", "deterministic simulation of many nodes with faults, and its checks", runSim},
+		{"get", "print an election's lease record", runGet},
+		{"watch", "print a line per change of a lease record", runWatch},
+		{"run", "run a command only while this process leads", runRun},
 	}
 }
 
@@ -48,9 +55,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(ctx, args[1:], stdout, stderr)
+			var code exitCode
 			switch {
 			case err == nil:
 				return 0
+			case errors.As(err, &code):
+				return int(code)
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			default:

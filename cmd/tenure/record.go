@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/storeurl"
+)
+
+// openers lets tests share memory:// stores between commands run in one
+// process; each real process has its own.
+type openerKey struct{}
+
+func opener(ctx context.Context) *storeurl.Opener {
+	if o, ok := ctx.Value(openerKey{}).(*storeurl.Opener); ok {
+		return o
+	}
+	return &storeurl.Opener{}
+}
+
+// rawMeta keeps whatever metadata a record holds, as JSON.
+type rawMeta = json.RawMessage
+
+// openStore opens the store of --store for raw metadata.
+func openStore(ctx context.Context, url string) (storeurl.Store[rawMeta], error) {
+	if url == "" {
+		return storeurl.Store[rawMeta]{}, errors.New("--store is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
+	}
+	return storeurl.Open[rawMeta](ctx, opener(ctx), url)
+}
+
+// recordJSON is the JSON shape of `tenure get -o json` and `tenure watch -o json`.
+type recordJSON struct {
+	Name          string          `json:"name"`
+	Revision      uint64          `json:"revision"`
+	Holder        string          `json:"holder"`
+	Token         uint64          `json:"token"`
+	AcquiredAt    *time.Time      `json:"acquiredAt,omitempty"`
+	RenewedAt     *time.Time      `json:"renewedAt,omitempty"`
+	LeaseDuration string          `json:"leaseDuration"`
+	Transitions   uint64          `json:"transitions"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+}
+
+func toJSON(name string, rec lease.Record[rawMeta], rev lease.Revision) recordJSON {
+	j := recordJSON{
+		Name: name, Revision: uint64(rev), Holder: rec.Holder, Token: rec.Token,
+		LeaseDuration: rec.LeaseDuration.String(), Transitions: rec.Transitions, Metadata: rec.Metadata,
+	}
+	if !rec.AcquiredAt.IsZero() {
+		t := rec.AcquiredAt.UTC()
+		j.AcquiredAt = &t
+	}
+	if !rec.RenewedAt.IsZero() {
+		t := rec.RenewedAt.UTC()
+		j.RenewedAt = &t
+	}
+	if string(j.Metadata) == "null" {
+		j.Metadata = nil
+	}
+	return j
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// printRecord writes a record as text or JSON.
+func printRecord(w io.Writer, format, name string, rec lease.Record[rawMeta], rev lease.Revision) error {
+	if format == "json" {
+		b, err := json.Marshal(toJSON(name, rec, rev))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	holder := rec.Holder
+	if holder == "" {
+		holder = "(none: released)"
+	}
+	meta := string(rec.Metadata)
+	if meta == "" || meta == "null" {
+		meta = "-"
+	}
+	_, err := fmt.Fprintf(w, "name:         %s\nholder:       %s\ntoken:        %d\nacquired:     %s\nrenewed:      %s\nlease:        %v\ntransitions:  %d\nrevision:     %d\nmetadata:     %s\n",
+		name, holder, rec.Token, formatTime(rec.AcquiredAt), formatTime(rec.RenewedAt), rec.LeaseDuration, rec.Transitions, rev, meta)
+	return err
+}
+
+// parseNameArgs parses flags and the one NAME argument.
+func parseNameArgs(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", fs.NArg())
+	}
+	return fs.Arg(0), nil
+}
+
+func checkFormat(f string) error {
+	if f != "text" && f != "json" {
+		return fmt.Errorf("-o is %q, want text or json", f)
+	}
+	return nil
+}
+
+func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
+	format := fs.String("o", "text", "output format: text or json")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: tenure get --store URL [-o json] NAME
+
+Prints the lease record of the election NAME: holder, fencing token, when
+the term was acquired and last renewed, the lease duration, the number of
+transitions and the leader's metadata.
+
+Examples:
+  tenure get --store redis://localhost:6379 nightly-report
+  tenure get --store postgres://app@db/app -o json nightly-report | jq .holder
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	name, err := parseNameArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	st, err := openStore(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, rev, err := st.Get(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no lease record for %q in this store", name)
+	}
+	if err != nil {
+		return err
+	}
+	return printRecord(stdout, *format, name, rec, rev)
+}
+
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
+	format := fs.String("o", "text", "output format: text (one line per change) or json (one object per line)")
+	interval := fs.Duration("interval", time.Second, "poll interval for stores that cannot watch")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: tenure watch --store URL [-o json] NAME
+
+Prints one line per change of the lease record of NAME (every renewal
+included) until interrupted. Stores that push changes are watched; others
+are polled every -interval.
+
+Examples:
+  tenure watch --store redis://localhost:6379 nightly-report
+  tenure watch --store postgres://app@db/app -o json nightly-report
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	name, err := parseNameArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	if *interval <= 0 {
+		return fmt.Errorf("-interval is %v, must be > 0", *interval)
+	}
+	st, err := openStore(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	line := func(ev store.Event[rawMeta]) error {
+		switch {
+		case ev.Err != nil:
+			_, err := fmt.Fprintf(stdout, "%s  error: %v\n", name, ev.Err)
+			return err
+		case ev.Absent:
+			_, err := fmt.Fprintf(stdout, "%s  no record\n", name)
+			return err
+		case *format == "json":
+			return printRecord(stdout, "json", name, ev.Record, ev.Revision)
+		}
+		r := ev.Record
+		holder := r.Holder
+		if holder == "" {
+			holder = "(released)"
+		}
+		_, err := fmt.Fprintf(stdout, "%s  rev=%d holder=%s token=%d transitions=%d renewed=%s\n",
+			name, ev.Revision, holder, r.Token, r.Transitions, formatTime(r.RenewedAt))
+		return err
+	}
+	if w, ok := st.Store.(store.Watcher[rawMeta]); ok {
+		return watchLoop(ctx, w, name, line)
+	}
+	return pollLoop(ctx, st, name, *interval, line)
+}
+
+func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, line func(store.Event[rawMeta]) error) error {
+	for {
+		ch, err := w.Watch(ctx, name)
+		if err != nil {
+			return err
+		}
+		for ev := range ch {
+			if err := line(ev); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+func pollLoop(ctx context.Context, st store.Store[rawMeta], name string, every time.Duration, line func(store.Event[rawMeta]) error) error {
+	var last lease.Revision
+	seen := false
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rec, rev, err := st.Get(ctx, name)
+		ev := store.Event[rawMeta]{Record: rec, Revision: rev}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrNotFound):
+			ev.Absent = true
+		case err != nil:
+			ev.Err = err
+		}
+		if !seen || rev != last || ev.Err != nil {
+			if err := line(ev); err != nil {
+				return err
+			}
+		}
+		seen, last = true, rev
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// splitCommand splits "NAME -- COMMAND ARGS..." (the "--" is optional).
+func splitCommand(args []string) (name string, cmd []string, err error) {
+	if len(args) == 0 {
+		return "", nil, errors.New("want an election NAME and a COMMAND")
+	}
+	name, rest := args[0], args[1:]
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return "", nil, fmt.Errorf("want a COMMAND to run after %q", name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return "", nil, fmt.Errorf("flags go before NAME: %q", name)
+	}
+	return name, rest, nil
+}

@@ -1,0 +1,105 @@
+package storeurl
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/store/pgstore"
+	"github.com/tenure-go/tenure/store/redisstore"
+)
+
+// backend returns the opener of a network scheme.
+func backend[M any](scheme string) (func(context.Context, *url.URL) (Store[M], error), bool) {
+	switch scheme {
+	case "redis", "rediss", "unix":
+		return openRedis[M], true
+	case "postgres", "postgresql":
+		return openPostgres[M], true
+	}
+	return openKube[M](scheme)
+}
+
+// openRedis opens redis://, rediss:// and unix:// URLs in go-redis's
+// syntax. Tenure's own query parameters are taken out first: prefix (the
+// key prefix) and may_lose_records (false when the server persists every
+// write, see docs/backends/redis.md).
+func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
+	q := u.Query()
+	var opts []redisstore.Option
+	if p := q.Get("prefix"); p != "" {
+		opts = append(opts, redisstore.WithPrefix(p))
+	}
+	if v := q.Get("may_lose_records"); v != "" {
+		may, err := strconv.ParseBool(v)
+		if err != nil {
+			return Store[M]{}, fmt.Errorf("%w: may_lose_records=%q in %s is not a boolean", ErrBadURL, v, u.Redacted())
+		}
+		opts = append(opts, redisstore.WithMayLoseRecords(may))
+	}
+	q.Del("prefix")
+	q.Del("may_lose_records")
+	clean := *u
+	clean.RawQuery = q.Encode()
+	ropts, err := redis.ParseURL(clean.String())
+	if err != nil {
+		return Store[M]{}, fmt.Errorf("%w: %s: %w", ErrBadURL, u.Redacted(), err)
+	}
+	client := redis.NewClient(ropts)
+	st, err := redisstore.New[M](client, opts...)
+	if err != nil {
+		_ = client.Close()
+		return Store[M]{}, err
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return Store[M]{}, fmt.Errorf("storeurl: cannot reach Redis at %s: %w", u.Redacted(), err)
+	}
+	return Store[M]{Store: st, Close: client.Close}, nil
+}
+
+// openPostgres opens postgres:// URLs in pgx's syntax. The query parameter
+// tenure_table (optionally schema.table) is Tenure's and is taken out
+// first.
+func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
+	q := u.Query()
+	var opts []pgstore.Option
+	if t := q.Get("tenure_table"); t != "" {
+		opts = append(opts, pgstore.WithTable(splitTable(t)...))
+	}
+	q.Del("tenure_table")
+	clean := *u
+	clean.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(clean.String())
+	if err != nil {
+		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL", ErrBadURL, u.Redacted())
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return Store[M]{}, fmt.Errorf("storeurl: cannot open PostgreSQL at %s: %w", u.Redacted(), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return Store[M]{}, fmt.Errorf("storeurl: cannot reach PostgreSQL at %s: %w", u.Redacted(), err)
+	}
+	st, err := pgstore.New[M](pool, opts...)
+	if err != nil {
+		pool.Close()
+		return Store[M]{}, err
+	}
+	return Store[M]{Store: st, Close: func() error { pool.Close(); return nil }}, nil
+}
+
+// splitTable splits "schema.table" into its parts; a name without a dot is
+// one part.
+func splitTable(t string) []string {
+	if schema, table, ok := strings.Cut(t, "."); ok {
+		return []string{schema, table}
+	}
+	return []string{t}
+}

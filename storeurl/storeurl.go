@@ -1,0 +1,117 @@
+// Package storeurl opens a store from a URL, so that applications and the
+// tenure command pick a backend from configuration:
+//
+//	memory://NAME                         an in-process store, shared by NAME within one Opener
+//	redis://[user:pass@]host:port/db      Redis (also rediss:// and unix://); ?prefix=P sets the key prefix
+//	postgres://user:pass@host:port/db     PostgreSQL (also postgresql://); ?tenure_table=T sets the table
+//	kubernetes://NAMESPACE                Kubernetes Leases, in-cluster config or KUBECONFIG
+//
+// Unknown schemes and malformed URLs give errors that name the problem.
+// Credentials never appear in errors: URLs are shown redacted.
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// Errors returned by this package.
+var (
+	// ErrBadURL: the URL cannot be parsed or lacks a part its scheme needs.
+	ErrBadURL = errors.New("storeurl: bad store URL")
+	// ErrUnknownScheme: no backend serves the URL's scheme.
+	ErrUnknownScheme = errors.New("storeurl: unknown scheme")
+)
+
+// Opener opens stores from URLs. Memory stores opened through the same
+// Opener with the same name are one store. The zero Opener is ready to use.
+type Opener struct {
+	mu  sync.Mutex
+	mem map[string]any // name -> *memstore.Store[M]
+}
+
+// Store is an opened store with the means to close its connections.
+type Store[M any] struct {
+	store.Store[M]
+	// Close releases the store's connections.
+	Close func() error
+}
+
+// Open opens the store that rawURL names, for metadata of type M.
+func Open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse errors quote the URL, password included: drop them.
+		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed", ErrBadURL, scrub(rawURL))
+	}
+	switch u.Scheme {
+	case "memory", "mem":
+		return openMemory[M](o, u)
+	case "":
+		return Store[M]{}, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, postgres:// or kubernetes://)", ErrBadURL, u.Redacted())
+	}
+	if open, ok := backend[M](u.Scheme); ok {
+		st, err := open(ctx, u)
+		if err != nil {
+			return Store[M]{}, redactErr(err, u)
+		}
+		return st, nil
+	}
+	return Store[M]{}, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, u.Redacted())
+}
+
+func openMemory[M any](o *Opener, u *url.URL) (Store[M], error) {
+	name := u.Host + u.Path
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mem == nil {
+		o.mem = map[string]any{}
+	}
+	if s, ok := o.mem[name]; ok {
+		ms, ok := s.(*memstore.Store[M])
+		if !ok {
+			return Store[M]{}, fmt.Errorf("%w: memory://%s is already open with another metadata type", ErrBadURL, name)
+		}
+		return Store[M]{Store: ms, Close: func() error { return nil }}, nil
+	}
+	ms := memstore.New[M]()
+	o.mem[name] = ms
+	return Store[M]{Store: ms, Close: func() error { return nil }}, nil
+}
+
+// redactErr removes the URL's password from err's text, whatever library
+// produced it.
+func redactErr(err error, u *url.URL) error {
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return &redacted{err: err, msg: strings.ReplaceAll(err.Error(), pw, "xxxxx")}
+}
+
+type redacted struct {
+	err error
+	msg string
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }
+
+// scrub hides what looks like credentials in a URL that did not parse.
+func scrub(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "the URL"
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest = "xxxxx@" + rest[at+1:]
+	}
+	return fmt.Sprintf("%q", scheme+"://"+rest)
+}
