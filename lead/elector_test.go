@@ -555,3 +555,50 @@ func TestUnencodableMetadataStopsRunWithError(t *testing.T) {
 		}
 	})
 }
+
+// countHandler counts log records by message and checks their attributes.
+type countHandler struct {
+	mu    sync.Mutex
+	count map[string]int
+	attrs map[string]bool
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count[r.Message]++
+	r.Attrs(func(a slog.Attr) bool { h.attrs[a.Key] = true; return true })
+	return nil
+}
+func (h *countHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	h.mu.Lock()
+	for _, a := range as {
+		h.attrs[a.Key] = true
+	}
+	h.mu.Unlock()
+	return h
+}
+func (h *countHandler) WithGroup(string) slog.Handler { return h }
+
+func TestRepeatingErrorsAreLoggedOncePerInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &countHandler{count: map[string]int{}, attrs: map[string]bool{}}
+		f := &flaky{Store: memstore.New[meta]()}
+		f.down.Store(true)
+		n := start(t, f, "a", lead.WithLogger(slog.New(h)))
+		// 25s of failing reads every ~0.5s with ErrorInterval 10s.
+		time.Sleep(25 * time.Second)
+		n.stop(t)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if got := h.count["store operation failed"]; got != 3 {
+			t.Fatalf("logged %d failures in 25s, want 3 (at 0s, 10s, 20s)", got)
+		}
+		for _, k := range []string{"name", "identity", "op", "error", "state"} {
+			if !h.attrs[k] {
+				t.Errorf("log records lack attribute %q", k)
+			}
+		}
+	})
+}
