@@ -156,15 +156,12 @@ func TestRunInProcessOnlyOneChildThenHandover(t *testing.T) {
 	type proc struct {
 		cancel context.CancelFunc
 		code   chan int
-		out    *syncBuffer
 	}
 	startRun := func(id string) *proc {
 		ctx, cancel := context.WithCancel(context.Background())
 		p := &proc{cancel: cancel, code: make(chan int, 1)}
-		outc := make(chan *syncBuffer, 1)
 		go func() {
-			code, out := inProcess(ctx, o, "run", "--store", "memory://cli", "--identity", id, "--grace", "5s", "job", "--", self)
-			outc <- out
+			code, _ := inProcess(ctx, o, "run", "--store", "memory://cli", "--identity", id, "--grace", "5s", "job", "--", self)
 			p.code <- code
 		}()
 		t.Cleanup(func() { cancel() })

@@ -1,0 +1,111 @@
+package storeurl_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/storeurl"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testcluster.StopPackageRedis()
+	testcluster.StopPackagePostgres()
+	os.Exit(code)
+}
+
+type meta struct{ N int }
+
+func TestMemoryStoresAreSharedByName(t *testing.T) {
+	ctx := context.Background()
+	o := &storeurl.Opener{}
+	a, err := storeurl.Open[meta](ctx, o, "memory://one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{Holder: "x", Token: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := storeurl.Open[meta](ctx, o, "memory://one")
+	if rec, _, err := b.Get(ctx, "job"); err != nil || rec.Holder != "x" {
+		t.Fatalf("memory://one opened twice: %+v %v", rec, err)
+	}
+	c, _ := storeurl.Open[meta](ctx, o, "memory://two")
+	if _, _, err := c.Get(ctx, "job"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("memory://two sees memory://one's record: %v", err)
+	}
+	if _, err := storeurl.Open[string](ctx, o, "memory://one"); !errors.Is(err, storeurl.ErrBadURL) {
+		t.Fatalf("reopening with another metadata type: %v", err)
+	}
+}
+
+func TestBadURLs(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		url     string
+		want    error
+		mention string
+	}{
+		{"nosuch://host", storeurl.ErrUnknownScheme, `"nosuch"`},
+		{"localhost:6379", storeurl.ErrUnknownScheme, `"localhost"`},
+		{"/just/a/path", storeurl.ErrBadURL, "no scheme"},
+		{"redis://user:s3cret@host:notaport/0", storeurl.ErrBadURL, "xxxxx"},
+		{"postgres://user:s3cret@%zz/db", storeurl.ErrBadURL, "cannot be parsed"},
+		{"redis://localhost:1/0?may_lose_records=maybe", storeurl.ErrBadURL, "may_lose_records"},
+		{"kubernetes://", nil, ""},
+	}
+	for _, tt := range tests {
+		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, tt.url)
+		if tt.want == nil {
+			continue
+		}
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.mention) {
+			t.Errorf("Open(%q) = %v; want %v mentioning %q", tt.url, err, tt.want, tt.mention)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) error shows the password: %v", tt.url, err)
+		}
+	}
+}
+
+func TestUnreachableServerErrorHidesPassword(t *testing.T) {
+	for _, u := range []string{"redis://user:s3cret@127.0.0.1:1/0", "postgres://user:s3cret@127.0.0.1:1/db?connect_timeout=2"} {
+		_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, u)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%s) = %v; want an error without the password", u, err)
+		}
+	}
+}
+
+func TestOpenRealBackends(t *testing.T) {
+	ctx := context.Background()
+	for name, url := range map[string]func(t *testing.T) string{
+		"redis":    func(t *testing.T) string { return "unix://" + testcluster.PackageRedis(t).Addr() + "?prefix=urltest:" },
+		"postgres": func(t *testing.T) string { return testcluster.PackagePostgres(t).DSN() + "&tenure_table=url_leases" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, url(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			rec, rev, err := st.CompareAndSwap(ctx, "url-job", 0, lease.Record[meta]{Holder: "a", Token: 1, Metadata: meta{N: 7}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, grev, err := st.Get(ctx, "url-job")
+			if err != nil || got.Holder != "a" || got.Metadata.N != 7 || grev != rev || rec.Holder != "a" {
+				t.Fatalf("Get = %+v %d %v", got, grev, err)
+			}
+			if _, ok := st.Store.(store.Watcher[meta]); !ok {
+				t.Fatal("store opened from a URL does not watch")
+			}
+		})
+	}
+}
