@@ -1,0 +1,11 @@
+// Command tenure is Tenure's command line. Its subcommands:
+//
+//	tenure demo    several workers in one process on the in-memory store,
+//	               leaders handing over, printed as it happens
+//	tenure get     print an election's lease record
+//	tenure watch   print a line per change of a lease record
+//	tenure run     run a command only while this process leads
+//
+// Run "tenure help" for the list and "tenure CMD -h" for each command's
+// flags.
+package main
