@@ -3,22 +3,26 @@ GO          ?= go
 GOTESTFLAGS ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test backends bench lint
+.PHONY: demo test backends kube bench lint
 
 ## demo: several workers on the in-memory store, leaders handing over
 demo:
 	$(GO) run ./cmd/tenure demo
 
 ## test: every test, real backends included (servers are started by the tests)
-test: backends
+test: backends kube
 	$(GO) test $(GOTESTFLAGS) -timeout 20m ./...
 
 ## backends: install the server binaries the backend tests start (best effort)
 backends:
 	@bash scripts/backends.sh
 
+## kube: build kube-apiserver (cached by version) and install etcd for the Kubernetes tests (best effort)
+kube:
+	@bash scripts/kube.sh
+
 ## bench: the benchmarks behind the figures in docs/benchmarks.md
-bench: backends
+bench: backends kube
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./...
 
 ## lint: gofmt, go vet, staticcheck

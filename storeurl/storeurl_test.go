@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testcluster.StopPackageRedis()
 	testcluster.StopPackagePostgres()
+	testcluster.StopPackageKube()
 	os.Exit(code)
 }
 
@@ -58,7 +59,8 @@ func TestBadURLs(t *testing.T) {
 		{"redis://user:s3cret@host:notaport/0", storeurl.ErrBadURL, "xxxxx"},
 		{"postgres://user:s3cret@%zz/db", storeurl.ErrBadURL, "cannot be parsed"},
 		{"redis://localhost:1/0?may_lose_records=maybe", storeurl.ErrBadURL, "may_lose_records"},
-		{"kubernetes://", nil, ""},
+		{"kubernetes://", storeurl.ErrBadURL, "want kubernetes://NAMESPACE"},
+		{"kubernetes://ns/extra", storeurl.ErrBadURL, "want kubernetes://NAMESPACE"},
 	}
 	for _, tt := range tests {
 		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, tt.url)
@@ -107,5 +109,28 @@ func TestOpenRealBackends(t *testing.T) {
 				t.Fatal("store opened from a URL does not watch")
 			}
 		})
+	}
+}
+
+func TestOpenKubernetes(t *testing.T) {
+	k := testcluster.PackageKube(t)
+	kubeconfig, err := k.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	ns := k.Namespace(t, "url")
+	ctx := context.Background()
+	st, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, "kubernetes://"+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := st.CompareAndSwap(ctx, "url-job", 0, lease.Record[meta]{Holder: "a", Token: 1, LeaseDuration: 15e9, Metadata: meta{N: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := st.Get(ctx, "url-job")
+	if err != nil || got.Holder != "a" || got.Metadata.N != 3 {
+		t.Fatalf("Get = %+v %v", got, err)
 	}
 }

@@ -1,0 +1,415 @@
+package kubestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// ErrForbidden is wrapped by the errors of requests the API server refused
+// with 403 Forbidden: the credentials lack a verb on leases in the
+// namespace. The error names the verb; the minimal Role is in the package
+// documentation.
+var ErrForbidden = errors.New("kubestore: forbidden")
+
+// Option configures a Store. It is generic in the metadata type M because
+// some options (WithCodec) are typed.
+type Option[M any] func(*options[M])
+
+type options[M any] struct {
+	codec store.Codec[M]
+}
+
+// WithCodec makes the Store encode and decode metadata with c instead of
+// [store.JSONCodec]. A nil c keeps JSONCodec.
+func WithCodec[M any](c store.Codec[M]) Option[M] {
+	return func(o *options[M]) {
+		if c != nil {
+			o.codec = c
+		}
+	}
+}
+
+// Store keeps lease records with metadata of type M in coordination.k8s.io/v1
+// Lease objects of one namespace, one Lease per name. It implements
+// [store.Store] and [store.Watcher] and is safe for concurrent use. The zero
+// Store is not usable: call New.
+type Store[M any] struct {
+	client    kubernetes.Interface
+	leases    coordinationclient.LeaseInterface
+	namespace string
+	codec     store.Codec[M]
+
+	mu   sync.Mutex
+	seen map[string]*seen // by name
+}
+
+var (
+	_ store.Store[struct{}]   = (*Store[struct{}])(nil)
+	_ store.Watcher[struct{}] = (*Store[struct{}])(nil)
+)
+
+// seen is what a Store remembers of one name: the newest Lease it saw, and
+// the largest token it ever saw there.
+type seen struct {
+	lease *coordinationv1.Lease // never modified; nil once seen deleted
+	rev   lease.Revision        // of lease, or of its deletion
+	token uint64                // largest token seen under the name
+}
+
+// New returns a Store that keeps its Leases in namespace through client. It
+// fails on a nil client or a namespace that is not a valid namespace name.
+// Metadata is encoded with [store.JSONCodec] unless an option says
+// otherwise. New sends no request.
+func New[M any](client kubernetes.Interface, namespace string, opts ...Option[M]) (*Store[M], error) {
+	if client == nil {
+		return nil, errors.New("kubestore: New: client is nil")
+	}
+	if namespace == "" {
+		return nil, errors.New("kubestore: New: namespace is empty")
+	}
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("kubestore: New: namespace %q: %s", namespace, strings.Join(errs, "; "))
+	}
+	o := options[M]{codec: store.JSONCodec[M]{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return &Store[M]{
+		client:    client,
+		leases:    client.CoordinationV1().Leases(namespace),
+		namespace: namespace,
+		codec:     o.codec,
+		seen:      make(map[string]*seen),
+	}, nil
+}
+
+// Namespace returns the namespace of the Store's Leases.
+func (s *Store[M]) Namespace() string { return s.namespace }
+
+// Get returns the record of the Lease name and its revision (its
+// resourceVersion): one GET request. It returns an error wrapping
+// [store.ErrNotFound] when there is no such Lease, [store.ErrCorruptRecord]
+// when an annotation of Tenure's cannot be read, [store.ErrInvalidName] for a
+// bad name, [ErrForbidden] when RBAC refuses "get", and one wrapping
+// ctx.Err() when ctx has ended. A Lease that Tenure did not write last reads
+// as described in the package documentation.
+func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	if err := check(ctx, "Get", name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	l, err := s.get(ctx, name)
+	if err != nil {
+		return lease.Record[M]{}, 0, s.fail(ctx, "Get", name, "get", err)
+	}
+	if l == nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: Get %q: Lease %s/%s: %w", name, s.namespace, name, store.ErrNotFound)
+	}
+	rec, rev, _, err := s.decode(l)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: Get %q: %w", name, err)
+	}
+	return rec, rev, nil
+}
+
+// CompareAndSwap writes next to the Lease name if its resourceVersion is
+// still expected, and returns the stored record and its new revision.
+//
+// With expected zero it creates the Lease (one POST); if it exists already,
+// the result is an error wrapping [store.ErrConflict] with the current
+// record, read with a GET. Otherwise it updates the Lease (one PUT with
+// resourceVersion expected) from the copy of it the Store saw last, keeping
+// every label, annotation and spec field that is not Tenure's; a 409 answer
+// becomes [store.ErrConflict] with the current record, read with a GET. When
+// the Store has not seen revision expected itself (another Store instance
+// handed it out), it reads the Lease first: a PUT needs the whole object.
+// So a swap is one round trip, and two on a conflict or a cache miss.
+//
+// A Lease whose annotations cannot be read is never overwritten: the error
+// wraps [store.ErrCorruptRecord]. CompareAndSwap also refuses a bad name
+// ([store.ErrInvalidName]); a record that breaks [store.ValidateRecord], or
+// whose LeaseDuration is between 0 and 1s or above [MaxLeaseDuration]
+// ([store.ErrInvalidRecord]); metadata that cannot be encoded
+// ([store.ErrEncode]) or is too large ([store.ErrMetadataTooLarge]); and an
+// ended ctx. A 403 answer wraps [ErrForbidden] and names the missing verb.
+//
+// The Token written is raised, never lowered, when next starts a new term on
+// a Lease that someone else wrote last and that still carries a larger
+// token annotation, or re-creates a deleted Lease under which this Store saw
+// a larger token: see the package documentation.
+func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	const op = "CompareAndSwap"
+	if err := check(ctx, op, name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	if err := store.ValidateRecord(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	// A value the codec cannot read back is refused now rather than stored
+	// as a corrupt record.
+	if _, err := s.codec.Decode(meta); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: the codec cannot decode its own encoding: %v", op, name, store.ErrEncode, err)
+	}
+	if _, err := encodeRecord(next, meta); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	if expected == 0 {
+		return s.create(ctx, name, next, meta)
+	}
+	return s.update(ctx, name, expected, next, meta)
+}
+
+// create makes the Lease name hold next.
+func (s *Store[M]) create(ctx context.Context, name string, next lease.Record[M], meta []byte) (lease.Record[M], lease.Revision, error) {
+	const op = "CompareAndSwap"
+	s.mu.Lock()
+	if sn := s.seen[name]; sn != nil && next.Token <= sn.token {
+		// The Lease was deleted after this Store saw a larger token: a new
+		// term still gets a larger one.
+		if sn.token == math.MaxUint64 {
+			s.mu.Unlock()
+			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: no Token is left above %d", op, name, store.ErrInvalidRecord, sn.token)
+		}
+		next.Token = sn.token + 1
+	}
+	s.mu.Unlock()
+	enc, err := encodeRecord(next, meta)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace}}
+	enc.apply(l)
+	got, err := s.leases.Create(ctx, l, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil:
+		return s.written(name, got)
+	case apierrors.IsAlreadyExists(err):
+		return s.conflict(ctx, name, 0)
+	default:
+		return lease.Record[M]{}, 0, s.fail(ctx, op, name, "create", err)
+	}
+}
+
+// update makes the Lease name hold next if it is at revision expected.
+func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revision, next lease.Record[M], meta []byte) (lease.Record[M], lease.Revision, error) {
+	const op = "CompareAndSwap"
+	s.mu.Lock()
+	var base *coordinationv1.Lease
+	if sn := s.seen[name]; sn != nil && sn.rev == expected {
+		base = sn.lease // nil when expected is the revision of a deletion
+	}
+	s.mu.Unlock()
+	if base == nil {
+		// Not seen here: read it, since a PUT carries the whole object.
+		l, err := s.get(ctx, name)
+		if err != nil {
+			return lease.Record[M]{}, 0, s.fail(ctx, op, name, "get", err)
+		}
+		if l == nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: expected revision %d, the Lease does not exist: %w", op, name, expected, store.ErrConflict)
+		}
+		rec, rev, _, err := s.decode(l)
+		if err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the Lease is not overwritten: %w", op, name, err)
+		}
+		if rev != expected {
+			return rec, rev, fmt.Errorf("kubestore: %s %q: expected revision %d, found %d: %w", op, name, expected, rev, store.ErrConflict)
+		}
+		base = l
+	}
+	// Only a Lease that reads in full is overwritten.
+	if _, _, _, err := s.decode(base); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the Lease is not overwritten: %w", op, name, err)
+	}
+	cur, err := decodeLease(base)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the Lease is not overwritten: %w", op, name, err)
+	}
+	if !cur.tenure && next.Token <= cur.floor && next.Holder != cur.rec.Holder {
+		// A new term on a Lease someone else wrote last, which still
+		// carries the token of an earlier term of Tenure's.
+		if cur.floor == math.MaxUint64 {
+			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: no Token is left above %d", op, name, store.ErrInvalidRecord, cur.floor)
+		}
+		next.Token = cur.floor + 1
+	}
+	enc, err := encodeRecord(next, meta)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	l := base.DeepCopy()
+	l.ResourceVersion = formatRevision(expected)
+	enc.apply(l)
+	if apiequality.Semantic.DeepEqual(l.Spec, base.Spec) && apiequality.Semantic.DeepEqual(l.Annotations, base.Annotations) {
+		// The API server does not write an unchanged object: the
+		// resourceVersion would stay, and a renewal that leaves the
+		// revision unchanged would look like no renewal to the followers.
+		l.Annotations[AnnotationRewrite] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	got, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil && got.ResourceVersion == l.ResourceVersion:
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the API server kept resourceVersion %s for a write", op, name, got.ResourceVersion)
+	case err == nil:
+		return s.written(name, got)
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return s.conflict(ctx, name, expected)
+	default:
+		return lease.Record[M]{}, 0, s.fail(ctx, op, name, "update", err)
+	}
+}
+
+// written returns the record of l, which a swap just wrote.
+func (s *Store[M]) written(name string, l *coordinationv1.Lease) (lease.Record[M], lease.Revision, error) {
+	rec, rev, _, err := s.decode(l)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: CompareAndSwap %q: reading back the Lease written: %w", name, err)
+	}
+	return rec, rev, nil
+}
+
+// conflict reads the Lease name after a swap from expected failed, and
+// returns it with an error wrapping store.ErrConflict.
+func (s *Store[M]) conflict(ctx context.Context, name string, expected lease.Revision) (lease.Record[M], lease.Revision, error) {
+	const op = "CompareAndSwap"
+	l, err := s.get(ctx, name)
+	if err != nil {
+		return lease.Record[M]{}, 0, s.fail(ctx, op, name, "get", fmt.Errorf("reading the Lease after a conflict: %w", err))
+	}
+	if l == nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: expected revision %d, the Lease does not exist: %w", op, name, expected, store.ErrConflict)
+	}
+	rec, rev, _, err := s.decode(l)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	return rec, rev, fmt.Errorf("kubestore: %s %q: expected revision %d, found %d: %w", op, name, expected, rev, store.ErrConflict)
+}
+
+// get reads the Lease name; nil when it does not exist.
+func (s *Store[M]) get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	l, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s.forget(name, 0)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// decode returns the record of l with its metadata decoded, and remembers l
+// when it can be read. tenure reports whether Tenure wrote the Lease last.
+func (s *Store[M]) decode(l *coordinationv1.Lease) (rec lease.Record[M], rev lease.Revision, tenure bool, err error) {
+	d, err := decodeLease(l)
+	if err != nil {
+		return lease.Record[M]{}, 0, false, err
+	}
+	rec = lease.Record[M]{
+		Holder:        d.rec.Holder,
+		Token:         d.rec.Token,
+		AcquiredAt:    d.rec.AcquiredAt,
+		RenewedAt:     d.rec.RenewedAt,
+		LeaseDuration: d.rec.LeaseDuration,
+		Transitions:   d.rec.Transitions,
+	}
+	if d.meta {
+		if rec.Metadata, err = s.codec.Decode(d.rec.Metadata); err != nil {
+			if !errors.Is(err, store.ErrCorruptRecord) {
+				err = fmt.Errorf("%w: %w", store.ErrCorruptRecord, err)
+			}
+			return lease.Record[M]{}, 0, false, fmt.Errorf("lease %s/%s: metadata: %w", l.Namespace, l.Name, err)
+		}
+	}
+	s.remember(l, d)
+	return rec, d.rev, d.tenure, nil
+}
+
+// remember keeps l as the newest Lease seen under its name, unless a newer
+// one was seen already.
+func (s *Store[M]) remember(l *coordinationv1.Lease, d decoded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := s.seen[l.Name]
+	if sn == nil {
+		sn = &seen{}
+		s.seen[l.Name] = sn
+	}
+	sn.token = max(sn.token, d.floor)
+	if d.rev >= sn.rev {
+		sn.lease, sn.rev = l, d.rev
+	}
+}
+
+// forget records that the Lease name was found deleted at revision rev (0
+// when unknown), keeping the largest token seen.
+func (s *Store[M]) forget(name string, rev lease.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sn := s.seen[name]; sn != nil && (rev == 0 || rev >= sn.rev) {
+		sn.lease, sn.rev = nil, rev
+	}
+}
+
+// fail wraps err, the failure of the request verb made by op on the Lease
+// name: with ctx.Err() when ctx has ended, with ErrForbidden on a 403.
+func (s *Store[M]) fail(ctx context.Context, op, name, verb string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("kubestore: %s %q: %w: the API server refused %q on leases (coordination.k8s.io) in namespace %q; grant get, create, update and watch on leases (see the package documentation): %w",
+			op, name, ErrForbidden, verb, s.namespace, err)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("kubestore: %s %q: %w: %w", op, name, cerr, err)
+	}
+	return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+}
+
+// check refuses an ended ctx, then a bad name, for operation op.
+func check(ctx context.Context, op, name string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	if err := ValidateName(name); err != nil {
+		return fmt.Errorf("kubestore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// ValidateName checks that name can name a Lease: it must pass
+// [store.ValidateName] and be an RFC 1123 subdomain (lowercase letters,
+// digits, '-' and '.', starting and ending with a letter or digit, at most
+// 253 characters). Names are used as they are, never mapped, so that
+// `kubectl get lease NAME` finds them. The error wraps
+// [store.ErrInvalidName].
+func ValidateName(name string) error {
+	if err := store.ValidateName(name); err != nil {
+		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%w: %q is not a valid Lease name: %s", store.ErrInvalidName, name, strings.Join(errs, "; "))
+	}
+	return nil
+}

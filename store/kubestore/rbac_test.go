@@ -1,0 +1,142 @@
+package kubestore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/kubestore"
+	"github.com/tenure-go/tenure/store/storetest"
+)
+
+// minimalVerbs is what the Store needs on leases: the Role of the
+// documentation.
+var minimalVerbs = []string{"get", "create", "update", "watch"}
+
+// grant creates a Role with verbs on leases in ns and binds user to it.
+func grant(t *testing.T, admin kubernetes.Interface, ns, user string, verbs []string) {
+	t.Helper()
+	c := ctx(t)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"},
+			Resources: []string{"leases"},
+			Verbs:     verbs,
+		}},
+	}
+	if _, err := admin.RbacV1().Roles(ns).Create(c, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(c, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitAllowed waits until the authorizer, which learns of new Roles
+// through an informer, lets user do verb on leases in ns. It asks the
+// server (a SelfSubjectAccessReview): there is no event to wait for.
+func awaitAllowed(t *testing.T, client kubernetes.Interface, ns, verb string) {
+	t.Helper()
+	c := ctx(t)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(c, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases",
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed {
+			return
+		}
+		select {
+		case <-c.Done():
+			t.Fatalf("%s on leases is still not allowed", verb)
+		case <-tick.C:
+		}
+	}
+}
+
+// The Store works under a user bound to exactly the minimal Role (get,
+// create, update, watch; no list, no delete), and fails with a clear error
+// under a Role without update.
+func TestRBAC(t *testing.T) {
+	k := testcluster.NewKube(t, testcluster.KubeOptions{RBAC: true, Users: []string{"tenure", "tenure-no-update"}})
+	admin := k.Client(t)
+	ns := k.Namespace(t, "rbac")
+	grant(t, admin, ns, "tenure", minimalVerbs)
+	grant(t, admin, ns, "tenure-no-update", []string{"get", "create", "watch"})
+
+	user, err := kubernetes.NewForConfig(k.UserConfig("tenure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range minimalVerbs {
+		awaitAllowed(t, user, ns, verb)
+	}
+
+	t.Run("MinimalRole", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
+			return newStore[storetest.Meta](t, user, ns)
+		})
+	})
+
+	t.Run("NoList", func(t *testing.T) {
+		// The Store never lists: a user without "list" is refused a list.
+		_, err := user.CoordinationV1().Leases(ns).List(ctx(t), metav1.ListOptions{})
+		if err == nil {
+			t.Fatal("the minimal Role allows list")
+		}
+	})
+
+	t.Run("WithoutUpdate", func(t *testing.T) {
+		limited, err := kubernetes.NewForConfig(k.UserConfig("tenure-no-update"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitAllowed(t, limited, ns, "create")
+		st := newStore[meta](t, limited, ns)
+		c := ctx(t)
+		held, rev, err := st.CompareAndSwap(c, "job", 0, record("pod-a", 1))
+		if err != nil {
+			t.Fatalf("create under a Role with create: %v", err)
+		}
+		held.RenewedAt = time.Now()
+		_, _, err = st.CompareAndSwap(c, "job", rev, held)
+		if !errors.Is(err, kubestore.ErrForbidden) || !strings.Contains(err.Error(), `"update"`) {
+			t.Fatalf("renewal under a Role without update: %v; want ErrForbidden naming \"update\"", err)
+		}
+		t.Logf("the error: %v", err)
+		// Watch and Get still work.
+		if _, _, err := st.Get(c, "job"); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(c)
+		defer cancel()
+		ch, err := st.Watch(wctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := recv(t, ch); ev.Revision != rev {
+			t.Fatalf("watch: %+v", ev)
+		}
+	})
+}

@@ -1,0 +1,257 @@
+package kubestore
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Watch delivers the state of the Lease name first, then every later change
+// in revision order.
+//
+// It reads the Lease with a GET (the first event: its record, or an Absent
+// event), then watches that one Lease (a field selector on metadata.name)
+// from the resourceVersion it read, with bookmarks on. When the Lease was
+// absent, it watches from resourceVersion "0": the API server's watch cache
+// then sends a Lease created meanwhile as an ADDED event (and, in the rare
+// case that its cache still held a Lease deleted just before the GET, that
+// stale Lease followed by its deletion). When the API server
+// ends the watch, it resumes from the last resourceVersion it received;
+// when the server answers that this version is too old (410 Gone, after a
+// compaction), it reads the Lease again, delivers it if it is newer, and
+// watches from there. Revisions delivered strictly increase: events older
+// than one delivered are dropped, and a receiver that falls behind gets the
+// latest state, skipping those in between. A deleted Lease arrives as an
+// Absent event; a Lease that cannot be read as an event with its Revision
+// and an Err wrapping [store.ErrCorruptRecord].
+//
+// Watch returns an error for a bad name, an ended ctx, or when the first
+// read or the watch request fails (wrapping [ErrForbidden] when RBAC
+// refuses "get" or "watch"). The channel is closed when ctx ends, or when
+// the watch breaks and cannot be resumed (the API server is unreachable,
+// say); the caller may watch again.
+func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+	if err := check(ctx, "Watch", name); err != nil {
+		return nil, err
+	}
+	w := &watcher[M]{s: s, name: name}
+	if err := w.relist(ctx); err != nil {
+		return nil, err
+	}
+	kw, err := w.watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event[M])
+	go w.serve(ctx, kw, out)
+	return out, nil
+}
+
+// watcher is the state of one Watch.
+type watcher[M any] struct {
+	s    *Store[M]
+	name string
+
+	resume string         // resourceVersion to watch from; "0" for any
+	last   lease.Revision // the revision of the newest event queued
+	absent bool           // the newest event queued is Absent
+
+	pending store.Event[M] // the event to send next
+	dirty   bool           // pending holds an event not yet sent
+
+	// expired, when set, is called each time the API server answers that
+	// the resourceVersion to watch from is too old (tests count them).
+	expired func()
+}
+
+// queue makes ev the event sent next, replacing one not yet sent.
+func (w *watcher[M]) queue(ev store.Event[M]) {
+	w.pending, w.dirty = ev, true
+}
+
+// relist reads the Lease and queues its state when it is newer than what
+// was queued, and watches from its revision next.
+func (w *watcher[M]) relist(ctx context.Context) error {
+	l, err := w.s.get(ctx, w.name)
+	if err != nil {
+		return w.s.fail(ctx, "Watch", w.name, "get", err)
+	}
+	if l == nil {
+		// Absent has no resourceVersion. "0" starts the watch at the API
+		// server's watch cache, with an ADDED event for a Lease created
+		// since. ("" would ask for a consistent start, which needs
+		// progress notifications from etcd and hangs on etcd 3.4.)
+		w.resume = "0"
+		if !w.absent {
+			w.queue(store.Event[M]{Absent: true})
+			w.absent = true
+		}
+		return nil
+	}
+	w.offer(l)
+	w.resume = l.ResourceVersion
+	return nil
+}
+
+// watch starts watching the Lease from w.resume. When that version is too
+// old it reads the Lease again and watches from there.
+func (w *watcher[M]) watch(ctx context.Context) (watch.Interface, error) {
+	for range 3 {
+		kw, err := w.s.leases.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", w.name).String(),
+			ResourceVersion: w.resume,
+			// Bookmarks keep w.resume fresh while the Lease does not
+			// change. Not from "0": the server turns such a watch into a
+			// watch-list, which with bookmarks needs progress
+			// notifications that etcd 3.4 lacks.
+			AllowWatchBookmarks: w.resume != "0",
+		})
+		if err == nil {
+			return kw, nil
+		}
+		if !tooOld(err) {
+			return nil, w.s.fail(ctx, "Watch", w.name, "watch", err)
+		}
+		w.tooOld()
+		if err := w.relist(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("kubestore: Watch %q: the API server keeps answering that the resourceVersion is too old", w.name)
+}
+
+// tooOld reports whether err says the resourceVersion to watch from was
+// compacted away.
+func tooOld(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }
+
+func (w *watcher[M]) tooOld() {
+	if w.expired != nil {
+		w.expired()
+	}
+}
+
+// offer queues the event of l if l is newer than what was queued.
+func (w *watcher[M]) offer(l *coordinationv1.Lease) {
+	rev, err := parseRevision(l.ResourceVersion)
+	if err != nil {
+		// Not an etcd-backed server: nothing can be ordered.
+		w.queue(store.Event[M]{Err: fmt.Errorf("kubestore: Watch %q: %w", w.name, err)})
+		return
+	}
+	if rev <= w.last {
+		return
+	}
+	w.last, w.absent = rev, false
+	rec, _, _, err := w.s.decode(l)
+	if err != nil {
+		w.queue(store.Event[M]{Revision: rev, Err: fmt.Errorf("kubestore: Watch %q: %w", w.name, err)})
+		return
+	}
+	w.queue(store.Event[M]{Record: rec, Revision: rev})
+}
+
+// serve feeds out from the watch kw, resuming it when the server ends it,
+// until ctx ends or the watch cannot be resumed.
+func (w *watcher[M]) serve(ctx context.Context, kw watch.Interface, out chan<- store.Event[M]) {
+	defer close(out)
+	defer func() { kw.Stop() }()
+	for {
+		var send chan<- store.Event[M]
+		if w.dirty {
+			send = out
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case send <- w.pending:
+			w.pending, w.dirty = store.Event[M]{}, false
+		case kev, ok := <-kw.ResultChan():
+			next := resume
+			if ok {
+				next = w.handle(ctx, kev)
+			}
+			switch next {
+			case end:
+				return
+			case resume:
+				// The server ended the watch (a timeout, a lost
+				// connection, an error): watch again from the last
+				// version received.
+				kw.Stop()
+				nkw, err := w.watch(ctx)
+				if err != nil {
+					return
+				}
+				kw = nkw
+			}
+		}
+	}
+}
+
+// What serve does after an event.
+const (
+	goOn   = iota // keep reading the watch
+	resume        // watch again from w.resume
+	end           // close the channel
+)
+
+// handle applies one event of the API server's watch and says what to do
+// next.
+func (w *watcher[M]) handle(ctx context.Context, kev watch.Event) int {
+	switch kev.Type {
+	case watch.Added, watch.Modified:
+		l, ok := kev.Object.(*coordinationv1.Lease)
+		if !ok || l.Name != w.name {
+			return goOn
+		}
+		w.offer(l)
+		w.resume = l.ResourceVersion
+	case watch.Deleted:
+		l, ok := kev.Object.(*coordinationv1.Lease)
+		if !ok || l.Name != w.name {
+			return goOn
+		}
+		w.resume = l.ResourceVersion
+		rev, err := parseRevision(l.ResourceVersion)
+		if err == nil && rev > w.last {
+			w.last = rev
+		}
+		w.s.forget(w.name, rev)
+		if !w.absent {
+			w.queue(store.Event[M]{Absent: true})
+			w.absent = true
+		}
+	case watch.Bookmark:
+		if m, err := metaOf(kev.Object); err == nil && m.GetResourceVersion() != "" {
+			w.resume = m.GetResourceVersion()
+		}
+	case watch.Error:
+		if !tooOld(apierrors.FromObject(kev.Object)) {
+			return end
+		}
+		// Compacted: read the Lease again and watch from there.
+		w.tooOld()
+		if w.relist(ctx) != nil {
+			return end
+		}
+		return resume
+	}
+	return goOn
+}
+
+// metaOf returns the object metadata of a bookmark event.
+func metaOf(obj any) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("kubestore: a bookmark of type %T", obj)
+	}
+	return m, nil
+}
