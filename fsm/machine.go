@@ -448,6 +448,9 @@ func (m *Machine) acquire() {
 		// held it).
 		next.Transitions++
 	}
+	// A new attempt: whatever an earlier acquire with an unknown outcome
+	// did, only this one's outcome may be confirmed.
+	m.unknownToken = 0
 	m.setState(Candidate)
 	m.swap(Acquire, next)
 }

@@ -108,14 +108,21 @@ func TestSimSeedSweep(t *testing.T) {
 // TestSimSeed runs the seed of -sim.seed with its trace (for replaying a
 // failure of the sweep).
 // TestSimSeed replays one seed of the sweep with its trace: -sim.seed=N.
-// Without the flag it replays seed 265, where a create with an unknown
-// outcome in a store that loses records was once confirmed and led on at
-// once, making two leaders.
+// Without the flag it replays the seeds that once made two leaders: 265 (a
+// create with an unknown outcome in a store that loses records was
+// confirmed and led on at once) and 75666 (an older acquire's unknown
+// outcome made a later claim look confirmable).
 func TestSimSeed(t *testing.T) {
-	seed := *flagSeed
-	if seed == 0 {
-		seed = 265
+	if *flagSeed == 0 {
+		for _, seed := range []uint64{265, 75666} {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) { replaySeed(t, seed, false) })
+		}
+		return
 	}
+	replaySeed(t, *flagSeed, true)
+}
+
+func replaySeed(t *testing.T, seed uint64, verbose bool) {
 	var trace bytes.Buffer
 	o := sweepOptions(seed)
 	o.Trace = &trace
@@ -123,7 +130,7 @@ func TestSimSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Violation != nil || *flagSeed != 0 {
+	if res.Violation != nil || verbose {
 		t.Log("\n" + trace.String())
 	}
 	if res.Violation != nil {
