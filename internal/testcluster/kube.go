@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -240,7 +239,7 @@ func (k *Kube) setup() error {
 	if err := os.WriteFile(filepath.Join(k.dir, "tokens.csv"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
-	if k.port, err = kubeFreePort(); err != nil {
+	if k.port, err = freePort(); err != nil {
 		return err
 	}
 	return nil
@@ -252,16 +251,6 @@ func kubeRandom(n int) (string, error) {
 		return "", fmt.Errorf("kube: random: %w", err)
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// kubeFreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func kubeFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("kube: finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // spawn starts bin with args, its output going to the log file name in
@@ -295,8 +284,8 @@ func (k *Kube) spawn(name, bin string, args ...string) (*kubeProc, error) {
 func (k *Kube) startEtcdLocked() error {
 	var lastErr error
 	for range 3 { // a port taken between picking and binding: try again
-		client, err1 := kubeFreePort()
-		peer, err2 := kubeFreePort()
+		client, err1 := freePort()
+		peer, err2 := freePort()
 		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}
@@ -576,10 +565,10 @@ func NewKube(tb testing.TB, opts KubeOptions) *Kube {
 	return k
 }
 
-var pkgKube struct {
-	mu  sync.Mutex
-	k   *Kube
-	err error
+var pkgKube = shared[*Kube]{
+	what:    "Kubernetes API server",
+	start:   func() (*Kube, error) { return StartKube(KubeOptions{}) },
+	restart: (*Kube).Start,
 }
 
 // PackageKube returns the etcd and kube-apiserver (AlwaysAllow, no extra
@@ -597,31 +586,8 @@ var pkgKube struct {
 // namespace of their own (Kube.Namespace).
 func PackageKube(tb testing.TB) *Kube {
 	tb.Helper()
-	pkgKube.mu.Lock()
-	defer pkgKube.mu.Unlock()
-	if pkgKube.k == nil && pkgKube.err == nil {
-		pkgKube.k, pkgKube.err = StartKube(KubeOptions{})
-	}
-	if pkgKube.err != nil {
-		Unavailable(tb, "Kubernetes API server is unavailable: %v", pkgKube.err)
-		return nil
-	}
-	if !pkgKube.k.Running() {
-		if err := pkgKube.k.Start(); err != nil {
-			tb.Fatalf("kube: the shared API server was stopped and cannot be started again: %v", err)
-		}
-	}
-	return pkgKube.k
+	return pkgKube.get(tb)
 }
 
 // StopPackageKube stops the servers PackageKube started, if any.
-func StopPackageKube() {
-	pkgKube.mu.Lock()
-	defer pkgKube.mu.Unlock()
-	if pkgKube.k != nil {
-		if err := pkgKube.k.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "testcluster: stopping the shared Kubernetes API server: %v\n", err)
-		}
-	}
-	pkgKube.k, pkgKube.err = nil, nil
-}
+func StopPackageKube() { pkgKube.stop() }

@@ -136,7 +136,7 @@ func isExecutable(path string) bool {
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("postgres: finding a free port: %w", err)
+		return 0, fmt.Errorf("testcluster: finding a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
@@ -328,11 +328,7 @@ func tail(s string, n int) string {
 	return "..." + s[len(s)-n:]
 }
 
-var pkgPostgres struct {
-	mu  sync.Mutex
-	p   *Postgres
-	err error
-}
+var pkgPostgres = shared[*Postgres]{what: "PostgreSQL", start: StartPostgres}
 
 // PackagePostgres returns the cluster shared by the tests of the calling
 // test binary, starting it on first use. When no cluster can be had it ends
@@ -352,24 +348,9 @@ var pkgPostgres struct {
 // the tests after it find it running.
 func PackagePostgres(tb testing.TB) *Postgres {
 	tb.Helper()
-	pkgPostgres.mu.Lock()
-	defer pkgPostgres.mu.Unlock()
-	if pkgPostgres.p == nil && pkgPostgres.err == nil {
-		pkgPostgres.p, pkgPostgres.err = StartPostgres()
-	}
-	if pkgPostgres.err != nil {
-		Unavailable(tb, "PostgreSQL is unavailable: %v", pkgPostgres.err)
-	}
-	return pkgPostgres.p
+	return pkgPostgres.get(tb)
 }
 
 // StopPackagePostgres stops and removes the cluster PackagePostgres started,
 // if any.
-func StopPackagePostgres() {
-	pkgPostgres.mu.Lock()
-	defer pkgPostgres.mu.Unlock()
-	if pkgPostgres.p != nil {
-		_ = pkgPostgres.p.Close()
-		pkgPostgres.p = nil
-	}
-}
+func StopPackagePostgres() { pkgPostgres.stop() }

@@ -136,11 +136,7 @@ func newRedis(tb testing.TB, cluster bool) *Redis {
 	return r
 }
 
-var pkgRedis struct {
-	mu  sync.Mutex
-	r   *Redis
-	err error
-}
+var pkgRedis = shared[*Redis]{what: "redis-server", start: StartRedis, restart: (*Redis).Restart}
 
 // PackageRedis returns the redis-server shared by the tests of the calling
 // package, starting it on first use. It calls Unavailable when the server
@@ -158,34 +154,11 @@ var pkgRedis struct {
 // A shared server found dead (a test broke the rule) is started again.
 func PackageRedis(tb testing.TB) *Redis {
 	tb.Helper()
-	pkgRedis.mu.Lock()
-	defer pkgRedis.mu.Unlock()
-	if pkgRedis.r == nil && pkgRedis.err == nil {
-		pkgRedis.r, pkgRedis.err = StartRedis()
-	}
-	if pkgRedis.err != nil {
-		Unavailable(tb, "redis: %v", pkgRedis.err)
-		return nil
-	}
-	if !pkgRedis.r.Running() {
-		if err := pkgRedis.r.Restart(); err != nil {
-			tb.Fatalf("redis: the shared server died and cannot be started again: %v", err)
-		}
-	}
-	return pkgRedis.r
+	return pkgRedis.get(tb)
 }
 
 // StopPackageRedis stops the server that PackageRedis started, if any.
-func StopPackageRedis() {
-	pkgRedis.mu.Lock()
-	defer pkgRedis.mu.Unlock()
-	if pkgRedis.r != nil {
-		if err := pkgRedis.r.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "testcluster: stopping the shared redis-server: %v\n", err)
-		}
-	}
-	pkgRedis.r, pkgRedis.err = nil, nil
-}
+func StopPackageRedis() { pkgRedis.stop() }
 
 // Network is the network to dial the server on: "unix", or "tcp" in
 // cluster mode.

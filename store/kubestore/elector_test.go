@@ -1,9 +1,6 @@
 package kubestore_test
 
 import (
-	"context"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +9,7 @@ import (
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
-	"github.com/tenure-go/tenure/store/kubestore"
+	"github.com/tenure-go/tenure/store"
 )
 
 // electorConfig is short enough for tests, in the whole seconds a Lease
@@ -29,142 +26,22 @@ func electorConfig() lease.Config {
 	}
 }
 
-// change is a leadership change reported by one elector, with when it was
-// received.
-type change struct {
-	id string
-	lead.Change
-	at time.Time
-}
-
-// cluster is a set of electors of one election (the Lease "job"), each with
-// a clientset of its own, as separate processes would have.
-type cluster struct {
-	t       testing.TB
-	k       *testcluster.Kube
-	ns      string
-	changes chan change
-
-	mu    sync.Mutex
-	nodes map[string]*elector
-}
-
-type elector struct {
-	e      *lead.Elector[meta]
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func newCluster(t testing.TB, k *testcluster.Kube, ns string) *cluster {
-	return &cluster{t: t, k: k, ns: ns, changes: make(chan change, 1000), nodes: map[string]*elector{}}
-}
-
-// clientset returns a new clientset of the cluster's server.
-func (c *cluster) clientset() kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(c.k.Config())
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cs
-}
-
-// start starts an elector with identity id, replacing a stopped one of the
-// same identity.
-func (c *cluster) start(id string, cfg lease.Config, opts ...lead.Option) *elector {
-	t := c.t
-	t.Helper()
-	st, err := kubestore.New[meta](c.clientset(), c.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts = append([]lead.Option{
-		lead.WithIdentity(id),
-		lead.WithConfig(cfg),
-		lead.WithLookupEnv(nil),
-		lead.WithObserver(func(ch lead.Change) { c.changes <- change{id, ch, time.Now()} }),
-	}, opts...)
-	e, err := lead.New("job", st, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetMetadata(meta{Pod: id})
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &elector{e: e, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- e.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-e.Done() })
-	c.mu.Lock()
-	c.nodes[id] = n
-	c.mu.Unlock()
-	return n
-}
-
-// stop stops the elector id and waits for its Run to return.
-func (c *cluster) stop(id string) {
-	c.t.Helper()
-	c.mu.Lock()
-	n := c.nodes[id]
-	c.mu.Unlock()
-	n.cancel()
-	timer := time.NewTimer(eventTimeout)
-	defer timer.Stop()
-	select {
-	case err := <-n.done:
+// newCluster returns the electors of one election (the Lease "job" in
+// namespace ns), each with a clientset of its own, as separate processes
+// would have, and its identity as its metadata.
+func newCluster(t testing.TB, k *testcluster.Kube, ns string) *testcluster.Electors[meta] {
+	c := testcluster.NewElectors(t, "job", eventTimeout, func(t testing.TB) store.Store[meta] {
+		cs, err := kubernetes.NewForConfig(k.Config())
 		if err != nil {
-			c.t.Fatalf("%s: Run = %v", id, err)
+			t.Fatal(err)
 		}
-	case <-timer.C:
-		c.t.Fatalf("%s: Run did not return within %v of its context ending", id, eventTimeout)
-	}
+		return newStore[meta](t, cs, ns)
+	})
+	c.BeforeRun = func(e *lead.Elector[meta]) { e.SetMetadata(meta{Pod: e.Identity()}) }
+	return c
 }
 
-// next returns the next change any elector reports within d.
-func (c *cluster) next(d time.Duration) (change, bool) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case ch := <-c.changes:
-		return ch, true
-	case <-timer.C:
-		return change{}, false
-	}
-}
-
-// started waits for the next Started change, failing on any Stopped one
-// unless from is one of allowStopped.
-func (c *cluster) started(allowStopped ...string) change {
-	c.t.Helper()
-	for {
-		ch, ok := c.next(eventTimeout)
-		if !ok {
-			c.t.Fatalf("nobody started leading within %v", eventTimeout)
-		}
-		if ch.Kind == lead.Started {
-			return ch
-		}
-		if !slices.Contains(allowStopped, ch.id) {
-			c.t.Fatalf("%s stopped leading (token %d): %v", ch.id, ch.Term.Token, ch.Reason)
-		}
-	}
-}
-
-// leaders returns the electors that say they lead.
-func (c *cluster) leaders() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ids []string
-	for id, n := range c.nodes {
-		if n.e.IsLeader() {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-func (c *cluster) startThree(cfg lease.Config, opts ...lead.Option) {
-	for _, id := range []string{"pod-a", "pod-b", "pod-c"} {
-		c.start(id, cfg, opts...)
-	}
-}
+var pods = []string{"pod-a", "pod-b", "pod-c"}
 
 // After a release the successor leads at once, told by the watch, not
 // after the lease expires.
@@ -172,15 +49,12 @@ func TestElectorReleaseHandover(t *testing.T) {
 	cfg := electorConfig()
 	e := newEnv(t, "handover")
 	c := newCluster(t, e.k, e.ns)
-	c.startThree(cfg)
-	first := c.started()
-	stopping := time.Now()
-	c.stop(first.id)
-	second := c.started(first.id)
-	took := second.at.Sub(stopping)
+	c.StartEach(pods, cfg)
+	first := c.NextLeader()
+	second, took := c.Handover(first.ID)
 	t.Logf("handover from stop to successor leading: %v", took)
-	if second.id == first.id {
-		t.Fatalf("%s led again after it stopped", first.id)
+	if second.ID == first.ID {
+		t.Fatalf("%s led again after it stopped", first.ID)
 	}
 	if second.Term.Token <= first.Term.Token {
 		t.Fatalf("token went from %d to %d", first.Term.Token, second.Term.Token)
@@ -190,8 +64,8 @@ func TestElectorReleaseHandover(t *testing.T) {
 	if took >= cfg.RetryInterval {
 		t.Fatalf("handover took %v, not less than the retry interval %v: the successor did not learn of the release through the watch", took, cfg.RetryInterval)
 	}
-	rec, _ := c.nodes[second.id].e.Record()
-	if rec.Holder != second.id || rec.Transitions == 0 || rec.Metadata.Pod != second.id {
+	rec, _ := c.Elector(second.ID).Record()
+	if rec.Holder != second.ID || rec.Transitions == 0 || rec.Metadata.Pod != second.ID {
 		t.Fatalf("record after handover: %+v", rec)
 	}
 }
@@ -202,12 +76,9 @@ func TestElectorCrashFailover(t *testing.T) {
 	cfg := electorConfig()
 	e := newEnv(t, "crash")
 	c := newCluster(t, e.k, e.ns)
-	c.startThree(cfg, lead.WithReleaseOnStop(false))
-	first := c.started()
-	crashed := time.Now()
-	c.stop(first.id)
-	second := c.started(first.id)
-	took := second.at.Sub(crashed)
+	c.StartEach(pods, cfg, lead.WithReleaseOnStop(false))
+	first := c.NextLeader()
+	second, took := c.Handover(first.ID) // no release: a crash
 	t.Logf("failover after crash: %v (lease %v)", took, cfg.LeaseDuration)
 	if second.Term.Token <= first.Term.Token {
 		t.Fatalf("token went from %d to %d", first.Term.Token, second.Term.Token)
@@ -230,8 +101,8 @@ func TestElectorAPIServerRestart(t *testing.T) {
 	cfg := electorConfig()
 	k := testcluster.NewKube(t, testcluster.KubeOptions{})
 	c := newCluster(t, k, k.Namespace(t, "restart"))
-	c.startThree(cfg)
-	first := c.started()
+	c.StartEach(pods, cfg)
+	first := c.NextLeader()
 	// Let a few renewals pass.
 	renewals := time.NewTimer(3 * cfg.RetryInterval)
 	<-renewals.C
@@ -243,24 +114,24 @@ func TestElectorAPIServerRestart(t *testing.T) {
 	// The leader's belief ends RenewDeadline after its last successful
 	// renewal was sent, which was before the kill; the observer may add a
 	// little scheduling delay.
-	ch, ok := c.next(cfg.RenewDeadline + time.Second)
-	if !ok || ch.Kind != lead.Stopped || ch.id != first.id {
-		t.Fatalf("after the kill: %+v, %v; want %s to stop leading", ch, ok, first.id)
+	ch, ok := c.Next(cfg.RenewDeadline + time.Second)
+	if !ok || ch.Kind != lead.Stopped || ch.ID != first.ID {
+		t.Fatalf("after the kill: %+v, %v; want %s to stop leading", ch, ok, first.ID)
 	}
-	took := ch.at.Sub(killed)
+	took := ch.At.Sub(killed)
 	t.Logf("leader stepped down %v after the API server was killed", took)
 	if took > cfg.RenewDeadline+100*time.Millisecond {
 		t.Fatalf("the leader stepped down %v after the kill, later than RenewDeadline (%v)", took, cfg.RenewDeadline)
 	}
-	if ids := c.leaders(); len(ids) != 0 {
+	if ids := c.Leaders(); len(ids) != 0 {
 		t.Fatalf("%v lead with the server gone", ids)
 	}
 
 	// The outage: two lease durations without a server. Nobody may start.
-	if ch, ok := c.next(2 * cfg.LeaseDuration); ok {
+	if ch, ok := c.Next(2 * cfg.LeaseDuration); ok {
 		t.Fatalf("with the server gone: %+v", ch)
 	}
-	if ids := c.leaders(); len(ids) != 0 {
+	if ids := c.Leaders(); len(ids) != 0 {
 		t.Fatalf("%v lead with the server gone", ids)
 	}
 
@@ -269,13 +140,13 @@ func TestElectorAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := time.Now()
-	second := c.started()
+	second := c.NextLeader()
 	t.Logf("the API server took %v to be ready again; leader again %v after that, token %d (was %d)",
-		ready.Sub(starting), second.at.Sub(ready), second.Term.Token, first.Term.Token)
+		ready.Sub(starting), second.At.Sub(ready), second.Term.Token, first.Term.Token)
 	if second.Term.Token <= first.Term.Token {
 		t.Fatalf("token after the restart %d, not above %d", second.Term.Token, first.Term.Token)
 	}
-	if ids := c.leaders(); len(ids) > 1 {
+	if ids := c.Leaders(); len(ids) > 1 {
 		t.Fatalf("%v lead at once", ids)
 	}
 }

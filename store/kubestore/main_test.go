@@ -71,18 +71,7 @@ func ctx(t testing.TB) context.Context {
 // recv returns the next event of ch, which must come within eventTimeout.
 func recv[M any](t testing.TB, ch <-chan store.Event[M]) store.Event[M] {
 	t.Helper()
-	timer := time.NewTimer(eventTimeout)
-	defer timer.Stop()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("the watch channel was closed")
-		}
-		return ev
-	case <-timer.C:
-		t.Fatalf("no watch event within %v", eventTimeout)
-	}
-	panic("unreachable")
+	return testcluster.NextEvent(t, ch, eventTimeout)
 }
 
 // randomSuffix returns a few random hex digits.

@@ -2,13 +2,11 @@ package pgstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
@@ -17,144 +15,21 @@ import (
 	"github.com/tenure-go/tenure/store/storetest"
 )
 
-// fastConfig is the short timing the elector tests run with.
-func fastConfig() lease.Config {
-	return lease.Config{
-		LeaseDuration:  time.Second,
-		RenewDeadline:  600 * time.Millisecond,
-		RetryInterval:  100 * time.Millisecond,
-		RetryJitter:    0.1,
-		BackendTimeout: 200 * time.Millisecond,
-		ErrorInterval:  time.Second,
-	}
-}
-
-// node is one elector of a test, with the changes it reported.
-type node struct {
-	e       *lead.Elector[storetest.Meta]
-	changes chan lead.Change
-	cancel  context.CancelFunc
-}
-
-// electors keeps every term started in a test, to check that tokens only
-// grow.
-type electors struct {
-	t      *testing.T
-	st     store.Store[storetest.Meta]
-	cfg    lease.Config
-	name   string
-	mu     sync.Mutex
-	tokens []fence.Token
-}
-
-func newElectors(t *testing.T, st store.Store[storetest.Meta], cfg lease.Config) *electors {
-	return &electors{t: t, st: st, cfg: cfg, name: freshTable()}
-}
-
-// start runs a new elector until the test ends or stop is called.
-func (c *electors) start(id string, opts ...lead.Option) *node {
-	c.t.Helper()
-	n := &node{changes: make(chan lead.Change, 64)}
-	opts = append([]lead.Option{
-		lead.WithIdentity(id), lead.WithConfig(c.cfg),
-		lead.WithObserver(func(ch lead.Change) {
-			if ch.Kind == lead.Started {
-				c.mu.Lock()
-				c.tokens = append(c.tokens, ch.Term.Token)
-				c.mu.Unlock()
-			}
-			n.changes <- ch
-		}),
-	}, opts...)
-	e, err := lead.New(c.name, c.st, opts...)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	n.e = e
-	ctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	go func() { _ = e.Run(ctx) }()
-	c.t.Cleanup(func() { cancel(); <-e.Done() })
-	return n
-}
-
-// stop ends the elector's Run and waits for it.
-func (n *node) stop() {
-	n.cancel()
-	<-n.e.Done()
-}
-
-// next waits for the elector's next change of kind.
-func (n *node) next(t *testing.T, kind lead.ChangeKind, within time.Duration) lead.Change {
-	t.Helper()
-	timeout := time.After(within)
-	for {
-		select {
-		case ch := <-n.changes:
-			if ch.Kind == kind {
-				return ch
-			}
-		case <-timeout:
-			t.Fatalf("%s: no %v change within %v", n.e.Identity(), kind, within)
-		}
-	}
-}
-
-// first waits until one of nodes starts leading and returns it.
-func first(t *testing.T, within time.Duration, nodes ...*node) (*node, lead.Term) {
-	t.Helper()
-	type won struct {
-		n    *node
-		term lead.Term
-	}
-	winner := make(chan won, len(nodes))
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, n := range nodes {
-		go func() {
-			for {
-				select {
-				case ch := <-n.changes:
-					if ch.Kind == lead.Started {
-						winner <- won{n, ch.Term}
-						return
-					}
-				case <-stop:
-					return
-				}
-			}
-		}()
-	}
-	select {
-	case w := <-winner:
-		return w.n, w.term
-	case <-time.After(within):
-		t.Fatalf("nobody led within %v", within)
-	}
-	panic("unreachable")
+// newElectors returns the electors of an election of a fresh name, all on
+// st.
+func newElectors(t *testing.T, st store.Store[storetest.Meta]) *testcluster.Electors[storetest.Meta] {
+	return testcluster.NewElectors(t, freshTable(), 10*time.Second, func(testing.TB) store.Store[storetest.Meta] { return st })
 }
 
 // leaderAndFollower starts a, waits until it leads, then starts b and waits
 // until b follows a.
-func (c *electors) leaderAndFollower(aOpts ...lead.Option) (a *node, aTerm lead.Term, b *node) {
-	c.t.Helper()
-	a = c.start("a", aOpts...)
-	aTerm = a.next(c.t, lead.Started, 10*time.Second).Term
-	b = c.start("b")
-	waitSees(c.t, c.st.(*pgstore.Store[storetest.Meta]), c.name, b.e, "a")
-	return a, aTerm, b
-}
-
-// checkTokens checks that the tokens of successive terms strictly grew.
-func (c *electors) checkTokens() {
-	c.t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := 1; i < len(c.tokens); i++ {
-		if c.tokens[i] <= c.tokens[i-1] {
-			c.t.Errorf("term %d has token %d, not above the %d of the term before (all: %v)", i, c.tokens[i], c.tokens[i-1], c.tokens)
-		}
-	}
+func leaderAndFollower(t *testing.T, c *testcluster.Electors[storetest.Meta], st *pgstore.Store[storetest.Meta], cfg lease.Config, aOpts ...lead.Option) (aTerm lead.Term) {
+	t.Helper()
+	c.Start("a", cfg, aOpts...)
+	aTerm = c.WaitStarted(10*time.Second, "a").Term
+	b := c.Start("b", cfg)
+	waitSees(t, st, c.Name(), b, "a")
+	return aTerm
 }
 
 // waitSees waits until e is ready and has seen leader hold the lease.
@@ -188,15 +63,15 @@ func TestElectorReleaseHandover(t *testing.T) {
 	st := newStore(t, pool)
 	// A long lease: the successor must take over well before it expires.
 	cfg := lease.DefaultConfig()
-	c := newElectors(t, st, cfg)
-	a, aTerm, b := c.leaderAndFollower()
+	c := newElectors(t, st)
+	aTerm := leaderAndFollower(t, c, st, cfg)
 
 	released := time.Now()
-	a.stop()
-	if a.e.IsLeader() {
+	c.Stop("a")
+	if c.Elector("a").IsLeader() {
 		t.Fatal("a still reports leading after Run returned")
 	}
-	bTerm := b.next(t, lead.Started, cfg.LeaseDuration/2).Term
+	bTerm := c.WaitStarted(cfg.LeaseDuration/2, "b").Term
 	d := time.Since(released)
 	if d >= cfg.LeaseDuration/2 {
 		t.Fatalf("handover took %v: the release was not used", d)
@@ -205,23 +80,23 @@ func TestElectorReleaseHandover(t *testing.T) {
 	if bTerm.Token <= aTerm.Token {
 		t.Fatalf("b's token %d is not above a's %d", bTerm.Token, aTerm.Token)
 	}
-	rec, _, err := st.Get(t.Context(), c.name)
+	rec, _, err := st.Get(t.Context(), c.Name())
 	if err != nil || rec.Holder != "b" || rec.Token != uint64(bTerm.Token) || rec.Transitions < 1 {
 		t.Fatalf("record %+v, %v; want b with token %d after a transition", rec, err, bTerm.Token)
 	}
-	c.checkTokens()
+	c.CheckTokens()
 }
 
 func TestElectorCrashFailover(t *testing.T) {
 	pool := newPool(t)
 	st := newStore(t, pool)
-	cfg := fastConfig()
-	c := newElectors(t, st, cfg)
-	a, aTerm, b := c.leaderAndFollower(lead.WithReleaseOnStop(false))
+	cfg := testcluster.FastConfig()
+	c := newElectors(t, st)
+	aTerm := leaderAndFollower(t, c, st, cfg, lead.WithReleaseOnStop(false))
 
 	crashed := time.Now()
-	a.stop() // no release: to b, a crashed
-	bTerm := b.next(t, lead.Started, 10*cfg.LeaseDuration).Term
+	c.Stop("a") // no release: to b, a crashed
+	bTerm := c.WaitStarted(10*cfg.LeaseDuration, "b").Term
 	// b may take over only once the lease has expired by its own clock,
 	// counted from when it first saw a's last revision (before the crash).
 	if d := time.Since(crashed); d < cfg.LeaseDuration-cfg.RetryInterval*2 {
@@ -230,7 +105,7 @@ func TestElectorCrashFailover(t *testing.T) {
 	if bTerm.Token <= aTerm.Token {
 		t.Fatalf("b's token %d is not above a's %d", bTerm.Token, aTerm.Token)
 	}
-	c.checkTokens()
+	c.CheckTokens()
 }
 
 // outageWhileLeading breaks the server under a leader: the leader must stop
@@ -241,9 +116,9 @@ func TestElectorServerDownWhileLeading(t *testing.T) {
 	pg := testcluster.PackagePostgres(t)
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
 	st := newStore(t, pool)
-	cfg := fastConfig()
-	c := newElectors(t, st, cfg)
-	a, aTerm, b := c.leaderAndFollower()
+	cfg := testcluster.FastConfig()
+	c := newElectors(t, st)
+	aTerm := leaderAndFollower(t, c, st, cfg)
 
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
@@ -258,8 +133,8 @@ func TestElectorServerDownWhileLeading(t *testing.T) {
 	// down+RenewDeadline at the latest.
 	down := time.Now()
 	checked := make(chan bool, 1)
-	time.AfterFunc(cfg.RenewDeadline, func() { checked <- a.e.IsLeader() })
-	stopped := a.next(t, lead.Stopped, 10*cfg.RenewDeadline)
+	time.AfterFunc(cfg.RenewDeadline, func() { checked <- c.Elector("a").IsLeader() })
+	stopped := c.WaitStopped(10*cfg.RenewDeadline, "a")
 	if still := <-checked; still {
 		t.Fatalf("a still believed it led %v after the server went down", cfg.RenewDeadline)
 	}
@@ -269,11 +144,11 @@ func TestElectorServerDownWhileLeading(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	_, term := first(t, 10*cfg.LeaseDuration+10*time.Second, a, b)
+	term := c.WaitStarted(10*cfg.LeaseDuration+10*time.Second, "a", "b").Term
 	if term.Token <= aTerm.Token {
 		t.Fatalf("the term after the outage has token %d, not above %d", term.Token, aTerm.Token)
 	}
-	c.checkTokens()
+	c.CheckTokens()
 }
 
 // TestElectorTerminatedSessions ends every session of the database, the
@@ -284,13 +159,13 @@ func TestElectorServerDownWhileLeading(t *testing.T) {
 func TestElectorTerminatedSessions(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
 	st := newStore(t, pool)
-	cfg := fastConfig()
-	c := newElectors(t, st, cfg)
-	_, aTerm, _ := c.leaderAndFollower()
+	cfg := testcluster.FastConfig()
+	c := newElectors(t, st)
+	aTerm := leaderAndFollower(t, c, st, cfg)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	w, err := st.Watch(ctx, c.name)
+	w, err := st.Watch(ctx, c.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,5 +196,5 @@ func TestElectorTerminatedSessions(t *testing.T) {
 			t.Fatalf("after the termination %s holds with token %d, not above a's %d", last.Record.Holder, last.Record.Token, aTerm.Token)
 		}
 	}
-	c.checkTokens()
+	c.CheckTokens()
 }

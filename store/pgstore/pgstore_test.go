@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/pgstore"
@@ -46,16 +47,7 @@ func mustSwap(t *testing.T, st store.Store[storetest.Meta], name string, exp lea
 // nextEvent waits for an event on ch.
 func nextEvent(t *testing.T, ch <-chan store.Event[storetest.Meta]) store.Event[storetest.Meta] {
 	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("watch channel closed")
-		}
-		return ev
-	case <-time.After(storetest.WatchTimeout):
-		t.Fatalf("no event within %v", storetest.WatchTimeout)
-	}
-	panic("unreachable")
+	return testcluster.NextEvent(t, ch, storetest.WatchTimeout)
 }
 
 // eventAt waits for an event of revision rev (skipping older ones, which

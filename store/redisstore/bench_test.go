@@ -280,7 +280,7 @@ func benchHandover(b *testing.B, cfg lease.Config) {
 		cancel context.CancelFunc
 		done   <-chan struct{}
 	}
-	changes := make(chan change, 100)
+	changes := make(chan testcluster.Change, 100)
 	nodes := map[string]node{}
 	count := 0
 	startNode := func() {
@@ -291,7 +291,7 @@ func benchHandover(b *testing.B, cfg lease.Config) {
 			b.Fatal(err)
 		}
 		e, err := lead.New("job", st, lead.WithIdentity(id), lead.WithConfig(cfg), lead.WithLookupEnv(nil),
-			lead.WithObserver(func(ch lead.Change) { changes <- change{id, ch, time.Now()} }))
+			lead.WithObserver(func(ch lead.Change) { changes <- testcluster.Change{ID: id, Change: ch, At: time.Now()} }))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func benchHandover(b *testing.B, cfg lease.Config) {
 			}
 		}
 	}
-	nextStarted := func() change {
+	nextStarted := func() testcluster.Change {
 		for {
 			select {
 			case ch := <-changes:
@@ -343,13 +343,13 @@ func benchHandover(b *testing.B, cfg lease.Config) {
 		watching(3)
 		b.StartTimer()
 		stopAt := time.Now()
-		nodes[leader.id].cancel()
+		nodes[leader.ID].cancel()
 		next := nextStarted()
-		took := next.at.Sub(stopAt)
+		took := next.At.Sub(stopAt)
 		b.StopTimer()
 		total += took
-		<-nodes[leader.id].done
-		delete(nodes, leader.id)
+		<-nodes[leader.ID].done
+		delete(nodes, leader.ID)
 		startNode()
 		leader = next
 	}

@@ -63,18 +63,7 @@ func mustSwap(t *testing.T, st store.Store[meta], name string, expected lease.Re
 // nextEvent waits for the next event of ch.
 func nextEvent(t *testing.T, ch <-chan store.Event[meta]) store.Event[meta] {
 	t.Helper()
-	timer := time.NewTimer(eventTimeout)
-	defer timer.Stop()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("the watch channel closed")
-		}
-		return ev
-	case <-timer.C:
-		t.Fatalf("no watch event within %v", eventTimeout)
-	}
-	panic("unreachable")
+	return testcluster.NextEvent(t, ch, eventTimeout)
 }
 
 // waitRevision reads events from ch until one reaches revision rev, checking

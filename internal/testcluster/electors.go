@@ -1,0 +1,311 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// FastConfig is short timing, still valid, for elector tests on a real
+// server: a 1s lease, a 600ms renew deadline, 100ms retries, a 200ms
+// backend timeout.
+func FastConfig() lease.Config {
+	return lease.Config{
+		LeaseDuration:  time.Second,
+		RenewDeadline:  600 * time.Millisecond,
+		RetryInterval:  100 * time.Millisecond,
+		RetryJitter:    0.1,
+		BackendTimeout: 200 * time.Millisecond,
+		ErrorInterval:  time.Second,
+	}
+}
+
+// Change is a leadership change reported by one of an Electors' electors,
+// with when its observer received it.
+type Change struct {
+	ID string
+	lead.Change
+	At time.Time
+}
+
+// Electors runs the electors of one election for a backend test, each on a
+// store from NewStore (a store and client of its own, as separate processes
+// would have, or one shared store), and collects the changes they report.
+//
+// Start, Stop and the waits must be called from the test's goroutine.
+type Electors[M any] struct {
+	// BeforeRun, if set, is called with every new elector before its Run
+	// starts (to set its metadata, say).
+	BeforeRun func(e *lead.Elector[M])
+
+	tb       testing.TB
+	name     string
+	timeout  time.Duration
+	newStore func(tb testing.TB) store.Store[M]
+	changes  chan Change
+	pending  []Change // received by a wait for other electors' changes
+
+	mu     sync.Mutex
+	nodes  map[string]*electorRun[M]
+	tokens []fence.Token // of every Started, in the order received
+}
+
+type electorRun[M any] struct {
+	e      *lead.Elector[M]
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// NewElectors returns an empty set of electors of the election name, whose
+// stores newStore makes. timeout bounds Stop and NextLeader.
+func NewElectors[M any](tb testing.TB, name string, timeout time.Duration, newStore func(tb testing.TB) store.Store[M]) *Electors[M] {
+	return &Electors[M]{
+		tb: tb, name: name, timeout: timeout, newStore: newStore,
+		changes: make(chan Change, 1000), nodes: map[string]*electorRun[M]{},
+	}
+}
+
+// Name is the name of the election.
+func (c *Electors[M]) Name() string { return c.name }
+
+// Start starts an elector with identity id, timings cfg and opts (which
+// come after, and so win over, the ones Start sets), on a new store. It
+// replaces a stopped elector of the same identity. The elector stops when
+// the test ends, if not before.
+func (c *Electors[M]) Start(id string, cfg lease.Config, opts ...lead.Option) *lead.Elector[M] {
+	t := c.tb
+	t.Helper()
+	st := c.newStore(t)
+	opts = append([]lead.Option{
+		lead.WithIdentity(id),
+		lead.WithConfig(cfg),
+		lead.WithLookupEnv(nil),
+		lead.WithObserver(func(ch lead.Change) {
+			if ch.Kind == lead.Started {
+				c.mu.Lock()
+				c.tokens = append(c.tokens, ch.Term.Token)
+				c.mu.Unlock()
+			}
+			c.changes <- Change{id, ch, time.Now()}
+		}),
+	}, opts...)
+	e, err := lead.New(c.name, st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BeforeRun != nil {
+		c.BeforeRun(e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &electorRun[M]{e: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { n.done <- e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-e.Done() })
+	c.mu.Lock()
+	c.nodes[id] = n
+	c.mu.Unlock()
+	return e
+}
+
+// StartEach starts an elector of every identity in ids.
+func (c *Electors[M]) StartEach(ids []string, cfg lease.Config, opts ...lead.Option) {
+	c.tb.Helper()
+	for _, id := range ids {
+		c.Start(id, cfg, opts...)
+	}
+}
+
+// Elector returns the elector last started with identity id.
+func (c *Electors[M]) Elector(id string) *lead.Elector[M] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id].e
+}
+
+// IDs returns the identity of every elector started.
+func (c *Electors[M]) IDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for id := range c.nodes {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Leaders returns the electors that say they lead.
+func (c *Electors[M]) Leaders() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for id, n := range c.nodes {
+		if n.e.IsLeader() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Stop stops the elector id (releasing its lease unless it was started
+// with lead.WithReleaseOnStop(false), which makes this a crash to the
+// others) and waits for its Run to return nil.
+func (c *Electors[M]) Stop(id string) {
+	c.tb.Helper()
+	c.mu.Lock()
+	n := c.nodes[id]
+	c.mu.Unlock()
+	n.cancel()
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	select {
+	case err := <-n.done:
+		if err != nil {
+			c.tb.Fatalf("%s: Run = %v", id, err)
+		}
+	case <-timer.C:
+		c.tb.Fatalf("%s: Run did not return within %v of its context ending", id, c.timeout)
+	}
+}
+
+// Handover stops the leader id and returns the next Started change, with
+// the time from the stop to it.
+func (c *Electors[M]) Handover(id string) (Change, time.Duration) {
+	c.tb.Helper()
+	stopping := time.Now()
+	c.Stop(id)
+	next := c.NextLeader(id)
+	return next, next.At.Sub(stopping)
+}
+
+// Next returns the next change any elector reports within d; with d <= 0
+// it only takes one already reported.
+func (c *Electors[M]) Next(d time.Duration) (Change, bool) {
+	if len(c.pending) > 0 {
+		ch := c.pending[0]
+		c.pending = c.pending[1:]
+		return ch, true
+	}
+	if d <= 0 {
+		select {
+		case ch := <-c.changes:
+			return ch, true
+		default:
+			return Change{}, false
+		}
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case ch := <-c.changes:
+		return ch, true
+	case <-timer.C:
+		return Change{}, false
+	}
+}
+
+// NextLeader waits for the next Started change, failing on any Stopped one
+// unless from one of allowStopped.
+func (c *Electors[M]) NextLeader(allowStopped ...string) Change {
+	c.tb.Helper()
+	for {
+		ch, ok := c.Next(c.timeout)
+		if !ok {
+			c.tb.Fatalf("nobody started leading within %v", c.timeout)
+		}
+		if ch.Kind == lead.Started {
+			return ch
+		}
+		if !slices.Contains(allowStopped, ch.ID) {
+			c.tb.Fatalf("%s stopped leading (token %d): %v", ch.ID, ch.Term.Token, ch.Reason)
+		}
+	}
+}
+
+// WaitStarted waits up to within for the next Started change of one of ids
+// (of anyone if none), skipping their other changes; the changes of other
+// electors are kept for later waits.
+func (c *Electors[M]) WaitStarted(within time.Duration, ids ...string) Change {
+	c.tb.Helper()
+	return c.wait(lead.Started, within, ids)
+}
+
+// WaitStopped is WaitStarted for a Stopped change.
+func (c *Electors[M]) WaitStopped(within time.Duration, ids ...string) Change {
+	c.tb.Helper()
+	return c.wait(lead.Stopped, within, ids)
+}
+
+func (c *Electors[M]) wait(kind lead.ChangeKind, within time.Duration, ids []string) Change {
+	c.tb.Helper()
+	ours := func(ch Change) bool { return len(ids) == 0 || slices.Contains(ids, ch.ID) }
+	// Changes received before, by waits for other electors.
+	for i := 0; i < len(c.pending); {
+		ch := c.pending[i]
+		if !ours(ch) {
+			i++
+			continue
+		}
+		c.pending = slices.Delete(c.pending, i, i+1)
+		if ch.Kind == kind {
+			return ch
+		}
+	}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		select {
+		case ch := <-c.changes:
+			switch {
+			case !ours(ch):
+				c.pending = append(c.pending, ch)
+			case ch.Kind == kind:
+				return ch
+			}
+		case <-timer.C:
+			who := "nobody"
+			if len(ids) > 0 {
+				who = fmt.Sprint(ids)
+			}
+			c.tb.Fatalf("%s: no %v change within %v", who, kind, within)
+			return Change{}
+		}
+	}
+}
+
+// CheckTokens checks that the token of every term started grew strictly
+// over the one of the term received before it.
+func (c *Electors[M]) CheckTokens() {
+	c.tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 1; i < len(c.tokens); i++ {
+		if c.tokens[i] <= c.tokens[i-1] {
+			c.tb.Errorf("term %d has token %d, not above the %d of the term before (all: %v)", i, c.tokens[i], c.tokens[i-1], c.tokens)
+		}
+	}
+}
+
+// NextEvent returns the next event of the watch channel ch, which must come
+// within d.
+func NextEvent[M any](tb testing.TB, ch <-chan store.Event[M], d time.Duration) store.Event[M] {
+	tb.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			tb.Fatal("the watch channel was closed")
+		}
+		return ev
+	case <-timer.C:
+		tb.Fatalf("no watch event within %v", d)
+	}
+	panic("unreachable")
+}
