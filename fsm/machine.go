@@ -160,6 +160,12 @@ func (m *Machine) Step(ev Event) []Action {
 	if ev.Now > m.now {
 		m.now = ev.Now
 	}
+	if m.state == Leader && m.now >= m.leaderUntil {
+		// The deadline passed before this event was handled: the term has
+		// ended, whatever the event says (a renewal reply arriving now must
+		// not revive it).
+		m.stepDown(ReasonDeadline, Expiring)
+	}
 	switch ev.Kind {
 	case Tick:
 	case ReadDone:

@@ -248,6 +248,10 @@ func TestTransitions(t *testing.T) {
 			{failed(4 * s), nil, Leader},
 			{tick(10*s + 1*ms + ns), []Action{stopped(5, ReasonDeadline), release(11, released(5, 3))}, Expiring},
 		})},
+		{"a renewal reply handled after the deadline does not revive the term", false, false, join(leaderAt(), []step{
+			{tick(9*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{done(10*s+1*ms, me(5, 3), 12), []Action{stopped(5, ReasonDeadline), release(12, released(5, 3))}, Expiring},
+		})},
 		{"leader conflict steps down at once", false, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
 			{conflict(2*s+2*ms, other(6, 4), 13), []Action{stopped(5, ReasonLost)}, Follower},

@@ -61,6 +61,8 @@ func WithReleaseOnStop(release bool) Option {
 // WithObserver registers f to be told of every leadership change. Calls are
 // made one at a time, in order, on a goroutine of their own, so a slow f
 // never delays renewals: every Stopped follows the Started of the same term.
+// Run delivers every change before it returns, so f must not wait for Run
+// to return (Done) or for a term (Lead): that would deadlock.
 func WithObserver(f func(Change)) Option {
 	return func(o *options) { o.observers = append(o.observers, f) }
 }

@@ -277,7 +277,8 @@ func (r *runner[M]) handleResult(res result[M]) {
 			r.fatal = fmt.Errorf("lead: %s of %q refused by the store: %w", r.swapKind, e.name, res.err)
 		}
 	}
-	if res.err == nil {
+	if ev.Err == nil || ev.Kind == fsm.SwapConflict {
+		// The store answered (a record, its absence, or a conflict).
 		e.mu.Lock()
 		e.lastErr = nil
 		e.mu.Unlock()
@@ -422,7 +423,7 @@ func (r *runner[M]) refreshTerm() {
 	until := r.m.LeaderUntil()
 	e.mu.Lock()
 	t := e.term
-	moved := t != nil && t.until != until
+	moved := t != nil && t.until != until && t.ctx.Err() == nil
 	if moved {
 		t.until, t.confirmed = until, r.m.LastConfirmed()
 	}

@@ -56,7 +56,7 @@ func New(opts ...Option) *Collectors {
 			Name: "tenure_last_renewal_timestamp_seconds", Help: "Unix time when the last successful acquire or renewal returned.",
 		}, name),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_store_errors_total", Help: "Store operations that failed or timed out (conflicts excluded).",
+			Name: "tenure_store_errors_total", Help: "Store operations that failed or timed out (conflicts and missing records excluded).",
 		}, []string{"name", "op"}),
 	}
 	for _, o := range opts {
@@ -105,7 +105,8 @@ func (c *Collectors) Observe(ch lead.Change) {
 
 // StoreOp records one store operation. It implements lead.Instruments.
 func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
-	failed := err != nil && !errors.Is(err, store.ErrConflict)
+	// A conflict or a missing record is an answer, not a failure.
+	failed := err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound)
 	if op == lead.OpRenew {
 		c.renewLatency.WithLabelValues(name).Observe(took.Seconds())
 		if failed {

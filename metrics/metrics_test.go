@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,4 +109,24 @@ tenure_renewal_failures_total{name="job"} 3
 
 func seconds(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'e', -1, 64)
+}
+
+// A missing record or a conflict is the store's answer, not a failure.
+func TestAnswersAreNotErrors(t *testing.T) {
+	m := metrics.New()
+	m.StoreOp("job", lead.OpRead, time.Millisecond, fmt.Errorf("get: %w", store.ErrNotFound))
+	m.StoreOp("job", lead.OpAcquire, time.Millisecond, fmt.Errorf("cas: %w", store.ErrConflict))
+	m.StoreOp("job", lead.OpRenew, time.Millisecond, fmt.Errorf("cas: %w", store.ErrConflict))
+	if n := testutil.CollectAndCount(m, "tenure_store_errors_total", "tenure_renewal_failures_total"); n != 0 {
+		t.Fatalf("%d error series after answers, want 0", n)
+	}
+	m.StoreOp("job", lead.OpRead, time.Millisecond, errors.New("connection refused"))
+	want := `
+# HELP tenure_store_errors_total Store operations that failed or timed out (conflicts and missing records excluded).
+# TYPE tenure_store_errors_total counter
+tenure_store_errors_total{name="job",op="read"} 1
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "tenure_store_errors_total"); err != nil {
+		t.Fatal(err)
+	}
 }

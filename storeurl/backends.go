@@ -38,7 +38,7 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	if v := q.Get("may_lose_records"); v != "" {
 		may, err := strconv.ParseBool(v)
 		if err != nil {
-			return Store[M]{}, fmt.Errorf("%w: may_lose_records=%q in %s is not a boolean", ErrBadURL, v, u.Redacted())
+			return Store[M]{}, fmt.Errorf("%w: may_lose_records=%q in %s is not a boolean", ErrBadURL, v, redacted(u))
 		}
 		opts = append(opts, redisstore.WithMayLoseRecords(may))
 	}
@@ -48,7 +48,7 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	clean.RawQuery = q.Encode()
 	ropts, err := redis.ParseURL(clean.String())
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("%w: %s: %w", ErrBadURL, u.Redacted(), err)
+		return Store[M]{}, fmt.Errorf("%w: %s: %w", ErrBadURL, redacted(u), err)
 	}
 	client := redis.NewClient(ropts)
 	st, err := redisstore.New[M](client, opts...)
@@ -58,7 +58,7 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		return Store[M]{}, fmt.Errorf("storeurl: cannot reach Redis at %s: %w", u.Redacted(), err)
+		return Store[M]{}, fmt.Errorf("storeurl: cannot reach Redis at %s: %w", redacted(u), err)
 	}
 	return Store[M]{Store: st, Close: client.Close}, nil
 }
@@ -77,15 +77,15 @@ func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	clean.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(clean.String())
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL", ErrBadURL, u.Redacted())
+		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL", ErrBadURL, redacted(u))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("storeurl: cannot open PostgreSQL at %s: %w", u.Redacted(), err)
+		return Store[M]{}, fmt.Errorf("storeurl: cannot open PostgreSQL at %s: %w", redacted(u), err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return Store[M]{}, fmt.Errorf("storeurl: cannot reach PostgreSQL at %s: %w", u.Redacted(), err)
+		return Store[M]{}, fmt.Errorf("storeurl: cannot reach PostgreSQL at %s: %w", redacted(u), err)
 	}
 	st, err := pgstore.New[M](pool, opts...)
 	if err != nil {

@@ -28,7 +28,7 @@ func openKube[M any](scheme string) (func(context.Context, *url.URL) (Store[M], 
 func openKubernetes[M any](_ context.Context, u *url.URL) (Store[M], error) {
 	ns := u.Host
 	if ns == "" || strings.Trim(u.Path, "/") != "" {
-		return Store[M]{}, fmt.Errorf("%w: %s: want kubernetes://NAMESPACE", ErrBadURL, u.Redacted())
+		return Store[M]{}, fmt.Errorf("%w: %s: want kubernetes://NAMESPACE", ErrBadURL, redacted(u))
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {

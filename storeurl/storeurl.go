@@ -45,7 +45,7 @@ func Open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 	case "memory", "mem":
 		return openMemory[M](o, u)
 	case "":
-		return Store[M]{}, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, postgres:// or kubernetes://)", ErrBadURL, u.Redacted())
+		return Store[M]{}, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, postgres:// or kubernetes://)", ErrBadURL, redacted(u))
 	}
 	if open, ok := backend[M](u.Scheme); ok {
 		st, err := open(ctx, u)
@@ -54,7 +54,7 @@ func Open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 		}
 		return st, nil
 	}
-	return Store[M]{}, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, u.Redacted())
+	return Store[M]{}, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, redacted(u))
 }
 
 func openMemory[M any](o *Opener, u *url.URL) (Store[M], error) {
@@ -76,29 +76,73 @@ func openMemory[M any](o *Opener, u *url.URL) (Store[M], error) {
 	return Store[M]{Store: ms, Close: func() error { return nil }}, nil
 }
 
-// redactErr removes the URL's password from err's text, whatever library
-// produced it.
-func redactErr(err error, u *url.URL) error {
-	pw, ok := u.User.Password()
-	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
+// secretParams are query parameters that carry credentials (libpq and pgx
+// accept them).
+var secretParams = []string{"password", "sslpassword"}
+
+// redacted returns u as text with every credential replaced by "xxxxx": the
+// userinfo password and the secret query parameters.
+func redacted(u *url.URL) string {
+	c := *u
+	if q := c.Query(); len(q) > 0 {
+		for _, k := range secretParams {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+			}
+		}
+		c.RawQuery = q.Encode()
 	}
-	return &redacted{err: err, msg: strings.ReplaceAll(err.Error(), pw, "xxxxx")}
+	return c.Redacted()
 }
 
-type redacted struct {
+// secrets returns the credentials in u, longest first.
+func secrets(u *url.URL) []string {
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw)
+	}
+	q := u.Query()
+	for _, k := range secretParams {
+		if v := q.Get(k); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// redactErr removes the URL's credentials from err's text, whatever
+// library produced it.
+func redactErr(err error, u *url.URL) error {
+	msg := err.Error()
+	changed := false
+	for _, s := range secrets(u) {
+		if strings.Contains(msg, s) {
+			msg, changed = strings.ReplaceAll(msg, s, "xxxxx"), true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &redactedErr{err: err, msg: msg}
+}
+
+type redactedErr struct {
 	err error
 	msg string
 }
 
-func (r *redacted) Error() string { return r.msg }
-func (r *redacted) Unwrap() error { return r.err }
+func (r *redactedErr) Error() string { return r.msg }
+func (r *redactedErr) Unwrap() error { return r.err }
 
-// scrub hides what looks like credentials in a URL that did not parse.
+// scrub hides what may be credentials in a URL that did not parse: the
+// userinfo and the whole query.
 func scrub(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return "the URL"
+	}
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		rest = rest[:q] + "?…"
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		rest = "xxxxx@" + rest[at+1:]

@@ -77,7 +77,14 @@ func TestBadURLs(t *testing.T) {
 }
 
 func TestUnreachableServerErrorHidesPassword(t *testing.T) {
-	for _, u := range []string{"redis://user:s3cret@127.0.0.1:1/0", "postgres://user:s3cret@127.0.0.1:1/db?connect_timeout=2"} {
+	for _, u := range []string{
+		"redis://user:s3cret@127.0.0.1:1/0",
+		"postgres://user:s3cret@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://app@127.0.0.1:1/db?password=s3cret&connect_timeout=2",
+		"postgres://app@127.0.0.1:1/db?sslpassword=s3cret&connect_timeout=2",
+		"postgres://app@%zz/db?password=s3cret",
+		"redis://127.0.0.1:1/0?password=s3cret",
+	} {
 		_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, u)
 		if err == nil || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Open(%s) = %v; want an error without the password", u, err)

@@ -214,6 +214,11 @@ func TestRunExitsWithChildStatus(t *testing.T) {
 	if code != 4 {
 		t.Fatalf("exit %d, want 4:\n%s", code, out.String())
 	}
+	// fastEnv leaves 500ms between RenewDeadline and LeaseDuration, less
+	// than the default 3s grace: tenure run says so.
+	if !strings.Contains(out.String(), "warning: --grace 3s is not below LeaseDuration - RenewDeadline (500ms)") {
+		t.Errorf("no grace warning:\n%s", out.String())
+	}
 	r.next(t, time.Second)
 }
 

@@ -28,10 +28,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
 	identity := fs.String("identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
 	repeat := fs.Bool("repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
-	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	grace := fs.Duration("grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
 	verbose := fs.Bool("v", false, "log the election's progress to stderr")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure run --store URL [--identity ID] [--repeat] [--grace 10s] NAME -- COMMAND [ARGS...]
+		fmt.Fprint(stderr, `usage: tenure run --store URL [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
 
 Takes part in the election NAME and runs COMMAND only while this process
 leads. The command gets TENURE_TOKEN (the term's fencing token), TENURE_NAME
@@ -47,7 +47,7 @@ environment variables (see docs/guide.md).
 
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
-  tenure run --store postgres://app@db/app --repeat --grace 30s compactor -- ./compact --all
+  tenure run --store postgres://app@db/app --repeat --grace 4s compactor -- ./compact --all
 
 Flags:
 `)
@@ -81,6 +81,10 @@ Flags:
 	e, err := lead.New(name, st.Store, opts...)
 	if err != nil {
 		return err
+	}
+	if cfg := e.Config(); *grace >= cfg.LeaseDuration-cfg.RenewDeadline {
+		fmt.Fprintf(stderr, "tenure run: warning: --grace %v is not below LeaseDuration - RenewDeadline (%v): a command slow to stop may still run when the next leader starts its own\n",
+			*grace, cfg.LeaseDuration-cfg.RenewDeadline)
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runErr := make(chan error, 1)
