@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tenure-go/tenure/store/internal/latest"
 	"math"
 	"sync"
 
@@ -63,11 +64,8 @@ type slot struct {
 }
 
 // sub is one watcher. pending and dirty are guarded by Store.mu.
-type sub struct {
-	notify  chan struct{} // capacity 1: pending has changed
-	pending *entry        // the latest state not yet taken (nil: absent)
-	dirty   bool          // pending holds a state not yet taken
-}
+// sub is one watcher: the latest state (nil: absent) not yet sent to it.
+type sub = latest.Box[*entry]
 
 // New returns an empty Store. Metadata is encoded with [store.JSONCodec]
 // unless an option says otherwise.
@@ -268,7 +266,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	if err := check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
-	w := &sub{notify: make(chan struct{}, 1)}
+	w := latest.New[*entry]()
 	s.mu.Lock()
 	sl := s.names[name]
 	if sl == nil {
@@ -279,60 +277,26 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 		sl.subs = make(map[*sub]struct{})
 	}
 	sl.subs[w] = struct{}{}
-	w.offer(sl.cur)
+	w.Offer(sl.cur)
 	s.mu.Unlock()
 	out := make(chan store.Event[M])
 	go s.serve(ctx, name, w, out)
 	return out, nil
 }
 
-// serve feeds one watcher's channel until ctx ends. While the receiver is
-// not ready, a newer state replaces the one waiting to be sent.
+// serve feeds one watcher's channel until ctx ends, decoding each state
+// as it is sent.
 func (s *Store[M]) serve(ctx context.Context, name string, w *sub, out chan<- store.Event[M]) {
-	defer close(out)
 	defer s.unwatch(name, w)
-	var (
-		ev   store.Event[M]
-		send chan<- store.Event[M] // nil while there is nothing to send
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.notify:
-			if e, ok := s.take(w); ok {
-				ev, send = s.event(name, e), out
-			}
-		case send <- ev:
-			send = nil
-		}
-	}
+	latest.Serve(ctx, w, out, func(e *entry) store.Event[M] { return s.event(name, e) })
 }
 
 // publish offers e, the new state of the slot's name, to every watcher.
 // Store.mu is held.
 func (sl *slot) publish(e *entry) {
 	for w := range sl.subs {
-		w.offer(e)
+		w.Offer(e)
 	}
-}
-
-// offer makes e the state w sends next. Store.mu is held.
-func (w *sub) offer(e *entry) {
-	w.pending, w.dirty = e, true
-	select {
-	case w.notify <- struct{}{}:
-	default: // a wake-up is already waiting; it will find e
-	}
-}
-
-// take returns the state offered to w since the last take, if any.
-func (s *Store[M]) take(w *sub) (*entry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := w.pending, w.dirty
-	w.pending, w.dirty = nil, false
-	return e, ok
 }
 
 // unwatch forgets w, and the slot of name when nothing else needs it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/latest"
 )
 
 // Watch delivers the current state of name first (an Absent event when there
@@ -45,7 +46,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 		s:       s,
 		name:    name,
 		channel: s.channel(name),
-		notify:  make(chan struct{}, 1),
+		box:     latest.New[store.Event[M]](),
 		out:     make(chan store.Event[M]),
 	}
 	ps, err := w.subscribe(ctx)
@@ -95,14 +96,12 @@ type watch[M any] struct {
 	s       *Store[M]
 	name    string
 	channel string
-	notify  chan struct{} // capacity 1: a state was offered
+	box     *latest.Box[store.Event[M]] // the state to deliver next
 	out     chan store.Event[M]
 
 	mu       sync.Mutex
-	ps       *redis.PubSub // the current subscription, closed by serve at the end
-	closed   bool          // serve has ended: no new subscription may start
-	pending  store.Event[M]
-	dirty    bool           // pending is not taken yet
+	ps       *redis.PubSub  // the current subscription, closed by serve at the end
+	closed   bool           // serve has ended: no new subscription may start
 	last     int            // the kind of state offered last
 	lastRev  lease.Revision // the highest revision offered
 	lastErrS string         // the text of the error offered last
@@ -130,44 +129,15 @@ func (w *watch[M]) offer(ev store.Event[M]) {
 		}
 		w.last, w.lastRev = offeredRecord, ev.Revision
 	}
-	w.pending, w.dirty = ev, true
-	select {
-	case w.notify <- struct{}{}:
-	default: // a wake-up is already waiting; it will find ev
-	}
-}
-
-// take returns the state offered since the last take, if any.
-func (w *watch[M]) take() (store.Event[M], bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ev, ok := w.pending, w.dirty
-	w.pending, w.dirty = store.Event[M]{}, false
-	return ev, ok
+	w.box.Offer(ev)
 }
 
 // serve feeds the channel until ctx ends, then closes the subscription and
 // the channel. While the receiver is not ready, a newer state replaces the
 // one waiting to be sent.
 func (w *watch[M]) serve(ctx context.Context) {
-	defer close(w.out)
 	defer w.shutdown()
-	var (
-		ev   store.Event[M]
-		send chan<- store.Event[M] // nil while there is nothing to send
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.notify:
-			if e, ok := w.take(); ok {
-				ev, send = e, w.out
-			}
-		case send <- ev:
-			send = nil
-		}
-	}
+	latest.Serve(ctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
 }
 
 // shutdown closes the current subscription, which ends a blocked receive,
