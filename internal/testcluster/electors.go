@@ -309,3 +309,41 @@ func NextEvent[M any](tb testing.TB, ch <-chan store.Event[M], d time.Duration) 
 	}
 	panic("unreachable")
 }
+
+// LeaderOutage runs the first half of a server-outage test: once a leader
+// has renewed a few times, kill takes the server away; the leader must step
+// down within cfg.RenewDeadline of the kill (its last successful renewal
+// was sent before it; 100ms are allowed for the observer), and nobody may
+// lead for the two lease durations that follow. It returns the Started
+// change of the leader that stepped down; bringing the server back is the
+// caller's.
+func (c *Electors[M]) LeaderOutage(cfg lease.Config, what string, kill func() error) Change {
+	c.tb.Helper()
+	first := c.NextLeader()
+	renewals := time.NewTimer(3 * cfg.RetryInterval)
+	<-renewals.C
+	if err := kill(); err != nil {
+		c.tb.Fatal(err)
+	}
+	killed := time.Now()
+
+	ch, ok := c.Next(cfg.RenewDeadline + time.Second)
+	if !ok || ch.Kind != lead.Stopped || ch.ID != first.ID {
+		c.tb.Fatalf("after the kill: %+v, %v; want %s to stop leading", ch, ok, first.ID)
+	}
+	took := ch.At.Sub(killed)
+	c.tb.Logf("leader stepped down %v after the %s was killed", took, what)
+	if took > cfg.RenewDeadline+100*time.Millisecond {
+		c.tb.Fatalf("the leader stepped down %v after the kill, later than RenewDeadline (%v)", took, cfg.RenewDeadline)
+	}
+	if ids := c.Leaders(); len(ids) != 0 {
+		c.tb.Fatalf("%v lead with the server gone", ids)
+	}
+	if ch, ok := c.Next(2 * cfg.LeaseDuration); ok {
+		c.tb.Fatalf("with the server gone: %+v", ch)
+	}
+	if ids := c.Leaders(); len(ids) != 0 {
+		c.tb.Fatalf("%v lead with the server gone", ids)
+	}
+	return first
+}

@@ -102,38 +102,7 @@ func TestElectorAPIServerRestart(t *testing.T) {
 	k := testcluster.NewKube(t, testcluster.KubeOptions{})
 	c := newCluster(t, k, k.Namespace(t, "restart"))
 	c.StartEach(pods, cfg)
-	first := c.NextLeader()
-	// Let a few renewals pass.
-	renewals := time.NewTimer(3 * cfg.RetryInterval)
-	<-renewals.C
-	if err := k.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-
-	// The leader's belief ends RenewDeadline after its last successful
-	// renewal was sent, which was before the kill; the observer may add a
-	// little scheduling delay.
-	ch, ok := c.Next(cfg.RenewDeadline + time.Second)
-	if !ok || ch.Kind != lead.Stopped || ch.ID != first.ID {
-		t.Fatalf("after the kill: %+v, %v; want %s to stop leading", ch, ok, first.ID)
-	}
-	took := ch.At.Sub(killed)
-	t.Logf("leader stepped down %v after the API server was killed", took)
-	if took > cfg.RenewDeadline+100*time.Millisecond {
-		t.Fatalf("the leader stepped down %v after the kill, later than RenewDeadline (%v)", took, cfg.RenewDeadline)
-	}
-	if ids := c.Leaders(); len(ids) != 0 {
-		t.Fatalf("%v lead with the server gone", ids)
-	}
-
-	// The outage: two lease durations without a server. Nobody may start.
-	if ch, ok := c.Next(2 * cfg.LeaseDuration); ok {
-		t.Fatalf("with the server gone: %+v", ch)
-	}
-	if ids := c.Leaders(); len(ids) != 0 {
-		t.Fatalf("%v lead with the server gone", ids)
-	}
+	first := c.LeaderOutage(cfg, "API server", k.Kill)
 
 	starting := time.Now()
 	if err := k.Start(); err != nil {
