@@ -99,32 +99,47 @@ func printRecord(w io.Writer, format, name string, rec lease.Record[rawMeta], re
 	return err
 }
 
-// parseNameArgs parses flags and the one NAME argument.
-func parseNameArgs(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		return "", err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", fs.NArg())
-	}
-	return fs.Arg(0), nil
+// storeFlags is the flag set of the commands that read one election's
+// record (get, watch): --store, -o, and the one NAME argument.
+type storeFlags struct {
+	*flag.FlagSet
+	url, format *string
 }
 
-func checkFormat(f string) error {
-	if f != "text" && f != "json" {
-		return fmt.Errorf("-o is %q, want text or json", f)
+// newStoreFlags returns the flag set of command, whose usage is usage
+// followed by the flags; formatHelp describes -o.
+func newStoreFlags(command, usage, formatHelp string, stderr io.Writer) storeFlags {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := storeFlags{
+		FlagSet: fs,
+		url:     fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)"),
+		format:  fs.String("o", "text", formatHelp),
 	}
-	return nil
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return f
+}
+
+// parse parses args and returns the election NAME.
+func (f storeFlags) parse(args []string) (string, error) {
+	if err := f.Parse(args); err != nil {
+		return "", err
+	}
+	if f.NArg() != 1 {
+		f.Usage()
+		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", f.NArg())
+	}
+	if *f.format != "text" && *f.format != "json" {
+		return "", fmt.Errorf("-o is %q, want text or json", *f.format)
+	}
+	return f.Arg(0), nil
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("get", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
-	format := fs.String("o", "text", "output format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure get --store URL [-o json] NAME
+	fs := newStoreFlags("get", `usage: tenure get --store URL [-o json] NAME
 
 Prints the lease record of the election NAME: holder, fencing token, when
 the term was acquired and last renewed, the lease duration, the number of
@@ -135,17 +150,12 @@ Examples:
   tenure get --store postgres://app@db/app -o json nightly-report | jq .holder
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	name, err := parseNameArgs(fs, args)
+`, "output format: text or json", stderr)
+	name, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
-		return err
-	}
-	st, err := openStore(ctx, *url)
+	st, err := openStore(ctx, *fs.url)
 	if err != nil {
 		return err
 	}
@@ -157,17 +167,11 @@ Flags:
 	if err != nil {
 		return err
 	}
-	return printRecord(stdout, *format, name, rec, rev)
+	return printRecord(stdout, *fs.format, name, rec, rev)
 }
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
-	format := fs.String("o", "text", "output format: text (one line per change) or json (one object per line)")
-	interval := fs.Duration("interval", time.Second, "poll interval for stores that cannot watch")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure watch --store URL [-o json] NAME
+	fs := newStoreFlags("watch", `usage: tenure watch --store URL [-o json] NAME
 
 Prints one line per change of the lease record of NAME (every renewal
 included) until interrupted. Stores that push changes are watched; others
@@ -178,20 +182,16 @@ Examples:
   tenure watch --store postgres://app@db/app -o json nightly-report
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	name, err := parseNameArgs(fs, args)
+`, "output format: text (one line per change) or json (one object per line)", stderr)
+	interval := fs.Duration("interval", time.Second, "poll interval for stores that cannot watch")
+	name, err := fs.parse(args)
 	if err != nil {
-		return err
-	}
-	if err := checkFormat(*format); err != nil {
 		return err
 	}
 	if *interval <= 0 {
 		return fmt.Errorf("-interval is %v, must be > 0", *interval)
 	}
-	st, err := openStore(ctx, *url)
+	st, err := openStore(ctx, *fs.url)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ Flags:
 		case ev.Absent:
 			_, err := fmt.Fprintf(stdout, "%s  no record\n", name)
 			return err
-		case *format == "json":
+		case *fs.format == "json":
 			return printRecord(stdout, "json", name, ev.Record, ev.Revision)
 		}
 		r := ev.Record
