@@ -3,7 +3,6 @@ package storeurl_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,11 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testcluster.StopPackageRedis()
-	testcluster.StopPackagePostgres()
-	testcluster.StopPackageKube()
-	os.Exit(code)
+	testcluster.Main(m)
 }
 
 type meta struct{ N int }

@@ -30,10 +30,7 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("TENURE_TEST_CHILD"); sock != "" {
 		os.Exit(child(sock))
 	}
-	code := m.Run()
-	testcluster.StopPackageRedis()
-	testcluster.StopPackagePostgres()
-	os.Exit(code)
+	testcluster.Main(m)
 }
 
 func child(sock string) int {

@@ -21,9 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testcluster.StopPackagePostgres()
-	os.Exit(code)
+	testcluster.Main(m)
 }
 
 func newPool(t *testing.T) *pgxpool.Pool {

@@ -60,3 +60,14 @@ func (sh *shared[S]) stop() {
 	var none S
 	sh.s, sh.up, sh.err = none, false, nil
 }
+
+// Main runs a test binary's tests, stops every shared server they started,
+// and exits with their status: the whole TestMain of a package whose tests
+// use PackageRedis, PackagePostgres or PackageKube.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopPackageRedis()
+	StopPackagePostgres()
+	StopPackageKube()
+	os.Exit(code)
+}

@@ -25,9 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TENURE_KUBE_LOG") == "" {
 		klog.SetLogger(logr.Discard())
 	}
-	code := m.Run()
-	testcluster.StopPackageKube()
-	os.Exit(code)
+	testcluster.Main(m)
 }
 
 // eventTimeout bounds every wait for something that must happen.

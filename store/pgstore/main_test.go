@@ -16,9 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testcluster.StopPackagePostgres()
-	os.Exit(code)
+	testcluster.Main(m)
 }
 
 // newPool returns a pool on the package's private cluster, closed when the

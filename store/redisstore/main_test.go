@@ -20,7 +20,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TENURE_REDIS_LOG") == "" {
 		redis.SetLogger(quiet{})
 	}
-	code := m.Run()
-	testcluster.StopPackageRedis()
-	os.Exit(code)
+	testcluster.Main(m)
 }
