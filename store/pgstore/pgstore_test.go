@@ -308,46 +308,9 @@ func TestRaces(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	type result struct {
-		rec lease.Record[storetest.Meta]
-		rev lease.Revision
-		err error
-	}
 	race := func(name string, exp lease.Revision, token uint64) (lease.Record[storetest.Meta], lease.Revision) {
-		var results [16]result
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range results {
-			wg.Go(func() {
-				<-start
-				r, rev, err := st.CompareAndSwap(ctx, name, exp, rec(fmt.Sprint("racer-", i), token))
-				results[i] = result{r, rev, err}
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for i, r := range results {
-			switch {
-			case r.err == nil && winner >= 0:
-				t.Fatalf("%s from %d: racers %d and %d both won", name, exp, winner, i)
-			case r.err == nil:
-				winner = i
-			case !errors.Is(r.err, store.ErrConflict):
-				t.Fatalf("%s from %d: racer %d: %v", name, exp, i, r.err)
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("%s from %d: nobody won", name, exp)
-		}
-		w := results[winner]
-		for i, r := range results {
-			if i != winner && (r.rev != w.rev || r.rec.Holder != w.rec.Holder || r.rec.Token != w.rec.Token) {
-				t.Fatalf("%s from %d: loser %d saw %q/%d at %d, the winner wrote %q/%d at %d",
-					name, exp, i, r.rec.Holder, r.rec.Token, r.rev, w.rec.Holder, w.rec.Token, w.rev)
-			}
-		}
-		return w.rec, w.rev
+		t.Helper()
+		return storetest.Race(t, ctx, st, name, exp, token)
 	}
 	for round := range rounds {
 		name := fmt.Sprint("race-", round)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
@@ -59,7 +60,7 @@ func testConcurrentSwaps(e *env) {
 // race makes racers goroutines swap name from revision expected at once, each
 // as its own holder, and checks that exactly one wins and that every loser
 // learns the winner.
-func (e *env) race(name string, expected lease.Revision, token uint64) {
+func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
 	e.t.Helper()
 	type result struct {
 		rec lease.Record[Meta]
@@ -102,6 +103,18 @@ func (e *env) race(name string, expected lease.Revision, token uint64) {
 		}
 	}
 	e.stored(name, won.rec, won.rev)
+	return won.rec, won.rev
+}
+
+// Race has 16 goroutines swap name from expected at once, each as its
+// own holder with token, and checks what the ConcurrentSwaps check of Run
+// checks: exactly one wins, every loser gets ErrConflict with the winner's
+// record and revision, and the store holds the winner's write. It returns
+// that record and revision. A store uses it to stress its own races, on
+// many connections, say.
+func Race(t *testing.T, ctx context.Context, st store.Store[Meta], name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
+	t.Helper()
+	return (&env{t: t, ctx: ctx, st: st}).race(name, expected, token)
 }
 
 func testRevisionsIncrease(e *env) {
