@@ -347,3 +347,49 @@ func (c *Electors[M]) LeaderOutage(cfg lease.Config, what string, kill func() er
 	}
 	return first
 }
+
+// ReleaseHandover stops the current leader, which releases the lease, and
+// checks that another elector then leads with a larger token in less than
+// within, and that its record names it with Transitions above zero. It
+// returns the successor's Started change.
+func (c *Electors[M]) ReleaseHandover(within time.Duration) Change {
+	c.tb.Helper()
+	first := c.NextLeader()
+	second, took := c.Handover(first.ID)
+	c.tb.Logf("handover from stop to successor leading: %v", took)
+	if second.ID == first.ID {
+		c.tb.Fatalf("%s led again after it stopped", first.ID)
+	}
+	if second.Term.Token <= first.Term.Token {
+		c.tb.Fatalf("token went from %d to %d", first.Term.Token, second.Term.Token)
+	}
+	if took >= within {
+		c.tb.Fatalf("handover took %v, not less than %v: the successor did not learn of the release at once", took, within)
+	}
+	if rec, _ := c.Elector(second.ID).Record(); rec.Holder != second.ID || rec.Transitions == 0 {
+		c.tb.Fatalf("record after handover: %+v", rec)
+	}
+	return second
+}
+
+// CrashFailover stops the current leader of electors started with
+// lead.WithReleaseOnStop(false), as a crash, and checks that another leads
+// with a larger token once the lease has run out: no sooner than
+// LeaseDuration after the last renewal (which followers saw at most one
+// retry interval before the crash), and no later than 3s after that.
+func (c *Electors[M]) CrashFailover(cfg lease.Config) Change {
+	c.tb.Helper()
+	first := c.NextLeader()
+	second, took := c.Handover(first.ID) // no release: a crash
+	c.tb.Logf("failover after crash: %v (lease %v)", took, cfg.LeaseDuration)
+	if second.Term.Token <= first.Term.Token {
+		c.tb.Fatalf("token went from %d to %d", first.Term.Token, second.Term.Token)
+	}
+	if lo := cfg.LeaseDuration - cfg.MaxRetryInterval(); took < lo {
+		c.tb.Fatalf("failover after %v, before the lease could have expired (%v)", took, lo)
+	}
+	if hi := cfg.LeaseDuration + 3*time.Second; took > hi {
+		c.tb.Fatalf("failover took %v, more than %v", took, hi)
+	}
+	return second
+}
