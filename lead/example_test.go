@@ -57,9 +57,10 @@ func ExampleElector_Record() {
 func ExampleEvery() {
 	st := memstore.New[struct{}]()
 	e, _ := lead.New("reminders", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	go e.Run(ctx)
+	runCtx, stopRun := context.WithCancel(context.Background())
+	go e.Run(runCtx)
 
+	ctx, cancel := context.WithCancel(context.Background())
 	runs := 0
 	err := lead.Every(ctx, e, 10*time.Millisecond, func(ctx context.Context, t lead.Term) error {
 		runs++
@@ -68,6 +69,7 @@ func ExampleEvery() {
 		}
 		return nil
 	})
+	stopRun()
 	<-e.Done()
 	fmt.Println(runs, err)
 	// Output:

@@ -119,6 +119,9 @@ func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.stopped:
+			if err := ctx.Err(); err != nil {
+				return err // both ended: ctx's end is the caller's reason
+			}
 			return fmt.Errorf("%w: %q", ErrStopped, e.name)
 		case <-tick:
 		}

@@ -287,6 +287,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 // serve feeds one watcher's channel until ctx ends, decoding each state
 // as it is sent.
 func (s *Store[M]) serve(ctx context.Context, name string, w *sub, out chan<- store.Event[M]) {
+	defer close(out) // after unwatch: a closed channel means a forgotten watch
 	defer s.unwatch(name, w)
 	latest.Serve(ctx, w, out, func(e *entry) store.Event[M] { return s.event(name, e) })
 }

@@ -136,6 +136,7 @@ func (w *watch[M]) offer(ev store.Event[M]) {
 // the channel. While the receiver is not ready, a newer state replaces the
 // one waiting to be sent.
 func (w *watch[M]) serve(ctx context.Context) {
+	defer close(w.out)
 	defer w.shutdown()
 	latest.Serve(ctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
 }

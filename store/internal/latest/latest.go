@@ -45,10 +45,10 @@ func (b *Box[T]) take() (T, bool) {
 }
 
 // Serve sends every value taken from b, turned into an E by conv at the
-// moment it is taken, on out until ctx ends; then it closes out. While the
-// receiver is not ready, a newer value replaces the one waiting to be sent.
+// moment it is taken, on out until ctx ends. While the receiver is not
+// ready, a newer value replaces the one waiting to be sent. Closing out is
+// the caller's, after whatever cleanup must come first.
 func Serve[T, E any](ctx context.Context, b *Box[T], out chan<- E, conv func(T) E) {
-	defer close(out)
 	var (
 		ev   E
 		send chan<- E // nil while there is nothing to send

@@ -11,7 +11,11 @@ func TestSlowReceiverGetsNewestNeverOlder(t *testing.T) {
 	b := New[int]()
 	out := make(chan int)
 	done := make(chan struct{})
-	go func() { Serve(ctx, b, out, func(v int) int { return v }); close(done) }()
+	go func() {
+		defer close(done)
+		defer close(out)
+		Serve(ctx, b, out, func(v int) int { return v })
+	}()
 	for i := 1; i <= 1000; i++ {
 		b.Offer(i) // never blocks, though nobody receives yet
 	}
