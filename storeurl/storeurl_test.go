@@ -3,8 +3,10 @@ package storeurl_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lease"
@@ -94,16 +96,17 @@ func TestOpenRealBackends(t *testing.T) {
 		"postgres": func(t *testing.T) string { return testcluster.PackagePostgres(t).DSN() + "&tenure_table=url_leases" },
 	} {
 		t.Run(name, func(t *testing.T) {
+			job := fmt.Sprintf("url-job-%d", time.Now().UnixNano()) // the server outlives one run
 			st, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, url(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rec, rev, err := st.CompareAndSwap(ctx, "url-job", 0, lease.Record[meta]{Holder: "a", Token: 1, Metadata: meta{N: 7}})
+			rec, rev, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{Holder: "a", Token: 1, Metadata: meta{N: 7}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, grev, err := st.Get(ctx, "url-job")
+			got, grev, err := st.Get(ctx, job)
 			if err != nil || got.Holder != "a" || got.Metadata.N != 7 || grev != rev || rec.Holder != "a" {
 				t.Fatalf("Get = %+v %d %v", got, grev, err)
 			}
@@ -128,10 +131,11 @@ func TestOpenKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, _, err := st.CompareAndSwap(ctx, "url-job", 0, lease.Record[meta]{Holder: "a", Token: 1, LeaseDuration: 15e9, Metadata: meta{N: 3}}); err != nil {
+	job := fmt.Sprintf("url-job-%d", time.Now().UnixNano())
+	if _, _, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{Holder: "a", Token: 1, LeaseDuration: 15e9, Metadata: meta{N: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := st.Get(ctx, "url-job")
+	got, _, err := st.Get(ctx, job)
 	if err != nil || got.Holder != "a" || got.Metadata.N != 3 {
 		t.Fatalf("Get = %+v %v", got, err)
 	}

@@ -72,7 +72,8 @@ func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 	cfg := demoConfig()
 	start := time.Now()
 	var mu sync.Mutex
-	var mark time.Time // when the last scripted stop happened
+	var mark time.Time           // when the last scripted stop happened
+	stopped := map[string]bool{} // workers the script stopped, who print their own stop
 	printf := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -100,7 +101,12 @@ func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 				leaders <- id
 				return
 			}
-			printf("%-9s stopped leading  token=%d: %v", id, c.Term.Token, c.Reason)
+			mu.Lock()
+			scripted := stopped[id]
+			mu.Unlock()
+			if !scripted {
+				printf("%-9s stopped leading  token=%d: %v", id, c.Term.Token, c.Reason)
+			}
 		}
 		e, err := lead.New("nightly-job", st,
 			lead.WithIdentity(id),
@@ -146,9 +152,17 @@ func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 	}
 	stopWorker := func(w *demoWorker, how string) {
 		rec, _ := w.e.Record()
-		printf("%-9s %s  (record: holder=%s token=%d transitions=%d)", w.e.Identity(), how, rec.Holder, rec.Token, rec.Transitions)
+		id := w.e.Identity()
+		printf("%-9s %s  (record: holder=%s token=%d transitions=%d)", id, how, rec.Holder, rec.Token, rec.Transitions)
+		// Observers are told on goroutines of their own, so the successor's
+		// start could be printed before this worker's observer prints its
+		// stop; the script prints the stop itself, before stopping it.
+		if t, ok := w.e.Term(); ok {
+			printf("%-9s stopped leading  token=%d", id, t.Token)
+		}
 		mu.Lock()
 		mark = time.Now()
+		stopped[id] = true
 		mu.Unlock()
 		w.cancel()
 		<-w.done
