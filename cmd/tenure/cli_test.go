@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -228,11 +229,21 @@ func TestGetAndWatchMemory(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The watch prints the current state (no record) first; wait for that
+	// line, so that the run below starts only once the watch is on.
+	var watched syncBuffer
+	first := make(chan struct{})
+	watchOut := &firstWrite{w: &watched, first: first}
 	w := make(chan *syncBuffer, 1)
 	go func() {
-		_, out := inProcess(ctx, o, "watch", "--store", "memory://gw", "job")
-		w <- out
+		run(context.WithValue(ctx, openerKey{}, o), []string{"watch", "--store", "memory://gw", "job"}, watchOut, watchOut)
+		w <- &watched
 	}()
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch printed nothing")
+	}
 	r := listen(t)
 	t.Setenv("TENURE_TEST_CHILD", r.sock)
 	t.Setenv("TENURE_TEST_CHILD_EXIT", "1")
@@ -389,4 +400,17 @@ func TestRunKilledTakesItsChild(t *testing.T) {
 		}
 		<-time.After(20 * time.Millisecond)
 	}
+}
+
+// firstWrite passes writes to w and closes first at the first one.
+type firstWrite struct {
+	w     io.Writer
+	first chan struct{}
+	once  sync.Once
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.once.Do(func() { close(f.first) })
+	return n, err
 }
