@@ -215,7 +215,7 @@ func (m *Machine) observe(ev Event, sent time.Duration) {
 		// swap's reply, and a read sent before an observation we hold may
 		// predate it. Only a read sent after our newest observation, or a
 		// swap's reply, tells that a record we saw is gone.
-		if m.seen && !m.absent && (ev.Kind == Watched || sent < m.seenAt) {
+		if m.seen && !m.absent && (ev.Kind == Watched || sent <= m.seenAt) {
 			return
 		}
 		if !m.seen || !m.absent {
@@ -228,7 +228,11 @@ func (m *Machine) observe(ev Event, sent time.Duration) {
 		}
 		return
 	}
-	if ev.Revision < m.maxRev || ev.Revision == m.maxRev && m.seen {
+	// A swap's reply, or a read sent after our newest observation, shows
+	// the store as it is now: it may bring back a revision we last saw
+	// vanish (a read that looked absent was older than it seemed).
+	fresh := ev.Kind == SwapDone || ev.Kind == SwapConflict || ev.Kind == ReadDone && sent > m.seenAt
+	if ev.Revision < m.maxRev || ev.Revision == m.maxRev && m.seen && !(m.absent && fresh) {
 		// Old news: revisions only grow, even across data loss, so a
 		// revision below the newest we accepted is stale, and the newest
 		// itself is news only after we forgot it (a swap with an unknown

@@ -370,6 +370,17 @@ func TestTransitions(t *testing.T) {
 			{tick(34*s + 2*ms - ns), nil, Follower},
 			{tick(34*s + 2*ms), []Action{acquire(12, me(6, 3))}, Candidate},
 		})},
+		{"a read sent at the instant of a newer observation cannot report absence", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{watched(0, other(1, 0), 1), nil, Follower},
+			{readAbsent(0), nil, Follower},
+		}},
+		{"a conflict's reply brings back a record an older read called absent", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{conflict(9*s+2*ms, other(4, 2), 10), nil, Follower},
+			{tick(9*s + 3*ms), nil, Follower},
+		})},
 		{"a revision seen to vanish is not news again", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
