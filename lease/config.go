@@ -17,6 +17,24 @@ var (
 	ErrInvalidEnv = errors.New("lease: invalid environment variable")
 )
 
+// Bounds on what a Config and a stored record may hold. They keep every sum
+// of times and every new token inside its type: an accepted Config or record
+// never makes an elector's arithmetic overflow.
+const (
+	// MaxDuration is the longest duration any Config field, and any stored
+	// record's LeaseDuration, may hold: 7 days. Leases in real deployments
+	// last seconds to minutes; a week leaves room for a lock that is meant to
+	// outlive a weekend, while the sum of a monotonic clock (centuries of
+	// room) and several such durations stays far below math.MaxInt64.
+	MaxDuration = 7 * 24 * time.Hour
+	// MaxToken is the largest fencing token (and Transitions count) a record
+	// may hold: 2^53-1, the largest integer a float64 holds exactly, so that
+	// Lua in Redis, JSON readers in JavaScript and every SQL numeric type
+	// hold it without loss. Issued at a million terms a second it lasts 285
+	// years. A store refuses to issue a token above it.
+	MaxToken uint64 = 1<<53 - 1
+)
+
 // Config holds the timings of one election. The zero Config is not valid:
 // start from DefaultConfig and change what you need.
 type Config struct {
@@ -60,7 +78,8 @@ func DefaultConfig() Config {
 // the field and the rule and wraps ErrInvalidConfig. It returns nil for a
 // valid Config.
 //
-// The rules: every duration is positive; RenewDeadline < LeaseDuration;
+// The rules: every duration is positive and at most MaxDuration;
+// RenewDeadline < LeaseDuration;
 // RetryInterval*(1+RetryJitter) < RenewDeadline; BackendTimeout <
 // RenewDeadline; 0 <= RetryJitter < 1.
 func (c Config) Validate() error {
@@ -80,8 +99,12 @@ func (c Config) Validate() error {
 	}
 	allPositive := true
 	for _, p := range positive {
-		if p.d <= 0 {
+		switch {
+		case p.d <= 0:
 			bad("%s is %v, must be > 0", p.name, p.d)
+			allPositive = false
+		case p.d > MaxDuration:
+			bad("%s is %v, must be at most %v (lease.MaxDuration)", p.name, p.d, MaxDuration)
 			allPositive = false
 		}
 	}

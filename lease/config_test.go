@@ -46,6 +46,14 @@ func TestValidate(t *testing.T) {
 		{"jitter one", func(c *lease.Config) { c.RetryJitter = 1 }, []string{"RetryJitter is 1, must be in [0, 1)"}},
 		{"jitter NaN", func(c *lease.Config) { c.RetryJitter = math.NaN() }, []string{"RetryJitter is NaN"}},
 		{"several at once", func(c *lease.Config) { c.LeaseDuration = 0; c.RetryJitter = 2 }, []string{"LeaseDuration", "RetryJitter"}},
+		{"lease at the bound", func(c *lease.Config) { c.LeaseDuration = lease.MaxDuration }, nil},
+		{"lease past the bound", func(c *lease.Config) { c.LeaseDuration = lease.MaxDuration + 1 }, []string{"LeaseDuration is 168h0m0.000000001s, must be at most 168h0m0s"}},
+		{"lease max int64", func(c *lease.Config) { c.LeaseDuration = math.MaxInt64 }, []string{"LeaseDuration", "must be at most"}},
+		{"error interval max int64", func(c *lease.Config) { c.ErrorInterval = math.MaxInt64 }, []string{"ErrorInterval", "must be at most"}},
+		{"every duration at the bound", func(c *lease.Config) {
+			*c = lease.Config{LeaseDuration: lease.MaxDuration, RenewDeadline: lease.MaxDuration - 2, RetryInterval: lease.MaxDuration - 4,
+				RetryJitter: 0, BackendTimeout: lease.MaxDuration - 3, ErrorInterval: lease.MaxDuration}
+		}, nil},
 		{"zero config", func(c *lease.Config) { *c = lease.Config{} }, []string{"LeaseDuration", "RenewDeadline", "RetryInterval", "BackendTimeout", "ErrorInterval"}},
 	}
 	for _, tt := range tests {

@@ -31,6 +31,11 @@ var (
 	// never overwritten: Get and CompareAndSwap return it with a zero record
 	// and a zero revision, and CompareAndSwap writes nothing.
 	ErrCorruptRecord = errors.New("store: corrupt record")
+	// ErrTokenExhausted: the next fencing token would exceed
+	// lease.MaxToken. Nothing is written and no token is ever issued twice
+	// or wrapped to a smaller one: the election cannot start a new term
+	// until an operator intervenes.
+	ErrTokenExhausted = errors.New("store: fencing tokens exhausted")
 )
 
 // Limits shared by every store.
@@ -103,9 +108,19 @@ func ValidateName(name string) error {
 }
 
 // ValidateRecord checks the fields of a record about to be written: the
-// holder follows the rules of names but may be empty, and LeaseDuration is
-// not negative.
+// holder follows the rules of names but may be empty, LeaseDuration lies in
+// [0, lease.MaxDuration], and Transitions is at most lease.MaxToken. A Token
+// above lease.MaxToken is ErrTokenExhausted.
 func ValidateRecord[M any](r lease.Record[M]) error {
+	if r.Token > lease.MaxToken {
+		return fmt.Errorf("%w: token %d is above lease.MaxToken (%d)", ErrTokenExhausted, r.Token, lease.MaxToken)
+	}
+	if r.Transitions > lease.MaxToken {
+		return fmt.Errorf("%w: Transitions %d is above lease.MaxToken (%d)", ErrInvalidRecord, r.Transitions, lease.MaxToken)
+	}
+	if r.LeaseDuration > lease.MaxDuration {
+		return fmt.Errorf("%w: LeaseDuration is %v, must be at most %v", ErrInvalidRecord, r.LeaseDuration, lease.MaxDuration)
+	}
 	if len(r.Holder) > MaxHolderBytes {
 		return fmt.Errorf("%w: holder is %d bytes, the limit is %d", ErrInvalidRecord, len(r.Holder), MaxHolderBytes)
 	}
@@ -118,6 +133,40 @@ func ValidateRecord[M any](r lease.Record[M]) error {
 		return fmt.Errorf("%w: LeaseDuration is %v, must be >= 0", ErrInvalidRecord, r.LeaseDuration)
 	}
 	return nil
+}
+
+// ValidateStored checks a record read from a store, which anyone with
+// access to the store may have written: the holder follows the rules of
+// names (or is empty), LeaseDuration lies in [0, lease.MaxDuration] and is
+// positive while the record has a holder, and Token and Transitions are at
+// most lease.MaxToken. Every error wraps ErrCorruptRecord and names the
+// field and the rule. Electors refuse such a record: they report it and
+// never overwrite it or let it change what they wait for.
+func ValidateStored[M any](r lease.Record[M]) error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrCorruptRecord}, args...)...))
+	}
+	if len(r.Holder) > MaxHolderBytes {
+		bad("holder is %d bytes, the limit is %d", len(r.Holder), MaxHolderBytes)
+	} else if r.Holder != "" {
+		if err := ValidateName(r.Holder); err != nil {
+			bad("holder: %v", err)
+		}
+	}
+	switch {
+	case r.LeaseDuration < 0 || r.LeaseDuration > lease.MaxDuration:
+		bad("LeaseDuration is %v, must lie in [0, %v]", r.LeaseDuration, lease.MaxDuration)
+	case r.LeaseDuration == 0 && r.Holder != "":
+		bad("LeaseDuration is 0 while %q holds the lease", r.Holder)
+	}
+	if r.Token > lease.MaxToken {
+		bad("token %d is above lease.MaxToken (%d)", r.Token, lease.MaxToken)
+	}
+	if r.Transitions > lease.MaxToken {
+		bad("Transitions %d is above lease.MaxToken (%d)", r.Transitions, lease.MaxToken)
+	}
+	return errors.Join(errs...)
 }
 
 // Lossy is implemented by stores that can lose records, such as Redis
