@@ -2,7 +2,7 @@
 // actions out.
 //
 // A [Machine] is one node's view of one election. The driver (package lead,
-// or the simulator in internal/testcluster) feeds it [Event]s stamped with
+// or the simulator in package sim) feeds it [Event]s stamped with
 // the node's monotonic time, performs the [Action]s that [Machine.Step]
 // returns (read the record, compare-and-swap it, wake me at T, started
 // leading with token N, stopped leading because ...), and feeds the results

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/sim"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -55,7 +55,7 @@ func runSim(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		rho      = fs.Float64("rho", 0.05, "clock drift bound of -drift")
 		beyond   = fs.Float64("beyond-rho", 0.4, "clock drift of -drift-beyond")
 		cfg      = def
-		f        testcluster.Faults
+		f        sim.Faults
 	)
 	fs.BoolVar(&f.Drift, "drift", false, "clock rates drift within ±rho")
 	fs.BoolVar(&f.DriftBeyond, "drift-beyond", false, "clock rates drift by ±beyond-rho, past what the timings tolerate")
@@ -84,21 +84,21 @@ func runSim(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *calm {
-		f = testcluster.Faults{}
-	} else if f == (testcluster.Faults{}) {
-		f = testcluster.AllFaults()
+		f = sim.Faults{}
+	} else if f == (sim.Faults{}) {
+		f = sim.AllFaults()
 	}
 	if *width < 20 {
 		return fmt.Errorf("-width is %d, must be at least 20", *width)
 	}
-	o := testcluster.Options{
+	o := sim.Options{
 		Seed: *seed, Nodes: *nodes, Duration: *duration, Config: cfg,
 		Rho: *rho, BeyondRho: *beyond, NoWatch: *noWatch, Faults: f, Record: true,
 	}
 	if *trace {
 		o.Trace = stdout
 	}
-	s, err := testcluster.NewSim(o)
+	s, err := sim.New(o)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"fmt"
@@ -89,11 +89,11 @@ func (f Fault) String() string {
 func (f Fault) validate(nodes int) error {
 	switch {
 	case f.Kind < FaultCrash || f.Kind > FaultReconfigure:
-		return fmt.Errorf("testcluster: unknown fault kind %d", f.Kind)
+		return fmt.Errorf("sim: unknown fault kind %d", f.Kind)
 	case f.Node < 0 || f.Node >= nodes:
-		return fmt.Errorf("testcluster: fault %v: no node %d", f.Kind, f.Node)
+		return fmt.Errorf("sim: fault %v: no node %d", f.Kind, f.Node)
 	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || f.Prob < 0 || f.Prob > 1:
-		return fmt.Errorf("testcluster: fault %v: negative time or probability out of [0, 1]", f)
+		return fmt.Errorf("sim: fault %v: negative time or probability out of [0, 1]", f)
 	case f.Kind == FaultReconfigure:
 		return f.Config.Validate()
 	}
@@ -101,7 +101,7 @@ func (f Fault) validate(nodes int) error {
 }
 
 // applyFault starts a fault; faults with a duration schedule their end.
-func (s *Sim) applyFault(i int) {
+func (s *Cluster) applyFault(i int) {
 	f := s.faults[i]
 	s.tracef(-1, "FAULT %v", f)
 	n := s.nodes[f.Node]
@@ -166,7 +166,7 @@ func (s *Sim) applyFault(i int) {
 }
 
 // endFault ends a fault with a duration.
-func (s *Sim) endFault(ev *simEvent) {
+func (s *Cluster) endFault(ev *simEvent) {
 	f := s.faults[ev.count]
 	n := s.nodes[f.Node]
 	c := &s.chk
@@ -200,7 +200,7 @@ func (s *Sim) endFault(ev *simEvent) {
 
 // randomSchedule draws a fault schedule from the seed: faults start in the
 // first 80% of the run, so that the rest is calm and liveness is checked.
-func randomSchedule(s *Sim) []Fault {
+func randomSchedule(s *Cluster) []Fault {
 	f := s.opt.Faults
 	var kinds []FaultKind
 	add := func(on bool, k FaultKind) {
@@ -263,7 +263,7 @@ func randomSchedule(s *Sim) []Fault {
 // a vanished record takes its holder's promise with it, so the design
 // requires (docs/design.md) that every elector's LeaseDuration exceed every
 // other's RenewDeadline there, which one shared LeaseDuration guarantees.
-func randomConfig(s *Sim) lease.Config {
+func randomConfig(s *Cluster) lease.Config {
 	for {
 		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
 		if s.opt.Faults.DataLoss {

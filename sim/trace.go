@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ func fmtTime(t int64) string {
 
 // tracing reports whether a trace is written; hot paths check it before
 // building arguments.
-func (s *Sim) tracing() bool { return s.opt.Trace != nil }
+func (s *Cluster) tracing() bool { return s.opt.Trace != nil }
 
 // tracef writes one trace line: the real time, the node (or the store when
 // node is -1), the message.
-func (s *Sim) tracef(node int, format string, args ...any) {
+func (s *Cluster) tracef(node int, format string, args ...any) {
 	if s.opt.Trace == nil {
 		return
 	}
@@ -37,7 +37,7 @@ func (s *Sim) tracef(node int, format string, args ...any) {
 }
 
 // traceStep writes one machine step: its event, state change and actions.
-func (s *Sim) traceStep(n *node, ev fsm.Event, acts []fsm.Action, before, after fsm.State) {
+func (s *Cluster) traceStep(n *node, ev fsm.Event, acts []fsm.Action, before, after fsm.State) {
 	msg := fmt.Sprintf("%v@%v %c→%c", ev.Kind, ev.Now, before.String()[0], after.String()[0])
 	switch ev.Kind {
 	case fsm.ReadDone, fsm.Watched, fsm.SwapDone, fsm.SwapConflict:

@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"errors"
@@ -126,10 +126,10 @@ func (r Result) Err() error {
 	return r.Violation
 }
 
-// Sim is one simulated cluster. Build it with NewSim and run it with Run;
+// Cluster is one simulated cluster. Build it with New and run it with Run;
 // it is single-threaded and deterministic: the same Options give the same
 // run, event for event.
-type Sim struct {
+type Cluster struct {
 	opt    Options
 	rng    *rand.Rand
 	now    int64
@@ -149,8 +149,8 @@ type Sim struct {
 	buf    []byte // trace line buffer
 }
 
-// NewSim validates o, fills in defaults and builds a simulation.
-func NewSim(o Options) (*Sim, error) {
+// New validates o, fills in defaults and builds a simulation.
+func New(o Options) (*Cluster, error) {
 	if o.Nodes == 0 {
 		o.Nodes = 5
 	}
@@ -177,23 +177,23 @@ func NewSim(o Options) (*Sim, error) {
 	}
 	switch {
 	case o.Nodes < 1 || o.Nodes > 64:
-		return nil, fmt.Errorf("testcluster: Nodes is %d, must be in [1, 64]", o.Nodes)
+		return nil, fmt.Errorf("sim: Nodes is %d, must be in [1, 64]", o.Nodes)
 	case o.Duration < 0:
-		return nil, errors.New("testcluster: Duration is negative")
+		return nil, errors.New("sim: Duration is negative")
 	case o.Rho < 0 || o.Rho >= 1 || o.BeyondRho < 0 || o.BeyondRho >= 1:
-		return nil, errors.New("testcluster: Rho and BeyondRho must be in [0, 1)")
+		return nil, errors.New("sim: Rho and BeyondRho must be in [0, 1)")
 	case o.LatencyMin < 0 || o.LatencyMax < o.LatencyMin:
-		return nil, errors.New("testcluster: need 0 <= LatencyMin <= LatencyMax")
+		return nil, errors.New("sim: need 0 <= LatencyMin <= LatencyMax")
 	}
 	if err := o.Config.Validate(); err != nil {
 		return nil, err
 	}
 	if o.Faults.Drift && !o.Faults.DriftBeyond {
 		if lim := tolerance(o.Config); o.Rho > lim {
-			return nil, fmt.Errorf("testcluster: Rho %v exceeds the config's tolerance (L−R)/(L+R) = %.3f; use Faults.DriftBeyond to go past it", o.Rho, lim)
+			return nil, fmt.Errorf("sim: Rho %v exceeds the config's tolerance (L−R)/(L+R) = %.3f; use Faults.DriftBeyond to go past it", o.Rho, lim)
 		}
 	}
-	s := &Sim{opt: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
+	s := &Cluster{opt: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	s.res.Seed = o.Seed
 	s.lossy = o.Faults.DataLoss
 	for _, f := range o.Schedule {
@@ -245,7 +245,7 @@ func tolerance(c lease.Config) float64 {
 // RunSeed runs one simulation with the given options and returns its
 // result; an error means the options were invalid.
 func RunSeed(o Options) (Result, error) {
-	s, err := NewSim(o)
+	s, err := New(o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -253,7 +253,7 @@ func RunSeed(o Options) (Result, error) {
 }
 
 // Run runs the simulation to its end, or to the first violation.
-func (s *Sim) Run() Result {
+func (s *Cluster) Run() Result {
 	end := int64(s.opt.Duration)
 	for len(s.queue) > 0 && s.res.Violation == nil {
 		if s.queue[0].at > end {
@@ -280,10 +280,10 @@ func (s *Sim) Run() Result {
 }
 
 // Now returns the simulation's real time.
-func (s *Sim) Now() time.Duration { return time.Duration(s.now) }
+func (s *Cluster) Now() time.Duration { return time.Duration(s.now) }
 
 // dispatch handles one event.
-func (s *Sim) dispatch(ev *simEvent) {
+func (s *Cluster) dispatch(ev *simEvent) {
 	switch ev.kind {
 	case evStoreReq:
 		s.storeRequest(ev)
@@ -335,7 +335,7 @@ func (s *Sim) dispatch(ev *simEvent) {
 }
 
 // push schedules ev; events at the same time run in the order pushed.
-func (s *Sim) push(ev simEvent) {
+func (s *Cluster) push(ev simEvent) {
 	s.seq++
 	ev.seq = s.seq
 	if ev.orig == 0 {
@@ -345,7 +345,7 @@ func (s *Sim) push(ev simEvent) {
 }
 
 // fail records the first violation.
-func (s *Sim) fail(check, format string, args ...any) {
+func (s *Cluster) fail(check, format string, args ...any) {
 	if s.res.Violation != nil {
 		return
 	}
@@ -355,7 +355,7 @@ func (s *Sim) fail(check, format string, args ...any) {
 }
 
 // uniform draws a duration in [lo, hi].
-func (s *Sim) uniform(lo, hi int64) int64 {
+func (s *Cluster) uniform(lo, hi int64) int64 {
 	if hi <= lo {
 		return lo
 	}
@@ -363,4 +363,4 @@ func (s *Sim) uniform(lo, hi int64) int64 {
 }
 
 // chance reports true with probability p.
-func (s *Sim) chance(p float64) bool { return s.rng.Float64() < p }
+func (s *Cluster) chance(p float64) bool { return s.rng.Float64() < p }

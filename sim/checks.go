@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"time"
@@ -10,7 +10,7 @@ import (
 
 // checker holds what the checks need to remember across events.
 type checker struct {
-	s          *Sim
+	s          *Cluster
 	owners     map[uint64]owner // token → the term that started with it
 	maxStarted uint64           // largest token a term started with
 	// Liveness.
@@ -31,7 +31,7 @@ type owner struct {
 	id   string
 }
 
-func (c *checker) init(s *Sim) {
+func (c *checker) init(s *Cluster) {
 	c.s = s
 	c.owners = make(map[uint64]owner)
 }

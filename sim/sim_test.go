@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func sweepOptions(seed uint64) Options {
 
 // replay says how to run one seed again with a trace.
 func replay(seed uint64) string {
-	return fmt.Sprintf("go test ./internal/testcluster -run 'TestSimSeed$' -sim.seed=%d -v", seed)
+	return fmt.Sprintf("go test ./sim -run 'TestSimSeed$' -sim.seed=%d -v", seed)
 }
 
 var flagSeed = flag.Uint64("sim.seed", 0, "the seed TestSimSeed runs with a trace")
@@ -212,8 +212,8 @@ func TestSimOptionsRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := NewSim(tt.o); err == nil {
-				t.Fatal("NewSim accepted the options")
+			if _, err := New(tt.o); err == nil {
+				t.Fatal("New accepted the options")
 			}
 		})
 	}

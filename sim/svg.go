@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"fmt"
@@ -21,10 +21,10 @@ const (
 // expiring, blank down), each term's token at its start, faults shaded red
 // (on a node's lane, or across all lanes for store faults) and the checks'
 // verdict below. The run must have been made with Options.Record.
-func (s *Sim) WriteSVG(w io.Writer) error {
+func (s *Cluster) WriteSVG(w io.Writer) error {
 	tl := s.tl
 	if tl == nil {
-		return fmt.Errorf("testcluster: the run was not recorded (set Options.Record)")
+		return fmt.Errorf("sim: the run was not recorded (set Options.Record)")
 	}
 	nodes := len(s.nodes)
 	height := svgTop + nodes*svgLane + 60

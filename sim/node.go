@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"fmt"
@@ -57,7 +57,7 @@ func (n *node) realAt(t time.Duration) int64 {
 	return r
 }
 
-func (s *Sim) newNode(i int) *node {
+func (s *Cluster) newNode(i int) *node {
 	n := &node{idx: i, id: fmt.Sprintf("n%d", i), cfg: s.opt.Config, rate: 1, timerAt: -1}
 	n.offset = s.uniform(0, int64(time.Hour)) // offsets do not matter
 	f := s.opt.Faults
@@ -77,7 +77,7 @@ func (s *Sim) newNode(i int) *node {
 }
 
 // boot starts a new process on n: a fresh machine, nothing remembered.
-func (s *Sim) boot(n *node) {
+func (s *Cluster) boot(n *node) {
 	m, err := fsm.New(fsm.Options{
 		Identity:   n.id,
 		Config:     n.cfg,
@@ -106,7 +106,7 @@ func (s *Sim) boot(n *node) {
 
 // crash kills n's process: its local state is lost, in-flight replies to it
 // are dropped.
-func (s *Sim) crash(n *node) {
+func (s *Cluster) crash(n *node) {
 	if !n.up {
 		return
 	}
@@ -122,7 +122,7 @@ func (s *Sim) crash(n *node) {
 
 // step feeds one event to n's machine at n's local time, checks the step,
 // performs the actions and re-arms the timer.
-func (s *Sim) step(n *node, ev fsm.Event) {
+func (s *Cluster) step(n *node, ev fsm.Event) {
 	ev.Now = n.local(s.now)
 	before := n.m.State()
 	acts := n.m.Step(ev)
@@ -145,7 +145,7 @@ func (s *Sim) step(n *node, ev fsm.Event) {
 }
 
 // arm schedules a Tick at the machine's NextWake.
-func (s *Sim) arm(n *node) {
+func (s *Cluster) arm(n *node) {
 	w := n.m.NextWake()
 	if w == fsm.Never {
 		n.timerAt = -1
@@ -160,7 +160,7 @@ func (s *Sim) arm(n *node) {
 }
 
 // perform carries out one action as lead's driver does.
-func (s *Sim) perform(n *node, a fsm.Action) {
+func (s *Cluster) perform(n *node, a fsm.Action) {
 	switch a.Kind {
 	case fsm.Read, fsm.Swap:
 		n.op++
@@ -191,7 +191,7 @@ func (s *Sim) perform(n *node, a fsm.Action) {
 
 // timeout fails n's op if it is still outstanding; a later reply is dropped,
 // as lead's context timeout drops it.
-func (s *Sim) timeout(n *node, ev *simEvent) {
+func (s *Cluster) timeout(n *node, ev *simEvent) {
 	if !n.opPending || ev.op != n.op {
 		return
 	}
@@ -204,7 +204,7 @@ func (s *Sim) timeout(n *node, ev *simEvent) {
 }
 
 // reply delivers a store reply to n.
-func (s *Sim) reply(n *node, ev *simEvent) {
+func (s *Cluster) reply(n *node, ev *simEvent) {
 	if !n.opPending || ev.op != n.op {
 		return // timed out already
 	}
@@ -223,7 +223,7 @@ func (s *Sim) reply(n *node, ev *simEvent) {
 
 // work is a leader deciding to write to the fenced resource: if it believes
 // it leads, it writes with its term's token; the write lands later.
-func (s *Sim) work(n *node, ev *simEvent) {
+func (s *Cluster) work(n *node, ev *simEvent) {
 	tok, _, ok := n.m.Term()
 	if !ok || tok != ev.token || !n.m.Leading(n.local(s.now)) {
 		return
@@ -235,12 +235,12 @@ func (s *Sim) work(n *node, ev *simEvent) {
 }
 
 // fenceSend sends a fenced write with tok that lands after delay.
-func (s *Sim) fenceSend(n *node, tok uint64, delay int64) {
+func (s *Cluster) fenceSend(n *node, tok uint64, delay int64) {
 	s.push(simEvent{at: s.now + delay, kind: evFenceWrite, node: int32(n.idx), gen: n.gen, token: tok})
 }
 
 // fenceWrite is a fenced write reaching the resource.
-func (s *Sim) fenceWrite(ev *simEvent) {
+func (s *Cluster) fenceWrite(ev *simEvent) {
 	s.chk.fenced(ev)
 }
 

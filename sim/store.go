@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"github.com/tenure-go/tenure/fsm"
@@ -32,7 +32,7 @@ type network struct {
 }
 
 // latency draws the one-way latency of a message sent now.
-func (s *Sim) latency() int64 {
+func (s *Cluster) latency() int64 {
 	l := s.uniform(s.net.min, s.net.max)
 	if s.net.slow > 0 {
 		l += s.uniform(s.net.slowLat/2, s.net.slowLat)
@@ -41,12 +41,12 @@ func (s *Sim) latency() int64 {
 }
 
 // lost reports whether a message sent now is dropped by a loss window.
-func (s *Sim) lost() bool {
+func (s *Cluster) lost() bool {
 	return s.net.lossActive > 0 && s.chance(s.net.lossP)
 }
 
 // send sends node n's request for the op it just started.
-func (s *Sim) send(n *node, ev simEvent) {
+func (s *Cluster) send(n *node, ev simEvent) {
 	if n.reqCut || s.lost() {
 		if s.tracing() {
 			s.tracef(n.idx, "request %d lost", ev.op)
@@ -60,7 +60,7 @@ func (s *Sim) send(n *node, ev simEvent) {
 
 // storeRequest applies a request at the store (its linearization point)
 // and sends the reply.
-func (s *Sim) storeRequest(ev *simEvent) {
+func (s *Cluster) storeRequest(ev *simEvent) {
 	st := &s.store
 	reply := simEvent{kind: evReply, node: ev.node, gen: ev.gen, op: ev.op, opKind: ev.opKind}
 	switch ev.opKind {
@@ -88,7 +88,7 @@ func (s *Sim) storeRequest(ev *simEvent) {
 }
 
 // write stores next as a new revision and tells every watcher.
-func (s *Sim) write(next fsm.Lease, by int) {
+func (s *Cluster) write(next fsm.Lease, by int) {
 	st := &s.store
 	if !st.present && next.Token <= st.floor {
 		next.Token = st.floor + 1 // created after a data loss
@@ -116,7 +116,7 @@ func (s *Sim) write(next fsm.Lease, by int) {
 }
 
 // loseData makes the record vanish; revisions and the token floor survive.
-func (s *Sim) loseData() {
+func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
 	st.lostAt = st.counter
@@ -128,7 +128,7 @@ func (s *Sim) loseData() {
 }
 
 // broadcast sends a watch event to every node that watches.
-func (s *Sim) broadcast(w simEvent) {
+func (s *Cluster) broadcast(w simEvent) {
 	if s.opt.NoWatch {
 		return
 	}

@@ -1,4 +1,4 @@
-package testcluster
+package sim
 
 import (
 	"fmt"
@@ -122,7 +122,7 @@ func trimRev(s string) string {
 	return s
 }
 
-func (tl *timeline) close(s *Sim) {
+func (tl *timeline) close(s *Cluster) {
 	tl.end = int64(s.opt.Duration)
 	if s.res.Violation != nil {
 		tl.end = s.now
@@ -171,10 +171,10 @@ func (tl *timeline) lanes(nodes, width int) [][]byte {
 // node (F, C, L, E; blank while down), then the terms, the store's changes of
 // holder, the faults and the verdict of the checks. The run must have been
 // made with Options.Record.
-func (s *Sim) WriteTimeline(w io.Writer, width int) error {
+func (s *Cluster) WriteTimeline(w io.Writer, width int) error {
 	tl := s.tl
 	if tl == nil {
-		return fmt.Errorf("testcluster: the run was not recorded (set Options.Record)")
+		return fmt.Errorf("sim: the run was not recorded (set Options.Record)")
 	}
 	var b strings.Builder
 	o := s.opt
