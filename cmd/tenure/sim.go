@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/tenure-go/tenure/sim"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim"
 )
 
 // simUsage is printed by "tenure sim -h".
