@@ -248,6 +248,7 @@ const (
 	ProblemLongWait
 )
 
+// String names the problem for logs.
 func (p Problem) String() string {
 	switch p {
 	case ProblemCorrupt:
