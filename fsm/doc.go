@@ -46,9 +46,10 @@
 //   - Watch events are hints. They never change what the node believes or
 //     waits for; one that claims something that would change what the node
 //     does (another holder or token, a record gone) makes it read the
-//     record, at once or after the request in flight, and the read's
-//     answer is what counts. An answer that shows less than the hint
-//     claimed proves it stale or forged: hints are then ignored for a
+//     record (a leader renews instead), at once or after the request in
+//     flight, and the answer is what counts. An answer that does not
+//     confirm the hint (the record it claimed, or a newer revision someone
+//     else wrote) proves it stale or forged: hints are then ignored for a
 //     RetryInterval.
 //   - A record out of bounds (see InBounds) or flagged Event.Corrupt is
 //     refused: none of its fields enters the state, a leader that meets it

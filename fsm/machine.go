@@ -54,11 +54,13 @@ type Machine struct {
 	exhausted uint64         // requests sent when tokens were last reported exhausted
 
 	// The watch hint not yet settled by an answer (see hinted).
-	hint       bool
-	hintRev    lease.Revision
-	hintAbsent bool
-	hintSeq    uint64        // requests sent when the latest hint arrived
-	muteUntil  time.Duration // hints are ignored until then (one was contradicted)
+	hint        bool
+	hintRev     lease.Revision
+	hintLease   Lease
+	hintAbsent  bool
+	hintCorrupt bool
+	hintSeq     uint64        // requests sent when the latest hint arrived
+	muteUntil   time.Duration // hints are ignored until then (one was contradicted)
 
 	// The one store operation in flight, if any.
 	pending     bool
@@ -348,15 +350,15 @@ func (m *Machine) rollback(to lease.Revision) {
 // hinted handles a watch event. Anyone who can publish on the store's
 // channel can forge one, so it changes nothing the node believes or waits
 // for: if it claims something that would change what the node does, it
-// makes the node read the record soon (at once, or after the request in
-// flight), and the read's answer is what counts.
+// makes the node read the record (a leader renews instead) soon: at once,
+// or after the request in flight. The answer is what counts.
 func (m *Machine) hinted(ev Event) {
 	if m.stop || m.now < m.muteUntil || !m.news(ev) {
 		return
 	}
-	m.hint, m.hintRev, m.hintAbsent, m.hintSeq = true, ev.Revision, ev.Absent, m.sent
+	m.hint, m.hintRev, m.hintLease, m.hintAbsent, m.hintCorrupt, m.hintSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
 	if ev.Absent {
-		m.hintRev = 0
+		m.hintRev, m.hintLease, m.hintCorrupt = 0, Lease{}, false
 	}
 }
 
@@ -375,23 +377,27 @@ func (m *Machine) news(ev Event) bool {
 }
 
 // answered settles the watch hint with the answer to the request that just
-// returned: the hint is settled if the answer shows the store at least as
-// far as the hint claimed, or if the request was sent after the hint
-// arrived. In the second case, an answer that shows less than the hint
-// claimed proves the hint stale or forged: hints are then ignored for a
-// RetryInterval, so a flood of forged events costs at most one read per
+// returned. The answer confirms the hint if it shows the record the hint
+// claimed (same revision and record), or a newer revision that someone else
+// wrote: the node's own successful write confirms nothing, or a forged event
+// claiming the next revision would be confirmed by the renewal it caused.
+// The hint is settled if the answer confirms it or if the request was sent
+// after the hint arrived; in that second case an answer that does not
+// confirm it proves it stale or forged, and hints are ignored for a
+// RetryInterval, so a flood of forged events costs at most one request per
 // RetryInterval.
 func (m *Machine) answered(ev Event) {
 	if !m.hint {
 		return
 	}
-	covered := !m.hintAbsent && !ev.Absent && ev.Revision >= m.hintRev
+	confirmed := ev.Kind != SwapDone && !m.hintAbsent && !ev.Absent &&
+		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
 	after := m.pendingSeq > m.hintSeq
-	if !covered && !after {
-		return // sent before the hint: a read follows
+	if !confirmed && !after {
+		return // sent before the hint: a request follows
 	}
 	m.hint = false
-	if !covered && (!m.hintAbsent || !ev.Absent && ev.Revision <= m.maxRev) {
+	if !confirmed && (!m.hintAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.maxRev)) {
 		m.muteUntil = sat(m.now, m.cfg.RetryInterval)
 	}
 }
@@ -662,12 +668,18 @@ func (m *Machine) advance() {
 		if m.pending {
 			return
 		}
-		if (m.reached(m.nextOp) || m.again) && m.allowed() {
+		hinted := m.hint
+		if (m.reached(m.nextOp) || m.again) && m.allowed() || hinted {
+			// A leader answers a watch hint with a renewal rather than a
+			// read: its answer tells as much, and a read in flight could
+			// delay a renewal falling due meanwhile (by up to
+			// BackendTimeout), while a renewal moves the deadline on.
+			if hinted {
+				m.quick = 0
+			}
 			next := m.obs
 			next.LeaseDuration = m.cfg.LeaseDuration
 			m.swap(Renew, next)
-		} else if m.hint {
-			m.read(true)
 		}
 	case Expiring:
 		if m.pending {

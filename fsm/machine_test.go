@@ -357,26 +357,62 @@ func TestTransitions(t *testing.T) {
 			{tick(6*s + 2*ms - ns), nil, Leader},
 			{tick(6*s + 2*ms), []Action{renew(13, me(5, 3))}, Leader},
 		})},
-		{"leader watching another holder reads, and steps down on the read", false, false, join(leaderAt(), []step{
-			{watched(1*s, other(6, 4), 12), []Action{aRead()}, Leader},
-			{read(1*s+1*ms, other(6, 4), 12), []Action{stopped(5, ReasonLost)}, Follower},
+		{"leader watching another holder renews at once, and steps down on the conflict", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), 12), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(1*s+1*ms, other(6, 4), 12), []Action{stopped(5, ReasonLost)}, Follower},
 		})},
-		{"leader keeps leading after a forged watch event, and its renewals keep their pace", false, false, join(leaderAt(), []step{
-			{watched(1*s, other(6, 4), math.MaxUint64), []Action{aRead()}, Leader},
-			{read(1*s+1*ms, me(5, 3), 11), nil, Leader},
+		{"leader keeps leading after a forged watch event; the renewal it cost moves the pace on", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), math.MaxUint64), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
 			{watched(1*s+2*ms, other(6, 4), math.MaxUint64), nil, Leader},
-			{tick(2*s + 1*ms - ns), nil, Leader},
-			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{tick(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
 		})},
-		{"leader checks a watched absence with a read", false, false, join(leaderAt(), []step{
-			{watchedAbsent(1 * s), []Action{aRead()}, Leader},
-			{read(1*s+1*ms, me(5, 3), 11), nil, Leader},
-			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+		{"a forged event claiming the next revision is not confirmed by the renewal it caused", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), 12), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{watched(1*s+2*ms, other(6, 4), 13), nil, Leader},
+			{watchedAbsent(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
 		})},
-		{"leader with a read in flight renews when it is done", false, false, join(leaderAt(), []step{
-			{watched(2*s, other(6, 4), 12), []Action{aRead()}, Leader},
-			{tick(2*s + 1*ms), nil, Leader},
-			{read(2*s+2*ms, me(5, 3), 11), []Action{renew(11, me(5, 3))}, Leader},
+		{"forged absences cost a leader one renewal per RetryInterval", false, false, join(leaderAt(), []step{
+			{watchedAbsent(1 * s), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{watchedAbsent(1*s + 2*ms), nil, Leader},
+			{watchedAbsent(2 * s), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+			{done(3*s+1*ms-2*ns, me(5, 3), 13), nil, Leader},
+			{watchedAbsent(3*s + 1*ms - ns), nil, Leader},
+			{watchedAbsent(3*s + 1*ms), []Action{renew(13, me(5, 3))}, Leader},
+		})},
+		{"a read confirming a hint at its revision with its record does not mute hints", false, false, join(followOther(), []step{
+			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, other(5, 3), 11), nil, Follower},
+			{watched(1*s+2*ms, released(5, 3), 12), []Action{aRead()}, Follower},
+		})},
+		{"a read showing the hinted revision with another record mutes hints", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, other(4, 2), 11), nil, Follower},
+			{watched(1*s+2*ms, released(4, 2), 12), nil, Follower},
+		})},
+		{"leader checks a watched absence with a renewal", false, false, join(leaderAt(), []step{
+			{watchedAbsent(1 * s), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"a hint during a leader's renewal that its answer does not cover: one more renewal", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, other(6, 4), 13), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Leader},
+			{done(2*s+4*ms, me(5, 3), 13), nil, Leader},
+			{tick(4*s + 3*ms), []Action{renew(13, me(5, 3))}, Leader},
+		})},
+		{"a leader's own renewal seen through the watch is not news", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, me(5, 3), 12), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), nil, Leader},
+			{watched(2*s+4*ms, me(5, 3), 12), nil, Leader},
+			{tick(4*s + 1*ms - ns), nil, Leader},
 		})},
 		{"a read showing no record after one, in a store that keeps records, is a rollback", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
