@@ -119,6 +119,15 @@ type activeTerm struct {
 // It validates everything and returns an error instead of panicking: a nil
 // store, a bad name, a bad identity, an invalid Config or an environment
 // variable that cannot be parsed.
+//
+// The elector learns from st whether records can vanish (store.Lossy) and
+// whether it can watch (store.Watcher). What st does not say, because it
+// does not implement the interface or wraps a store that does and hides it,
+// is taken in the conservative sense: st may lose records (the first leader
+// of a name then waits a LeaseDuration) and cannot watch (followers poll).
+// New logs that once, with what to do (forward the interface with
+// store.MayLoseRecords and store.Watch), and logs at debug level what it
+// found.
 func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], error) {
 	o := options{lookup: os.LookupEnv, releaseOnStop: true, hostname: os.Hostname}
 	for _, opt := range opts {
@@ -169,10 +178,11 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	lossy := false
-	if l, ok := st.(store.Lossy); ok {
-		lossy = l.MayLoseRecords()
-	}
+	// Capabilities are for speed, never for safety: what the store does not
+	// say (a wrapper that hides it, say) is taken in the conservative sense.
+	_, saysLossy := st.(store.Lossy)
+	lossy := store.MayLoseRecords(st)
+	_, watches := st.(store.Watcher[M])
 	e := &Elector[M]{
 		name:          name,
 		id:            id,
@@ -189,6 +199,18 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		reconf:        make(chan struct{}, 1),
 		cfg:           cfg,
 		changed:       make(chan struct{}),
+	}
+	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", lossy, "says_lossy", saysLossy, "watch", watches)
+	if !saysLossy {
+		e.log.Warn("the store does not say whether it may lose records (store.Lossy), so the elector assumes it may: "+
+			"the first leader of a name, and the first after the record vanishes, waits one LeaseDuration. "+
+			"If the store wraps another, forward MayLoseRecords with store.MayLoseRecords",
+			"store", fmt.Sprintf("%T", st), "lease_duration", cfg.LeaseDuration)
+	}
+	if !watches {
+		e.log.Info("the store cannot watch (store.Watcher), so followers poll: a handover after a release takes up to one RetryInterval. "+
+			"If the store wraps one that watches, forward Watch with store.Watch",
+			"store", fmt.Sprintf("%T", st), "retry_interval", cfg.RetryInterval)
 	}
 	return e, nil
 }

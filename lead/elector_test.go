@@ -204,6 +204,9 @@ type flaky struct {
 	down atomic.Bool
 }
 
+// MayLoseRecords forwards store.Lossy, as every wrapper should.
+func (f *flaky) MayLoseRecords() bool { return store.MayLoseRecords(f.Store) }
+
 var errDown = errors.New("store unreachable")
 
 func (f *flaky) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {

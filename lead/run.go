@@ -328,6 +328,12 @@ func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
 	e := r.e
 	for ctx.Err() == nil {
 		ch, err := w.Watch(ctx, e.name)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// A wrapper forwarded Watch to a store that cannot watch
+			// (store.Watch): poll only.
+			e.log.Info("the store cannot watch; followers poll", "error", err)
+			return
+		}
 		if err == nil {
 			for ev := range ch {
 				select {
