@@ -103,6 +103,7 @@ type Elector[M any] struct {
 	lastErr  error
 	readyNow bool
 	state    fsm.State
+	runDone  <-chan struct{} // Done of Run's ctx; nil before Run
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -113,6 +114,7 @@ type activeTerm struct {
 	until     time.Duration // local belief deadline (monotonic since epoch)
 	confirmed time.Duration // last successful renewal sent
 	watchdog  Timer
+	unhook    func() bool // stops cancelling the term when Run's ctx ends
 }
 
 // New returns an Elector for the election name, keeping its record in st.
@@ -235,9 +237,10 @@ func (e *Elector[M]) Ready() <-chan struct{} { return e.ready }
 // Done is closed when Run has returned.
 func (e *Elector[M]) Done() <-chan struct{} { return e.stopped }
 
-// IsLeader reports whether this elector leads now: it is in a term and its
-// renew deadline has not passed. It is advisory: use the fencing token to
-// make writes safe.
+// IsLeader reports whether this elector leads now: it is in a term, its
+// renew deadline has not passed, and Run's context has not ended (it turns
+// false the moment that context ends, without waiting for Run to step
+// down). It is advisory: use the fencing token to make writes safe.
 func (e *Elector[M]) IsLeader() bool {
 	_, ok := e.Term()
 	return ok
@@ -247,10 +250,27 @@ func (e *Elector[M]) IsLeader() bool {
 func (e *Elector[M]) Term() (Term, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term == nil || e.sinceEpoch() >= e.term.until {
+	t := e.leadingLocked()
+	if t == nil {
 		return Term{}, false
 	}
-	return e.term.term, true
+	return t.term, true
+}
+
+// leadingLocked returns the open term if this elector leads now: the term's
+// deadline has not passed and Run's ctx has not ended (whether or not Run's
+// loop has seen it yet). e.mu must be held.
+func (e *Elector[M]) leadingLocked() *activeTerm {
+	t := e.term
+	if t == nil || e.sinceEpoch() >= t.until {
+		return nil
+	}
+	select {
+	case <-e.runDone: // a nil channel (before Run) never fires
+		return nil
+	default:
+	}
+	return t
 }
 
 // Status is a snapshot of an Elector, for health checks and dashboards.
@@ -261,7 +281,8 @@ type Status struct {
 	// and has not yet processed the end of the term. It stays true past
 	// Deadline only if the elector's loop is stuck.
 	InTerm bool
-	// Leading reports IsLeader: in a term, and before Deadline.
+	// Leading reports IsLeader: in a term, before Deadline, and Run's
+	// context has not ended.
 	Leading bool
 	// Term is the open term (if InTerm).
 	Term Term
@@ -281,7 +302,7 @@ func (e *Elector[M]) Status() Status {
 	s := Status{State: e.state, Err: e.lastErr}
 	if t := e.term; t != nil {
 		s.InTerm, s.Term = true, t.term
-		s.Leading = e.sinceEpoch() < t.until
+		s.Leading = e.leadingLocked() != nil
 		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
 	}
 	return s
@@ -292,11 +313,8 @@ func (e *Elector[M]) Status() Status {
 func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term == nil {
-		return false
-	}
-	now := e.sinceEpoch()
-	return now < e.term.until && now-e.term.confirmed <= d
+	t := e.leadingLocked()
+	return t != nil && e.sinceEpoch()-t.confirmed <= d
 }
 
 // Record returns the last record this elector saw: who leads, since when,
@@ -362,8 +380,9 @@ func (e *Elector[M]) sinceEpoch() time.Duration { return e.clock.Now().Sub(e.epo
 func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term == nil || e.sinceEpoch() >= e.term.until {
+	t := e.leadingLocked()
+	if t == nil {
 		return Term{}, nil, false
 	}
-	return e.term.term, e.term.ctx, true
+	return t.term, t.ctx, true
 }

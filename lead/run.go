@@ -24,7 +24,9 @@ type result[M any] struct {
 // Run takes part in the election until ctx ends. Then it steps down if it
 // leads, releases the lease (unless WithReleaseOnStop(false)) so that a
 // successor leads at once, and returns nil. From the moment ctx ends this
-// elector no longer reports itself leader.
+// elector no longer reports itself leader (IsLeader, Term, ConfirmedWithin
+// and Status say so at once, without waiting for Run's loop) and the
+// contexts of the work that Lead and Every run are cancelled.
 //
 // Run returns an error without waiting for ctx when the store refuses what
 // this elector writes for a reason that retrying cannot mend (a name or
@@ -38,6 +40,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	}
 	e.ran = true
 	e.epoch = e.clock.Now()
+	e.runDone = ctx.Done()
 	cfg := e.cfg
 	e.mu.Unlock()
 
@@ -47,6 +50,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	}
 	r := runner[M]{
 		e:       e,
+		ctx:     ctx,
 		m:       m,
 		cfg:     cfg,
 		results: make(chan result[M], 1),
@@ -67,6 +71,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 // runner is the state of one Run.
 type runner[M any] struct {
 	e        *Elector[M]
+	ctx      context.Context // Run's
 	m        *fsm.Machine
 	cfg      lease.Config
 	results  chan result[M]
@@ -379,6 +384,11 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 		until:     r.m.LeaderUntil(),
 		confirmed: r.m.LastConfirmed(),
 	}
+	// The term's work stops the moment Run's ctx ends, without waiting
+	// for the loop to step down.
+	t.unhook = context.AfterFunc(r.ctx, func() {
+		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
+	})
 	e.mu.Lock()
 	e.term = t
 	e.notifyLocked()
@@ -413,6 +423,7 @@ func (r *runner[M]) endTerm(reason fsm.Reason) {
 		return
 	}
 	t.watchdog.Stop()
+	t.unhook()
 	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
 	t.cancel(cause)
 	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
