@@ -141,14 +141,18 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 	if err := store.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("lead: election name: %w", err)
 	}
-	env, err := lease.Load(name, lease.DefaultConfig(), o.lookup)
-	if err != nil {
-		return nil, err
+	// With WithConfig the timing variables are not read at all (one that
+	// cannot be parsed does not fail New); the identity variables are.
+	var env lease.Settings
+	if o.config != nil {
+		env = lease.Settings{Config: *o.config, Identity: lease.LoadIdentity(name, o.lookup)}
+	} else {
+		var err error
+		if env, err = lease.Load(name, lease.DefaultConfig(), o.lookup); err != nil {
+			return nil, err
+		}
 	}
 	cfg := env.Config
-	if o.config != nil {
-		cfg = *o.config
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -30,9 +30,15 @@ type options struct {
 // share an identity; the default (hostname plus a random suffix) never does.
 func WithIdentity(id string) Option { return func(o *options) { o.identity = id } }
 
-// WithConfig sets every timing explicitly; environment variables are then
-// not read for timings. Without it the elector starts from
-// lease.DefaultConfig and applies the TENURE_* variables (see lease.Load).
+// WithConfig sets every timing explicitly: the timing variables
+// (TENURE_LEASE_DURATION and the others of lease.Load) are then not read at
+// all, so one that is set, even to something that cannot be parsed, neither
+// changes a timing nor fails New. The identity variables
+// (TENURE_<NAME>_IDENTITY, TENURE_IDENTITY; see lease.LoadIdentity) are
+// still read, unless WithIdentity is given too. Without WithConfig the
+// elector starts from lease.DefaultConfig and applies the TENURE_*
+// variables (see lease.Load). To start from the environment and change some
+// timings, pass lease.Load's result, changed, to WithConfig.
 func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c } }
 
 // WithLookupEnv sets how environment variables are read (default
