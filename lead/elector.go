@@ -339,11 +339,24 @@ func (e *Elector[M]) Err() error {
 }
 
 // SetMetadata sets the metadata this elector writes when it acquires or
-// renews the lease, from the next write on.
-func (e *Elector[M]) SetMetadata(m M) {
+// renews the lease, from the next write on. It first asks the store whether
+// it would take m (see store.CheckMetadata): if not, SetMetadata returns an
+// error wrapping store.ErrEncode or store.ErrMetadataTooLarge and the
+// metadata in force stays as it was, so a bad value never reaches a write.
+//
+// Every store of this module checks with its own codec. For a store that
+// does not implement store.MetadataChecker (a wrapper that does not forward
+// it, say), m is checked with store.JSONCodec and store.MaxMetadataBytes; if
+// the store still refuses it at write time, Run steps down and returns that
+// error (see Run).
+func (e *Elector[M]) SetMetadata(m M) error {
+	if err := store.CheckMetadata(e.st, m); err != nil {
+		return fmt.Errorf("lead: SetMetadata: %w", err)
+	}
 	e.mu.Lock()
 	e.meta = m
 	e.mu.Unlock()
+	return nil
 }
 
 // Reconfigure replaces the timings. The Config is validated first; it takes

@@ -30,8 +30,11 @@ type result[M any] struct {
 //
 // Run returns an error without waiting for ctx when the store refuses what
 // this elector writes for a reason that retrying cannot mend (a name or
-// metadata the store does not accept). It returns ErrAlreadyRunning when
-// called a second time.
+// metadata the store does not accept). SetMetadata refuses metadata that
+// the store says it cannot take, so that only happens with metadata the
+// store could not check beforehand (see SetMetadata), or with the zero
+// metadata when the store cannot encode even that. It returns
+// ErrAlreadyRunning when called a second time.
 func (e *Elector[M]) Run(ctx context.Context) error {
 	e.mu.Lock()
 	if e.ran {

@@ -28,9 +28,11 @@ func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
 // fn again; it returns when ctx ends (ctx's error) or when fn returns an
 // error while its term is still going (that error).
 //
-// Lead returns an error wrapping ErrStopped if the elector's Run returns
-// while Lead waits. Run must be running (or started later) for Lead to
-// lead.
+// Lead may be called before Run starts, as it usually is (Run and Lead
+// started side by side): it then waits for Run to start and win a term.
+// It returns an error wrapping ErrStopped once Run has returned, whether
+// Lead was waiting then or is called afterwards. It cannot tell that Run
+// will never be called: bound the wait with ctx if that can happen.
 func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Term) error, opts ...LeadOption) error {
 	var o leadOptions
 	for _, opt := range opts {
@@ -95,9 +97,11 @@ func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, co
 // carries the term's fencing token.
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
-// when e's Run has returned, or the first error fn returns while its term is
-// still going (an error from a run cut short by the end of its term is
-// dropped: the next leader runs the task). interval must be positive.
+// when e's Run has returned (at once if it had returned before Every was
+// called), or the first error fn returns while its term is still going (an
+// error from a run cut short by the end of its term is dropped: the next
+// leader runs the task). interval must be positive. Like Lead, Every may be
+// called before Run starts: its ticks are skipped until e leads.
 func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn func(ctx context.Context, t Term) error) error {
 	if interval <= 0 {
 		return fmt.Errorf("lead: Every interval is %v, must be > 0", interval)

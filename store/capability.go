@@ -8,7 +8,7 @@ import (
 )
 
 // This file holds the helpers for the optional interfaces a Store may
-// implement (Lossy, Watcher). Each answers for any Store:
+// implement (Lossy, Watcher, MetadataChecker). Each answers for any Store:
 // the store's own answer when it implements the interface, and a
 // conservative one when it does not. Wrappers forward the interfaces with
 // them (see "Wrapping a store" in docs/guide.md):
@@ -16,9 +16,21 @@ import (
 //	type Timed[M any] struct{ store.Store[M] }
 //
 //	func (t Timed[M]) MayLoseRecords() bool { return store.MayLoseRecords(t.Store) }
+//	func (t Timed[M]) CheckMetadata(m M) error { return store.CheckMetadata(t.Store, m) }
 //	func (t Timed[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 //		return store.Watch(ctx, t.Store, name)
 //	}
+
+// MetadataChecker is implemented by stores that can tell, without a round
+// trip, whether they would accept metadata: CheckMetadata returns an error
+// wrapping ErrEncode or ErrMetadataTooLarge for metadata that
+// CompareAndSwap would refuse, and nil otherwise. Electors call it (through
+// the function CheckMetadata) when they are given new metadata, so that
+// metadata the store cannot take is refused at once instead of at the next
+// write.
+type MetadataChecker[M any] interface {
+	CheckMetadata(m M) error
+}
 
 // MayLoseRecords reports whether st may lose records: what st's
 // MayLoseRecords method says when st implements Lossy, and true (the
@@ -47,4 +59,35 @@ func Watch[M any](ctx context.Context, st Store[M], name string) (<-chan Event[M
 		return nil, fmt.Errorf("store: Watch %q: %w: %T does not implement store.Watcher", name, ErrWatchUnsupported, st)
 	}
 	return w.Watch(ctx, name)
+}
+
+// CheckMetadata reports whether st would accept m: st's CheckMetadata when
+// st implements MetadataChecker; otherwise whether JSONCodec can encode m
+// within MaxMetadataBytes (what every store of this module does by
+// default). That fallback is a guess for a store with a codec of its own:
+// such a store should implement MetadataChecker. The error wraps ErrEncode
+// or ErrMetadataTooLarge, or ErrNilArgument for a nil st.
+func CheckMetadata[M any](st Store[M], m M) error {
+	if nilarg.IsNil(st) {
+		return fmt.Errorf("store: CheckMetadata: %w: st is nil", ErrNilArgument)
+	}
+	if c, ok := st.(MetadataChecker[M]); ok {
+		return c.CheckMetadata(m)
+	}
+	return CheckCodec[M](JSONCodec[M]{}, m)
+}
+
+// CheckCodec reports whether a store that encodes metadata with c would
+// accept m: c encodes it within MaxMetadataBytes, and decodes what it
+// encoded. Stores implement MetadataChecker with it. The error wraps
+// ErrEncode or ErrMetadataTooLarge, or ErrNilArgument for a nil c.
+func CheckCodec[M any](c Codec[M], m M) error {
+	b, err := EncodeMetadata(c, m)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Decode(b); err != nil {
+		return fmt.Errorf("%w: the codec cannot decode its own encoding: %v", ErrEncode, err)
+	}
+	return nil
 }

@@ -85,3 +85,41 @@ func TestWatchHelper(t *testing.T) {
 		t.Fatalf("Watch of a store that cannot watch = %v, want ErrWatchUnsupported", err)
 	}
 }
+
+// checked has a limit of its own: metadata up to 9.
+type checked struct{ bare }
+
+func (checked) CheckMetadata(m int) error {
+	if m > 9 {
+		return store.ErrMetadataTooLarge
+	}
+	return nil
+}
+
+func TestCheckMetadata(t *testing.T) {
+	if err := store.CheckMetadata[int](checked{}, 10); !errors.Is(err, store.ErrMetadataTooLarge) {
+		t.Errorf("CheckMetadata with the store's own check = %v", err)
+	}
+	if err := store.CheckMetadata[int](checked{}, 1); err != nil {
+		t.Errorf("CheckMetadata with the store's own check = %v", err)
+	}
+	if err := store.CheckMetadata[int](bare{}, 10); err != nil {
+		t.Errorf("CheckMetadata falling back to JSON = %v", err)
+	}
+	// The JSON fallback: what JSONCodec cannot encode, and the size limit.
+	if err := store.CheckCodec(store.JSONCodec[func()]{}, func() {}); !errors.Is(err, store.ErrEncode) {
+		t.Errorf("CheckCodec of a func = %v, want ErrEncode", err)
+	}
+	big := string(make([]byte, store.MaxMetadataBytes))
+	if err := store.CheckCodec(store.JSONCodec[string]{}, big); !errors.Is(err, store.ErrMetadataTooLarge) {
+		t.Errorf("CheckCodec of %d bytes = %v, want ErrMetadataTooLarge", len(big), err)
+	}
+	if err := store.CheckCodec[int](oneWay{}, 1); !errors.Is(err, store.ErrEncode) {
+		t.Errorf("CheckCodec with a codec that cannot decode = %v, want ErrEncode", err)
+	}
+}
+
+// oneWay encodes and cannot decode.
+type oneWay struct{ store.JSONCodec[int] }
+
+func (oneWay) Decode([]byte) (int, error) { return 0, errors.New("one way") }

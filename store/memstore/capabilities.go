@@ -1,6 +1,10 @@
 package memstore
 
-import "github.com/tenure-go/tenure/store"
+import (
+	"fmt"
+
+	"github.com/tenure-go/tenure/store"
+)
 
 var _ store.Lossy = (*Store[struct{}])(nil)
 
@@ -10,3 +14,16 @@ var _ store.Lossy = (*Store[struct{}])(nil)
 // safe across such a loss need a store that reports true (a wrapper that
 // says so, say).
 func (s *Store[M]) MayLoseRecords() bool { return false }
+
+var _ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
+
+// CheckMetadata returns the error CompareAndSwap would return for m: one
+// wrapping [store.ErrEncode] when the codec cannot encode m or decode what
+// it encoded, or [store.ErrMetadataTooLarge] when the encoding exceeds
+// [store.MaxMetadataBytes]. It implements [store.MetadataChecker].
+func (s *Store[M]) CheckMetadata(m M) error {
+	if err := store.CheckCodec(s.codec, m); err != nil {
+		return fmt.Errorf("memstore: CheckMetadata: %w", err)
+	}
+	return nil
+}
