@@ -20,8 +20,15 @@ import (
 
 // Errors returned by this package.
 var (
-	// ErrNilStore: New was given a nil store.
-	ErrNilStore = errors.New("lead: store is nil")
+	// ErrNilArgument: a nil (or zero) argument was passed where a usable one
+	// is needed: a nil context, function or option, a nil *Elector, an
+	// Elector not made by New. The error names the argument.
+	ErrNilArgument = errors.New("lead: nil argument")
+	// ErrNilStore: New was given a nil store, a typed nil (a nil
+	// *memstore.Store, say), a wrapper whose embedded store is nil, or a
+	// zero store that its Validate method refuses (see store.Validate). It
+	// wraps ErrNilArgument.
+	ErrNilStore = fmt.Errorf("%w: store is nil", ErrNilArgument)
 	// ErrInvalidIdentity: the identity breaks the rules of holder names.
 	ErrInvalidIdentity = errors.New("lead: invalid identity")
 	// ErrAlreadyRunning: Run was called while another Run of the same
@@ -73,7 +80,10 @@ type Change struct {
 }
 
 // Elector takes part in one election. Create it with New, drive it with Run.
-// Its methods are safe for concurrent use.
+// Its methods are safe for concurrent use. The zero Elector, like a nil
+// *Elector, cannot take part in anything: the methods that return an error
+// return one wrapping ErrNilArgument, and the others report that it does
+// not lead.
 type Elector[M any] struct {
 	name          string
 	id            string
@@ -119,8 +129,10 @@ type activeTerm struct {
 
 // New returns an Elector for the election name, keeping its record in st.
 // It validates everything and returns an error instead of panicking: a nil
-// store, a bad name, a bad identity, an invalid Config or an environment
-// variable that cannot be parsed.
+// store (also a typed nil, a wrapper around a nil store, or a store whose
+// Validate method fails: see store.Validate), a nil option, a bad name, a
+// bad identity, an invalid Config or an environment variable that cannot be
+// parsed.
 //
 // The elector learns from st whether records can vanish (store.Lossy) and
 // whether it can watch (store.Watcher). What st does not say, because it
@@ -132,11 +144,23 @@ type activeTerm struct {
 // found.
 func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], error) {
 	o := options{lookup: os.LookupEnv, releaseOnStop: true, hostname: os.Hostname}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: New: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
+		}
 		opt(&o)
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
 	}
 	if st == nil {
 		return nil, ErrNilStore
+	}
+	if err := store.Validate(st); err != nil {
+		if errors.Is(err, store.ErrNilArgument) {
+			return nil, fmt.Errorf("%w: %w", ErrNilStore, err)
+		}
+		return nil, fmt.Errorf("lead: New: the store is not usable: %w", err)
 	}
 	if err := store.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("lead: election name: %w", err)
@@ -222,24 +246,49 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 }
 
 // Name returns the election's name.
-func (e *Elector[M]) Name() string { return e.name }
+func (e *Elector[M]) Name() string {
+	if e == nil {
+		return ""
+	}
+	return e.name
+}
 
 // Identity returns this elector's identity.
-func (e *Elector[M]) Identity() string { return e.id }
+func (e *Elector[M]) Identity() string {
+	if e == nil {
+		return ""
+	}
+	return e.id
+}
 
-// Config returns the timings in force.
+// Config returns the timings in force (the zero Config for a nil Elector).
 func (e *Elector[M]) Config() lease.Config {
+	if e == nil {
+		return lease.Config{}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.cfg
 }
 
 // Ready is closed once Run has finished its first round trip with the store,
-// whatever its outcome.
-func (e *Elector[M]) Ready() <-chan struct{} { return e.ready }
+// whatever its outcome. For a nil Elector, or one not made by New, it is
+// closed already (Run returns at once).
+func (e *Elector[M]) Ready() <-chan struct{} {
+	if e.usable("Ready") != nil {
+		return closed()
+	}
+	return e.ready
+}
 
-// Done is closed when Run has returned.
-func (e *Elector[M]) Done() <-chan struct{} { return e.stopped }
+// Done is closed when Run has returned. For a nil Elector, or one not made
+// by New, it is closed already (Run returns at once).
+func (e *Elector[M]) Done() <-chan struct{} {
+	if e.usable("Done") != nil {
+		return closed()
+	}
+	return e.stopped
+}
 
 // IsLeader reports whether this elector leads now: it is in a term, its
 // renew deadline has not passed, and Run's context has not ended (it turns
@@ -252,6 +301,9 @@ func (e *Elector[M]) IsLeader() bool {
 
 // Term returns the current term, if this elector leads now.
 func (e *Elector[M]) Term() (Term, bool) {
+	if e == nil {
+		return Term{}, false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.leadingLocked()
@@ -301,6 +353,9 @@ type Status struct {
 
 // Status returns a snapshot of the elector.
 func (e *Elector[M]) Status() Status {
+	if e == nil {
+		return Status{}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := Status{State: e.state, Err: e.lastErr}
@@ -315,6 +370,9 @@ func (e *Elector[M]) Status() Status {
 // ConfirmedWithin reports whether this elector leads and sent its last
 // successful renewal (or the acquisition) no longer than d ago.
 func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
+	if e == nil {
+		return false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.leadingLocked()
@@ -325,14 +383,21 @@ func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
 // how many handovers, the leader's metadata. ok is false until a record has
 // been seen, and while the store holds none.
 func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
+	if e == nil {
+		return rec, false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rec, e.haveRec
 }
 
 // Err returns the last error met talking to the store, or nil if the last
-// operation succeeded.
+// operation succeeded. For a nil Elector, or one not made by New, it
+// returns an error wrapping ErrNilArgument.
 func (e *Elector[M]) Err() error {
+	if err := e.usable("Err"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.lastErr
@@ -350,6 +415,9 @@ func (e *Elector[M]) Err() error {
 // the store still refuses it at write time, Run steps down and returns that
 // error (see Run).
 func (e *Elector[M]) SetMetadata(m M) error {
+	if err := e.usable("SetMetadata"); err != nil {
+		return err
+	}
 	if err := store.CheckMetadata(e.st, m); err != nil {
 		return fmt.Errorf("lead: SetMetadata: %w", err)
 	}
@@ -363,6 +431,9 @@ func (e *Elector[M]) SetMetadata(m M) error {
 // effect from the next step of the running elector. The identity never
 // changes.
 func (e *Elector[M]) Reconfigure(c lease.Config) error {
+	if err := e.usable("Reconfigure"); err != nil {
+		return err
+	}
 	if err := c.Validate(); err != nil {
 		return err
 	}

@@ -407,7 +407,7 @@ func TestEveryRejectsBadInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lead.Every(context.Background(), n, 0, nil); err == nil || !strings.Contains(err.Error(), "interval") {
+	if err := lead.Every(context.Background(), n, 0, func(context.Context, lead.Term) error { return nil }); err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Fatalf("Every(0) = %v", err)
 	}
 }

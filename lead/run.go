@@ -34,8 +34,15 @@ type result[M any] struct {
 // the store says it cannot take, so that only happens with metadata the
 // store could not check beforehand (see SetMetadata), or with the zero
 // metadata when the store cannot encode even that. It returns
-// ErrAlreadyRunning when called a second time.
+// ErrAlreadyRunning when called a second time, and an error wrapping
+// ErrNilArgument for a nil ctx or an Elector not made by New.
 func (e *Elector[M]) Run(ctx context.Context) error {
+	if err := e.usable("Run"); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: Run: ctx is nil", ErrNilArgument)
+	}
 	e.mu.Lock()
 	if e.ran {
 		e.mu.Unlock()

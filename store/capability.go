@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/tenure-go/tenure/internal/nilarg"
 )
 
 // This file holds the helpers for the optional interfaces a Store may
-// implement (Lossy, Watcher, MetadataChecker). Each answers for any Store:
+// implement (Lossy, Watcher, MetadataChecker, Validator). Each answers for any Store:
 // the store's own answer when it implements the interface, and a
 // conservative one when it does not. Wrappers forward the interfaces with
 // them (see "Wrapping a store" in docs/guide.md):
@@ -17,6 +18,7 @@ import (
 //
 //	func (t Timed[M]) MayLoseRecords() bool { return store.MayLoseRecords(t.Store) }
 //	func (t Timed[M]) CheckMetadata(m M) error { return store.CheckMetadata(t.Store, m) }
+//	func (t Timed[M]) Validate() error { return store.Validate(t.Store) }
 //	func (t Timed[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 //		return store.Watch(ctx, t.Store, name)
 //	}
@@ -90,4 +92,62 @@ func CheckCodec[M any](c Codec[M], m M) error {
 		return fmt.Errorf("%w: the codec cannot decode its own encoding: %v", ErrEncode, err)
 	}
 	return nil
+}
+
+// Validator is implemented by stores that can tell, without a round trip,
+// that they cannot be used: a zero value that was not made by the store's
+// constructor, say. Validate returns nil for a usable store, and otherwise
+// an error that says why (wrapping ErrNilArgument for a nil or zero store).
+type Validator interface {
+	Validate() error
+}
+
+// Validate reports whether st is clearly unusable, without a round trip:
+// st is nil or holds a nil pointer (a nil *memstore.Store, say); st is a
+// struct, or a pointer to one, that embeds a nil store (a wrapper around
+// nothing); or st implements Validator and its Validate fails. The error
+// wraps ErrNilArgument, or is what Validate returned. Electors call it in
+// lead.New, so that such a store is refused there rather than failing
+// every operation later.
+func Validate[M any](st Store[M]) error {
+	if nilarg.IsNil(st) {
+		if st == nil {
+			return fmt.Errorf("%w: the store is nil", ErrNilArgument)
+		}
+		return fmt.Errorf("%w: the store is a nil %T", ErrNilArgument, st)
+	}
+	if field := nilEmbedded(st); field != "" {
+		return fmt.Errorf("%w: the store embedded in %T (field %s) is nil", ErrNilArgument, st, field)
+	}
+	if v, ok := st.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// nilEmbedded returns the name of an embedded field of st (a struct, or a
+// pointer to one) that has the methods of a Store and is nil, or "".
+func nilEmbedded(st any) string {
+	v := reflect.ValueOf(st)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.Anonymous {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.Interface, reflect.Pointer:
+			_, get := f.Type.MethodByName("Get")
+			_, swap := f.Type.MethodByName("CompareAndSwap")
+			if get && swap && fv.IsNil() {
+				return f.Name
+			}
+		}
+	}
+	return ""
 }

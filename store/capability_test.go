@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tenure-go/tenure/lease"
@@ -123,3 +124,45 @@ func TestCheckMetadata(t *testing.T) {
 type oneWay struct{ store.JSONCodec[int] }
 
 func (oneWay) Decode([]byte) (int, error) { return 0, errors.New("one way") }
+
+// Every function of package store given a nil argument returns an error
+// wrapping ErrNilArgument that names it, and panics nowhere.
+func TestNilArguments(t *testing.T) {
+	var nilCtx context.Context
+	var nilLossy *lossyPtr
+	tests := []struct {
+		name    string
+		f       func() error
+		mention string
+	}{
+		{"Watch: nil ctx", func() error { _, err := store.Watch[int](nilCtx, bare{}, "job"); return err }, "ctx is nil"},
+		{"Watch: nil st", func() error { _, err := store.Watch[int](context.Background(), nil, "job"); return err }, "st is nil"},
+		{"Watch: typed nil st", func() error { _, err := store.Watch[int](context.Background(), nilLossy, "job"); return err }, "st is nil"},
+		{"CheckMetadata: nil st", func() error { return store.CheckMetadata[int](nil, 1) }, "st is nil"},
+		{"CheckCodec: nil c", func() error { return store.CheckCodec[int](nil, 1) }, "c is nil"},
+		{"EncodeMetadata: nil c", func() error { _, err := store.EncodeMetadata[int](nil, 1); return err }, "c is nil"},
+		{"Validate: nil st", func() error { return store.Validate[int](nil) }, "store is nil"},
+		{"Validate: typed nil st", func() error { return store.Validate[int](nilLossy) }, "nil *store_test.lossyPtr"},
+		{"Validate: wrapper around nil", func() error { return store.Validate[int](wrapper{}) }, "field Store"},
+		{"Validate: pointer wrapper around nil", func() error { return store.Validate[int](&wrapper{}) }, "field Store"},
+	}
+	for _, tt := range tests {
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = errors.New("panic")
+				}
+			}()
+			return tt.f()
+		}()
+		if !errors.Is(err, store.ErrNilArgument) || !strings.Contains(err.Error(), tt.mention) {
+			t.Errorf("%s = %v; want ErrNilArgument naming %q", tt.name, err, tt.mention)
+		}
+	}
+	if !store.MayLoseRecords[int](nil) {
+		t.Error("MayLoseRecords(nil) = false, want the conservative true")
+	}
+	if err := store.Validate[int](wrapper{bare{}}); err != nil {
+		t.Errorf("Validate of a usable wrapper = %v", err)
+	}
+}

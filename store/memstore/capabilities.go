@@ -22,8 +22,26 @@ var _ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
 // it encoded, or [store.ErrMetadataTooLarge] when the encoding exceeds
 // [store.MaxMetadataBytes]. It implements [store.MetadataChecker].
 func (s *Store[M]) CheckMetadata(m M) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("memstore: CheckMetadata: %w", err)
+	}
 	if err := store.CheckCodec(s.codec, m); err != nil {
 		return fmt.Errorf("memstore: CheckMetadata: %w", err)
+	}
+	return nil
+}
+
+var _ store.Validator = (*Store[struct{}])(nil)
+
+// Validate returns an error wrapping [store.ErrNilArgument] when s is nil
+// or was not made by New, and nil otherwise. It implements
+// [store.Validator].
+func (s *Store[M]) Validate() error {
+	switch {
+	case s == nil:
+		return fmt.Errorf("memstore: %w: the *Store is nil (make one with New)", store.ErrNilArgument)
+	case s.codec == nil || s.names == nil:
+		return fmt.Errorf("memstore: %w: the Store was not made by New", store.ErrNilArgument)
 	}
 	return nil
 }
