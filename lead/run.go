@@ -56,6 +56,9 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 
 	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
 	if err != nil {
+		// Run has returned: Lead, Every and Done must not wait for it.
+		e.markReady()
+		close(e.stopped)
 		return err
 	}
 	r := runner[M]{
