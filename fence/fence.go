@@ -14,6 +14,9 @@ var (
 	ErrStaleToken = errors.New("fence: stale token")
 	// ErrNoToken: the context carries no token.
 	ErrNoToken = errors.New("fence: no token in context")
+	// ErrNilArgument: a nil context, client, transaction or receiver was
+	// passed where a usable one is needed. The error names the argument.
+	ErrNilArgument = errors.New("fence: nil argument")
 )
 
 // Token is a fencing token: the identity of one leadership term. Tokens of
@@ -22,20 +25,30 @@ type Token uint64
 
 type ctxKey struct{}
 
-// WithToken returns a copy of ctx that carries t.
+// WithToken returns a copy of ctx that carries t. A nil ctx is taken as
+// context.Background().
 func WithToken(ctx context.Context, t Token) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return context.WithValue(ctx, ctxKey{}, t)
 }
 
-// FromContext returns the token that ctx carries, if any.
+// FromContext returns the token that ctx carries, if any (none for a nil
+// ctx).
 func FromContext(ctx context.Context) (Token, bool) {
+	if ctx == nil {
+		return 0, false
+	}
 	t, ok := ctx.Value(ctxKey{}).(Token)
 	return t, ok
 }
 
 // Register guards an in-process resource: it accepts a write only when the
 // write's token is at least the highest token it has accepted. The zero
-// Register accepts any token. It is safe for concurrent use.
+// Register accepts any token. It is safe for concurrent use. The methods of
+// a nil *Register return an error wrapping ErrNilArgument (Highest returns
+// zero).
 type Register struct {
 	mu      sync.Mutex
 	highest Token
@@ -43,6 +56,9 @@ type Register struct {
 
 // Highest returns the highest token accepted so far (zero if none).
 func (r *Register) Highest() Token {
+	if r == nil {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.highest
@@ -61,6 +77,9 @@ func (r *Register) Check(t Token) error {
 // returns an error, t is not remembered and the error is returned. A nil
 // write only checks and remembers t.
 func (r *Register) Do(t Token, write func() error) error {
+	if r == nil {
+		return fmt.Errorf("%w: Register.Do: the *Register is nil", ErrNilArgument)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t < r.highest {
@@ -76,8 +95,12 @@ func (r *Register) Do(t Token, write func() error) error {
 }
 
 // DoContext is Do with the token taken from ctx; it returns an error
-// wrapping ErrNoToken if ctx carries none.
+// wrapping ErrNoToken if ctx carries none, and one wrapping ErrNilArgument
+// for a nil ctx.
 func (r *Register) DoContext(ctx context.Context, write func() error) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: Register.DoContext: ctx is nil", ErrNilArgument)
+	}
 	t, ok := FromContext(ctx)
 	if !ok {
 		return ErrNoToken

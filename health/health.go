@@ -1,13 +1,19 @@
 package health
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 )
+
+// ErrNilArgument is what the handler of a nil Source reports (see
+// Handler).
+var ErrNilArgument = errors.New("health: nil argument")
 
 // Source is what the handler inspects; *lead.Elector[M] is one.
 type Source interface {
@@ -20,8 +26,14 @@ type Source interface {
 type Option func(*handler)
 
 // WithClock sets the clock (default time.Now). It must agree with the
-// elector's clock.
-func WithClock(now func() time.Time) Option { return func(h *handler) { h.now = now } }
+// elector's clock. A nil now keeps the default.
+func WithClock(now func() time.Time) Option {
+	return func(h *handler) {
+		if now != nil {
+			h.now = now
+		}
+	}
+}
 
 type handler struct {
 	src   Source
@@ -33,15 +45,29 @@ type handler struct {
 // 503 when it is a stuck leader: it has an open term and its last successful
 // renewal was sent more than RenewDeadline+slack ago. The body is one line
 // of text saying why.
+//
+// A nil src (a nil *lead.Elector too) cannot be inspected: the handler then
+// answers 500 with a body that names it and ErrNilArgument, so that the
+// mistake shows at the first probe instead of as a panic. Nil options are
+// skipped.
 func Handler(src Source, slack time.Duration, opts ...Option) http.Handler {
 	h := &handler{src: src, slack: slack, now: time.Now}
 	for _, o := range opts {
-		o(h)
+		if o != nil {
+			o(h)
+		}
 	}
 	return h
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	if w == nil {
+		return
+	}
+	if nilarg.IsNil(h.src) {
+		http.Error(w, fmt.Sprintf("%v: Handler: src is nil", ErrNilArgument), http.StatusInternalServerError)
+		return
+	}
 	st := h.src.Status()
 	limit := h.src.Config().RenewDeadline + h.slack
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -20,8 +20,15 @@ import (
 
 // Errors returned by this package.
 var (
-	// ErrNilStore: New was given a nil store.
-	ErrNilStore = errors.New("lead: store is nil")
+	// ErrNilArgument: a nil (or zero) argument was passed where a usable one
+	// is needed: a nil context, function or option, a nil *Elector, an
+	// Elector not made by New. The error names the argument.
+	ErrNilArgument = errors.New("lead: nil argument")
+	// ErrNilStore: New was given a nil store, a typed nil (a nil
+	// *memstore.Store, say), a wrapper whose embedded store is nil, or a
+	// zero store that its Validate method refuses (see store.Validate). It
+	// wraps ErrNilArgument.
+	ErrNilStore = fmt.Errorf("%w: store is nil", ErrNilArgument)
 	// ErrInvalidIdentity: the identity breaks the rules of holder names.
 	ErrInvalidIdentity = errors.New("lead: invalid identity")
 	// ErrAlreadyRunning: Run was called while another Run of the same
@@ -80,7 +87,10 @@ type Change struct {
 }
 
 // Elector takes part in one election. Create it with New, drive it with Run.
-// Its methods are safe for concurrent use.
+// Its methods are safe for concurrent use. The zero Elector, like a nil
+// *Elector, cannot take part in anything: the methods that return an error
+// return one wrapping ErrNilArgument, and the others report that it does
+// not lead.
 type Elector[M any] struct {
 	name          string
 	id            string
@@ -110,6 +120,7 @@ type Elector[M any] struct {
 	lastErr  error
 	readyNow bool
 	state    fsm.State
+	runDone  <-chan struct{} // Done of Run's ctx; nil before Run
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
@@ -125,31 +136,59 @@ type activeTerm struct {
 	until     time.Duration // local belief deadline (monotonic since epoch)
 	confirmed time.Duration // last successful renewal sent
 	watchdog  Timer
+	unhook    func() bool // stops cancelling the term when Run's ctx ends
 }
 
 // New returns an Elector for the election name, keeping its record in st.
 // It validates everything and returns an error instead of panicking: a nil
-// store, a bad name, a bad identity, an invalid Config or an environment
-// variable that cannot be parsed.
+// store (also a typed nil, a wrapper around a nil store, or a store whose
+// Validate method fails: see store.Validate), a nil option, a bad name, a
+// bad identity, an invalid Config or an environment variable that cannot be
+// parsed.
+//
+// The elector learns from st whether records can vanish (store.Lossy) and
+// whether it can watch (store.Watcher). What st does not say, because it
+// does not implement the interface or wraps a store that does and hides it,
+// is taken in the conservative sense: st may lose records (the first leader
+// of a name then waits a LeaseDuration) and cannot watch (followers poll).
+// New logs that once, with what to do (forward the interface with
+// store.MayLoseRecords and store.Watch), and logs at debug level what it
+// found.
 func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], error) {
 	o := options{lookup: os.LookupEnv, releaseOnStop: true, hostname: os.Hostname}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: New: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
+		}
 		opt(&o)
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
 	}
 	if st == nil {
 		return nil, ErrNilStore
 	}
+	if err := store.Validate(st); err != nil {
+		if errors.Is(err, store.ErrNilArgument) {
+			return nil, fmt.Errorf("%w: %w", ErrNilStore, err)
+		}
+		return nil, fmt.Errorf("lead: New: the store is not usable: %w", err)
+	}
 	if err := store.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("lead: election name: %w", err)
 	}
-	env, err := lease.Load(name, lease.DefaultConfig(), o.lookup)
-	if err != nil {
-		return nil, err
+	// With WithConfig the timing variables are not read at all (one that
+	// cannot be parsed does not fail New); the identity variables are.
+	var env lease.Settings
+	if o.config != nil {
+		env = lease.Settings{Config: *o.config, Identity: lease.LoadIdentity(name, o.lookup)}
+	} else {
+		var err error
+		if env, err = lease.Load(name, lease.DefaultConfig(), o.lookup); err != nil {
+			return nil, err
+		}
 	}
 	cfg := env.Config
-	if o.config != nil {
-		cfg = *o.config
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,10 +220,11 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	lossy := false
-	if l, ok := st.(store.Lossy); ok {
-		lossy = l.MayLoseRecords()
-	}
+	// Capabilities are for speed, never for safety: what the store does not
+	// say (a wrapper that hides it, say) is taken in the conservative sense.
+	_, saysLossy := st.(store.Lossy)
+	lossy := store.MayLoseRecords(st)
+	_, watches := st.(store.Watcher[M])
 	e := &Elector[M]{
 		name:          name,
 		id:            id,
@@ -202,32 +242,70 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		cfg:           cfg,
 		changed:       make(chan struct{}),
 	}
+	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", lossy, "says_lossy", saysLossy, "watch", watches)
+	if !saysLossy {
+		e.log.Warn("the store does not say whether it may lose records (store.Lossy), so the elector assumes it may: "+
+			"the first leader of a name, and the first after the record vanishes, waits one LeaseDuration. "+
+			"If the store wraps another, forward MayLoseRecords with store.MayLoseRecords",
+			"store", fmt.Sprintf("%T", st), "lease_duration", cfg.LeaseDuration)
+	}
+	if !watches {
+		e.log.Info("the store cannot watch (store.Watcher), so followers poll: a handover after a release takes up to one RetryInterval. "+
+			"If the store wraps one that watches, forward Watch with store.Watch",
+			"store", fmt.Sprintf("%T", st), "retry_interval", cfg.RetryInterval)
+	}
 	return e, nil
 }
 
 // Name returns the election's name.
-func (e *Elector[M]) Name() string { return e.name }
+func (e *Elector[M]) Name() string {
+	if e == nil {
+		return ""
+	}
+	return e.name
+}
 
 // Identity returns this elector's identity.
-func (e *Elector[M]) Identity() string { return e.id }
+func (e *Elector[M]) Identity() string {
+	if e == nil {
+		return ""
+	}
+	return e.id
+}
 
-// Config returns the timings in force.
+// Config returns the timings in force (the zero Config for a nil Elector).
 func (e *Elector[M]) Config() lease.Config {
+	if e == nil {
+		return lease.Config{}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.cfg
 }
 
 // Ready is closed once Run has finished its first round trip with the store,
-// whatever its outcome.
-func (e *Elector[M]) Ready() <-chan struct{} { return e.ready }
+// whatever its outcome. For a nil Elector, or one not made by New, it is
+// closed already (Run returns at once).
+func (e *Elector[M]) Ready() <-chan struct{} {
+	if e.usable("Ready") != nil {
+		return closed()
+	}
+	return e.ready
+}
 
-// Done is closed when Run has returned.
-func (e *Elector[M]) Done() <-chan struct{} { return e.stopped }
+// Done is closed when Run has returned. For a nil Elector, or one not made
+// by New, it is closed already (Run returns at once).
+func (e *Elector[M]) Done() <-chan struct{} {
+	if e.usable("Done") != nil {
+		return closed()
+	}
+	return e.stopped
+}
 
-// IsLeader reports whether this elector leads now: it is in a term and its
-// renew deadline has not passed. It is advisory: use the fencing token to
-// make writes safe.
+// IsLeader reports whether this elector leads now: it is in a term, its
+// renew deadline has not passed, and Run's context has not ended (it turns
+// false the moment that context ends, without waiting for Run to step
+// down). It is advisory: use the fencing token to make writes safe.
 func (e *Elector[M]) IsLeader() bool {
 	_, ok := e.Term()
 	return ok
@@ -235,12 +313,32 @@ func (e *Elector[M]) IsLeader() bool {
 
 // Term returns the current term, if this elector leads now.
 func (e *Elector[M]) Term() (Term, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.term == nil || e.sinceEpoch() >= e.term.until {
+	if e == nil {
 		return Term{}, false
 	}
-	return e.term.term, true
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.leadingLocked()
+	if t == nil {
+		return Term{}, false
+	}
+	return t.term, true
+}
+
+// leadingLocked returns the open term if this elector leads now: the term's
+// deadline has not passed and Run's ctx has not ended (whether or not Run's
+// loop has seen it yet). e.mu must be held.
+func (e *Elector[M]) leadingLocked() *activeTerm {
+	t := e.term
+	if t == nil || e.sinceEpoch() >= t.until {
+		return nil
+	}
+	select {
+	case <-e.runDone: // a nil channel (before Run) never fires
+		return nil
+	default:
+	}
+	return t
 }
 
 // Status is a snapshot of an Elector, for health checks and dashboards.
@@ -251,7 +349,8 @@ type Status struct {
 	// and has not yet processed the end of the term. It stays true past
 	// Deadline only if the elector's loop is stuck.
 	InTerm bool
-	// Leading reports IsLeader: in a term, and before Deadline.
+	// Leading reports IsLeader: in a term, before Deadline, and Run's
+	// context has not ended.
 	Leading bool
 	// Term is the open term (if InTerm).
 	Term Term
@@ -266,12 +365,15 @@ type Status struct {
 
 // Status returns a snapshot of the elector.
 func (e *Elector[M]) Status() Status {
+	if e == nil {
+		return Status{}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := Status{State: e.state, Err: e.errLocked()}
 	if t := e.term; t != nil {
 		s.InTerm, s.Term = true, t.term
-		s.Leading = e.sinceEpoch() < t.until
+		s.Leading = e.leadingLocked() != nil
 		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
 	}
 	return s
@@ -280,19 +382,22 @@ func (e *Elector[M]) Status() Status {
 // ConfirmedWithin reports whether this elector leads and sent its last
 // successful renewal (or the acquisition) no longer than d ago.
 func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.term == nil {
+	if e == nil {
 		return false
 	}
-	now := e.sinceEpoch()
-	return now < e.term.until && now-e.term.confirmed <= d
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.leadingLocked()
+	return t != nil && e.sinceEpoch()-t.confirmed <= d
 }
 
 // Record returns the last record this elector saw: who leads, since when,
 // how many handovers, the leader's metadata. ok is false until a record has
 // been seen, and while the store holds none.
 func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
+	if e == nil {
+		return rec, false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rec, e.haveRec
@@ -304,8 +409,12 @@ func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 // elector from starting a term: an error wrapping ErrRevisionRollback while
 // it waits out a rollback of the store, or one wrapping
 // store.ErrTokenExhausted once the largest token seen is lease.MaxToken.
-// It returns nil otherwise.
+// It returns nil otherwise. For a nil Elector, or one not made by New, it
+// returns an error wrapping ErrNilArgument.
 func (e *Elector[M]) Err() error {
+	if err := e.usable("Err"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.errLocked()
@@ -323,17 +432,36 @@ func (e *Elector[M]) errLocked() error {
 }
 
 // SetMetadata sets the metadata this elector writes when it acquires or
-// renews the lease, from the next write on.
-func (e *Elector[M]) SetMetadata(m M) {
+// renews the lease, from the next write on. It first asks the store whether
+// it would take m (see store.CheckMetadata): if not, SetMetadata returns an
+// error wrapping store.ErrEncode or store.ErrMetadataTooLarge and the
+// metadata in force stays as it was, so a bad value never reaches a write.
+//
+// Every store of this module checks with its own codec. For a store that
+// does not implement store.MetadataChecker (a wrapper that does not forward
+// it, say), m is checked with store.JSONCodec and store.MaxMetadataBytes; if
+// the store still refuses it at write time, Run steps down and returns that
+// error (see Run).
+func (e *Elector[M]) SetMetadata(m M) error {
+	if err := e.usable("SetMetadata"); err != nil {
+		return err
+	}
+	if err := store.CheckMetadata(e.st, m); err != nil {
+		return fmt.Errorf("lead: SetMetadata: %w", err)
+	}
 	e.mu.Lock()
 	e.meta = m
 	e.mu.Unlock()
+	return nil
 }
 
 // Reconfigure replaces the timings. The Config is validated first; it takes
 // effect from the next step of the running elector. The identity never
 // changes.
 func (e *Elector[M]) Reconfigure(c lease.Config) error {
+	if err := e.usable("Reconfigure"); err != nil {
+		return err
+	}
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -368,8 +496,9 @@ func (e *Elector[M]) sinceEpoch() time.Duration { return e.clock.Now().Sub(e.epo
 func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term == nil || e.sinceEpoch() >= e.term.until {
+	t := e.leadingLocked()
+	if t == nil {
 		return Term{}, nil, false
 	}
-	return e.term.term, e.term.ctx, true
+	return t.term, t.ctx, true
 }

@@ -113,7 +113,9 @@ func TestSingleElectorLeads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		n := start(t, st, "a")
-		n.e.SetMetadata(meta{Addr: "10.0.0.1:80"})
+		if err := n.e.SetMetadata(meta{Addr: "10.0.0.1:80"}); err != nil {
+			t.Fatal(err)
+		}
 		<-n.e.Ready()
 		c := n.next(t)
 		if c.Kind != lead.Started || c.Term.Token != 1 || c.Term.Identity != "a" || c.Term.Name != "job" {
@@ -203,6 +205,9 @@ type flaky struct {
 	store.Store[meta]
 	down atomic.Bool
 }
+
+// MayLoseRecords forwards store.Lossy, as every wrapper should.
+func (f *flaky) MayLoseRecords() bool { return store.MayLoseRecords(f.Store) }
 
 var errDown = errors.New("store unreachable")
 
@@ -402,7 +407,7 @@ func TestEveryRejectsBadInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lead.Every(context.Background(), n, 0, nil); err == nil || !strings.Contains(err.Error(), "interval") {
+	if err := lead.Every(context.Background(), n, 0, func(context.Context, lead.Term) error { return nil }); err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Fatalf("Every(0) = %v", err)
 	}
 }
@@ -460,14 +465,22 @@ func TestReconfigure(t *testing.T) {
 	})
 }
 
+// uncheckedStore says it takes any metadata, and then refuses some at
+// write time: what a store whose check disagrees with its codec does.
+type uncheckedStore struct{ store.Store[meta] }
+
+func (uncheckedStore) CheckMetadata(meta) error { return nil }
+
 func TestOversizedMetadataStopsRunWithError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
-		e, err := lead.New("job", st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+		e, err := lead.New("job", uncheckedStore{st}, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.SetMetadata(meta{Addr: strings.Repeat("x", store.MaxMetadataBytes)})
+		if err := e.SetMetadata(meta{Addr: strings.Repeat("x", store.MaxMetadataBytes)}); err != nil {
+			t.Fatalf("SetMetadata = %v; the store said it takes anything", err)
+		}
 		err = e.Run(context.Background())
 		if !errors.Is(err, store.ErrMetadataTooLarge) {
 			t.Fatalf("Run = %v, want ErrMetadataTooLarge", err)
@@ -549,7 +562,10 @@ func TestUnencodableMetadataStopsRunWithError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.SetMetadata(func() {})
+		if err := e.SetMetadata(func() {}); !errors.Is(err, store.ErrEncode) {
+			t.Fatalf("SetMetadata = %v, want ErrEncode", err)
+		}
+		// Not even the zero metadata (a nil func) can be encoded.
 		if err := e.Run(context.Background()); !errors.Is(err, store.ErrEncode) {
 			t.Fatalf("Run = %v, want ErrEncode", err)
 		}

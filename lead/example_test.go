@@ -41,7 +41,9 @@ func ExampleElector_Record() {
 	if err != nil {
 		panic(err)
 	}
-	e.SetMetadata(meta{Addr: "10.0.0.7:8080"})
+	if err := e.SetMetadata(meta{Addr: "10.0.0.7:8080"}); err != nil {
+		panic(err) // the store cannot encode it, or it is too large
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Run(ctx)

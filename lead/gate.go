@@ -15,8 +15,16 @@ type Gate[M any] struct{ e *Elector[M] }
 func (e *Elector[M]) Gate() Gate[M] { return Gate[M]{e: e} }
 
 // IsLeader returns nil if the elector leads now, ctx's error if ctx has
-// ended, and an error wrapping ErrNotLeader otherwise.
+// ended, and an error wrapping ErrNotLeader otherwise. A nil ctx, and a
+// Gate over a nil Elector (the zero Gate, say) or one not made by New, get
+// an error wrapping ErrNilArgument.
 func (g Gate[M]) IsLeader(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: Gate.IsLeader: ctx is nil", ErrNilArgument)
+	}
+	if err := g.e.usable("Gate.IsLeader"); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

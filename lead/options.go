@@ -1,10 +1,12 @@
 package lead
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -23,6 +25,12 @@ type options struct {
 	observers     []func(Change)
 	hostname      func() (string, error)
 	instruments   Instruments
+	errs          []error // arguments the options could not take
+}
+
+// refuse records that option took a nil argument.
+func (o *options) refuse(option, arg string) {
+	o.errs = append(o.errs, fmt.Errorf("%w: %s: %s is nil", ErrNilArgument, option, arg))
 }
 
 // WithIdentity sets the identity recorded as the lease holder. It wins over
@@ -30,9 +38,15 @@ type options struct {
 // share an identity; the default (hostname plus a random suffix) never does.
 func WithIdentity(id string) Option { return func(o *options) { o.identity = id } }
 
-// WithConfig sets every timing explicitly; environment variables are then
-// not read for timings. Without it the elector starts from
-// lease.DefaultConfig and applies the TENURE_* variables (see lease.Load).
+// WithConfig sets every timing explicitly: the timing variables
+// (TENURE_LEASE_DURATION and the others of lease.Load) are then not read at
+// all, so one that is set, even to something that cannot be parsed, neither
+// changes a timing nor fails New. The identity variables
+// (TENURE_<NAME>_IDENTITY, TENURE_IDENTITY; see lease.LoadIdentity) are
+// still read, unless WithIdentity is given too. Without WithConfig the
+// elector starts from lease.DefaultConfig and applies the TENURE_*
+// variables (see lease.Load). To start from the environment and change some
+// timings, pass lease.Load's result, changed, to WithConfig.
 func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c } }
 
 // WithLookupEnv sets how environment variables are read (default
@@ -41,14 +55,33 @@ func WithLookupEnv(f lease.LookupFunc) Option {
 	return func(o *options) { o.lookup, o.lookupSet = f, true }
 }
 
-// WithClock sets the clock (default: the real one).
-func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+// WithClock sets the clock (default: the real one). A nil Clock keeps the
+// default; a typed nil (a nil pointer in a Clock) makes New fail.
+func WithClock(c Clock) Option {
+	return func(o *options) {
+		if c != nil && nilarg.IsNil(c) {
+			o.refuse("WithClock", "c")
+			return
+		}
+		o.clock = c
+	}
+}
 
 // WithRand sets the source of retry jitter and of the default identity's
-// suffix (default: a generator seeded from crypto/rand).
-func WithRand(r fsm.Rand) Option { return func(o *options) { o.rand = r } }
+// suffix (default: a generator seeded from crypto/rand). A nil Rand keeps
+// the default; a typed nil makes New fail.
+func WithRand(r fsm.Rand) Option {
+	return func(o *options) {
+		if r != nil && nilarg.IsNil(r) {
+			o.refuse("WithRand", "r")
+			return
+		}
+		o.rand = r
+	}
+}
 
-// WithLogger sets the logger (default: discard everything).
+// WithLogger sets the logger (default: discard everything). A nil logger
+// keeps the default.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithReleaseOnStop says whether Run releases a held lease when its context
@@ -62,9 +95,16 @@ func WithReleaseOnStop(release bool) Option {
 // made one at a time, in order, on a goroutine of their own, so a slow f
 // never delays renewals: every Stopped follows the Started of the same term.
 // Run delivers every change before it returns, so f must not wait for Run
-// to return (Done) or for a term (Lead): that would deadlock.
+// to return (Done) or for a term (Lead): that would deadlock. A nil f makes
+// New fail.
 func WithObserver(f func(Change)) Option {
-	return func(o *options) { o.observers = append(o.observers, f) }
+	return func(o *options) {
+		if f == nil {
+			o.refuse("WithObserver", "f")
+			return
+		}
+		o.observers = append(o.observers, f)
+	}
 }
 
 // Instruments receives a measurement of every store operation an Elector
@@ -78,5 +118,15 @@ type Instruments interface {
 	StoreOp(name, op string, took time.Duration, err error)
 }
 
-// WithInstruments sets where measurements of store operations go.
-func WithInstruments(i Instruments) Option { return func(o *options) { o.instruments = i } }
+// WithInstruments sets where measurements of store operations go. A nil
+// Instruments measures nothing; a typed nil (a nil *metrics.Collectors, say)
+// makes New fail.
+func WithInstruments(i Instruments) Option {
+	return func(o *options) {
+		if i != nil && nilarg.IsNil(i) {
+			o.refuse("WithInstruments", "i")
+			return
+		}
+		o.instruments = i
+	}
+}

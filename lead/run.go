@@ -25,13 +25,25 @@ type result[M any] struct {
 // Run takes part in the election until ctx ends. Then it steps down if it
 // leads, releases the lease (unless WithReleaseOnStop(false)) so that a
 // successor leads at once, and returns nil. From the moment ctx ends this
-// elector no longer reports itself leader.
+// elector no longer reports itself leader (IsLeader, Term, ConfirmedWithin
+// and Status say so at once, without waiting for Run's loop) and the
+// contexts of the work that Lead and Every run are cancelled.
 //
 // Run returns an error without waiting for ctx when the store refuses what
 // this elector writes for a reason that retrying cannot mend (a name or
-// metadata the store does not accept). It returns ErrAlreadyRunning when
-// called a second time.
+// metadata the store does not accept). SetMetadata refuses metadata that
+// the store says it cannot take, so that only happens with metadata the
+// store could not check beforehand (see SetMetadata), or with the zero
+// metadata when the store cannot encode even that. It returns
+// ErrAlreadyRunning when called a second time, and an error wrapping
+// ErrNilArgument for a nil ctx or an Elector not made by New.
 func (e *Elector[M]) Run(ctx context.Context) error {
+	if err := e.usable("Run"); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: Run: ctx is nil", ErrNilArgument)
+	}
 	e.mu.Lock()
 	if e.ran {
 		e.mu.Unlock()
@@ -39,15 +51,20 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	}
 	e.ran = true
 	e.epoch = e.clock.Now()
+	e.runDone = ctx.Done()
 	cfg := e.cfg
 	e.mu.Unlock()
 
 	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
 	if err != nil {
+		// Run has returned: Lead, Every and Done must not wait for it.
+		e.markReady()
+		close(e.stopped)
 		return err
 	}
 	r := runner[M]{
 		e:       e,
+		ctx:     ctx,
 		m:       m,
 		cfg:     cfg,
 		results: make(chan result[M], 1),
@@ -68,6 +85,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 // runner is the state of one Run.
 type runner[M any] struct {
 	e        *Elector[M]
+	ctx      context.Context // Run's
 	m        *fsm.Machine
 	cfg      lease.Config
 	results  chan result[M]
@@ -422,6 +440,12 @@ func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
 	e := r.e
 	for ctx.Err() == nil {
 		ch, err := w.Watch(ctx, e.name)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// A wrapper forwarded Watch to a store that cannot watch
+			// (store.Watch): poll only.
+			e.log.Info("the store cannot watch; followers poll", "error", err)
+			return
+		}
 		if err == nil {
 			for ev := range ch {
 				select {
@@ -467,6 +491,11 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 		until:     r.m.LeaderUntil(),
 		confirmed: r.m.LastConfirmed(),
 	}
+	// The term's work stops the moment Run's ctx ends, without waiting
+	// for the loop to step down.
+	t.unhook = context.AfterFunc(r.ctx, func() {
+		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
+	})
 	e.mu.Lock()
 	e.term = t
 	e.notifyLocked()
@@ -501,6 +530,7 @@ func (r *runner[M]) endTerm(reason fsm.Reason) {
 		return
 	}
 	t.watchdog.Stop()
+	t.unhook()
 	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
 	t.cancel(cause)
 	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())

@@ -28,12 +28,29 @@ func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
 // fn again; it returns when ctx ends (ctx's error) or when fn returns an
 // error while its term is still going (that error).
 //
-// Lead returns an error wrapping ErrStopped if the elector's Run returns
-// while Lead waits. Run must be running (or started later) for Lead to
-// lead.
+// Lead returns an error wrapping ErrNilArgument, without waiting, for a nil
+// ctx, fn or option, or an Elector not made by New.
+//
+// Lead may be called before Run starts, as it usually is (Run and Lead
+// started side by side): it then waits for Run to start and win a term.
+// It returns an error wrapping ErrStopped once Run has returned, whether
+// Lead was waiting then or is called afterwards. It cannot tell that Run
+// will never be called: bound the wait with ctx if that can happen.
 func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Term) error, opts ...LeadOption) error {
+	if err := e.usable("Lead"); err != nil {
+		return err
+	}
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: Lead: ctx is nil", ErrNilArgument)
+	case fn == nil:
+		return fmt.Errorf("%w: Lead: fn is nil", ErrNilArgument)
+	}
 	var o leadOptions
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return fmt.Errorf("%w: Lead: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
+		}
 		opt(&o)
 	}
 	var last fence.Token
@@ -95,10 +112,24 @@ func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, co
 // carries the term's fencing token.
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
-// when e's Run has returned, or the first error fn returns while its term is
-// still going (an error from a run cut short by the end of its term is
-// dropped: the next leader runs the task). interval must be positive.
+// when e's Run has returned (at once if it had returned before Every was
+// called), or the first error fn returns while its term is still going (an
+// error from a run cut short by the end of its term is dropped: the next
+// leader runs the task). interval must be positive; a nil ctx, e or fn,
+// or an Elector not made by New, is an error wrapping ErrNilArgument. Like Lead, Every may be
+// called before Run starts: its ticks are skipped until e leads.
 func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn func(ctx context.Context, t Term) error) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: Every: ctx is nil", ErrNilArgument)
+	case fn == nil:
+		return fmt.Errorf("%w: Every: fn is nil", ErrNilArgument)
+	case e == nil:
+		return fmt.Errorf("%w: Every: e is nil", ErrNilArgument)
+	}
+	if err := e.usable("Every"); err != nil {
+		return err
+	}
 	if interval <= 0 {
 		return fmt.Errorf("lead: Every interval is %v, must be > 0", interval)
 	}

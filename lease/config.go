@@ -176,7 +176,7 @@ type Settings struct {
 	// Config is the base Config with every variable that was set applied.
 	Config Config
 	// Identity is the identity from TENURE_<NAME>_IDENTITY or
-	// TENURE_IDENTITY, or "" when neither is set.
+	// TENURE_IDENTITY (see LoadIdentity), or "" when neither is set.
 	Identity string
 }
 
@@ -188,22 +188,14 @@ type Settings struct {
 // cannot be parsed is an error naming the variable and wrapping
 // ErrInvalidEnv. Load does not validate the result; call Config.Validate.
 //
+// A variable that is set to nothing but spaces, or to nothing at all
+// (TENURE_LEASE_DURATION= in a manifest or a .env file), counts as unset,
+// as in most tools: the next variable in the order above, or base, applies.
+// Values are read with surrounding spaces trimmed.
+//
 // lookup is usually os.LookupEnv; a nil lookup reads nothing.
 func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
-	s := Settings{Config: base}
-	if lookup == nil {
-		return s, nil
-	}
-	prefix := EnvPrefix(name)
-	get := func(suffix string) (key, val string, ok bool) {
-		if v, ok := lookup(prefix + suffix); ok {
-			return prefix + suffix, v, true
-		}
-		if v, ok := lookup("TENURE_" + suffix); ok {
-			return "TENURE_" + suffix, v, true
-		}
-		return "", "", false
-	}
+	s := Settings{Config: base, Identity: LoadIdentity(name, lookup)}
 	var errs []error
 	durations := []struct {
 		suffix string
@@ -216,27 +208,52 @@ func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
 		{EnvErrorInterval, &s.Config.ErrorInterval},
 	}
 	for _, d := range durations {
-		key, val, ok := get(d.suffix)
+		key, val, ok := lookupSetting(name, d.suffix, lookup)
 		if !ok {
 			continue
 		}
-		v, err := time.ParseDuration(strings.TrimSpace(val))
+		v, err := time.ParseDuration(val)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s=%q is not a duration (use Go syntax such as 15s or 1500ms)", ErrInvalidEnv, key, val))
 			continue
 		}
 		*d.dst = v
 	}
-	if key, val, ok := get(EnvRetryJitter); ok {
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+	if key, val, ok := lookupSetting(name, EnvRetryJitter, lookup); ok {
+		v, err := strconv.ParseFloat(val, 64)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s=%q is not a number (use a fraction such as 0.1)", ErrInvalidEnv, key, val))
 		} else {
 			s.Config.RetryJitter = v
 		}
 	}
-	if _, val, ok := get(EnvIdentity); ok {
-		s.Identity = strings.TrimSpace(val)
-	}
 	return s, errors.Join(errs...)
+}
+
+// LoadIdentity returns the identity that TENURE_<NAME>_IDENTITY or else
+// TENURE_IDENTITY sets for the election name, trimmed of spaces, or "" when
+// neither is set to anything but spaces. It reads no other variable: a
+// caller that sets every timing itself (lead.WithConfig) still takes the
+// identity from the environment with it. A nil lookup reads nothing.
+func LoadIdentity(name string, lookup LookupFunc) string {
+	_, val, _ := lookupSetting(name, EnvIdentity, lookup)
+	return val
+}
+
+// lookupSetting returns the variable that sets suffix for the election
+// name, and its value trimmed of spaces: the per-name variable if it is set
+// to something other than spaces, else the shared one. ok is false when
+// neither is.
+func lookupSetting(name, suffix string, lookup LookupFunc) (key, val string, ok bool) {
+	if lookup == nil {
+		return "", "", false
+	}
+	for _, k := range []string{EnvPrefix(name) + suffix, "TENURE_" + suffix} {
+		if v, set := lookup(k); set {
+			if v = strings.TrimSpace(v); v != "" {
+				return k, v, true
+			}
+		}
+	}
+	return "", "", false
 }

@@ -145,3 +145,60 @@ func TestLoadBadValuesNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// A variable set to nothing, or to spaces, counts as unset: the shared
+// variable or the base applies, and nothing fails to parse.
+func TestLoadEmptyVariablesAreUnset(t *testing.T) {
+	base := lease.DefaultConfig()
+	s, err := lease.Load("job", base, env(map[string]string{
+		"TENURE_JOB_LEASE_DURATION":   "",
+		"TENURE_LEASE_DURATION":       "20s",
+		"TENURE_JOB_RENEW_DEADLINE":   "   ",
+		"TENURE_RETRY_INTERVAL":       "\t",
+		"TENURE_JOB_RETRY_JITTER":     "",
+		"TENURE_BACKEND_TIMEOUT":      " 1s ",
+		"TENURE_JOB_ERROR_INTERVAL":   " ",
+		"TENURE_ERROR_INTERVAL":       "",
+		"TENURE_JOB_IDENTITY":         " ",
+		"TENURE_IDENTITY":             " pod-3 ",
+		"TENURE_OTHER_RETRY_JITTER":   "",
+		"TENURE_OTHER_LEASE_DURATION": "x",
+	}))
+	if err != nil {
+		t.Fatalf("Load = %v, want empty variables skipped", err)
+	}
+	want := base
+	want.LeaseDuration, want.BackendTimeout = 20*time.Second, time.Second
+	if s.Config != want {
+		t.Errorf("Config = %+v, want %+v", s.Config, want)
+	}
+	if s.Identity != "pod-3" {
+		t.Errorf("Identity = %q, want pod-3 (an empty per-name identity counts as unset)", s.Identity)
+	}
+	if id := lease.LoadIdentity("job", env(map[string]string{"TENURE_IDENTITY": "  "})); id != "" {
+		t.Errorf("LoadIdentity of a blank variable = %q, want \"\"", id)
+	}
+}
+
+// LoadIdentity reads the identity variables and nothing else.
+func TestLoadIdentityReadsOnlyIdentity(t *testing.T) {
+	var read []string
+	lookup := func(k string) (string, bool) {
+		read = append(read, k)
+		if k == "TENURE_BILLING_CRON_IDENTITY" {
+			return "pod-7", true
+		}
+		return "garbage", true
+	}
+	if id := lease.LoadIdentity("billing-cron", lookup); id != "pod-7" {
+		t.Fatalf("LoadIdentity = %q, want pod-7", id)
+	}
+	for _, k := range read {
+		if !strings.HasSuffix(k, "_IDENTITY") {
+			t.Errorf("LoadIdentity read %s", k)
+		}
+	}
+	if id := lease.LoadIdentity("x", nil); id != "" {
+		t.Errorf("LoadIdentity with a nil lookup = %q", id)
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // Collectors holds Tenure's metrics for any number of electors in one
-// process. It implements prometheus.Collector and lead.Instruments.
+// process. It implements prometheus.Collector and lead.Instruments. Make it
+// with New: a nil or zero Collectors records and reports nothing.
 type Collectors struct {
 	now          func() time.Time
 	leader       *prometheus.GaugeVec
@@ -27,10 +28,16 @@ type Collectors struct {
 type Option func(*Collectors)
 
 // WithClock sets the clock that stamps tenure_last_renewal_timestamp_seconds
-// (default time.Now).
-func WithClock(now func() time.Time) Option { return func(c *Collectors) { c.now = now } }
+// (default time.Now). A nil now keeps the default.
+func WithClock(now func() time.Time) Option {
+	return func(c *Collectors) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
 
-// New returns the collectors, not yet registered.
+// New returns the collectors, not yet registered. Nil options are skipped.
 func New(opts ...Option) *Collectors {
 	name := []string{"name"}
 	c := &Collectors{
@@ -60,17 +67,29 @@ func New(opts ...Option) *Collectors {
 		}, []string{"name", "op"}),
 	}
 	for _, o := range opts {
-		o(c)
+		if o != nil {
+			o(c)
+		}
 	}
 	return c
 }
 
+// usable reports whether c was made by New: the methods of a nil or zero
+// Collectors do nothing.
+func (c *Collectors) usable() bool { return c != nil && c.leader != nil }
+
 func (c *Collectors) all() []prometheus.Collector {
+	if !c.usable() {
+		return nil
+	}
 	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collectors) Describe(ch chan<- *prometheus.Desc) {
+	if ch == nil {
+		return
+	}
 	for _, x := range c.all() {
 		x.Describe(ch)
 	}
@@ -78,19 +97,26 @@ func (c *Collectors) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
+	if ch == nil {
+		return
+	}
 	for _, x := range c.all() {
 		x.Collect(ch)
 	}
 }
 
 // Options returns the lead options that feed these collectors: pass them to
-// lead.New.
+// lead.New. For a nil Collectors, lead.New then fails with an error wrapping
+// lead.ErrNilArgument that names WithInstruments.
 func (c *Collectors) Options() []lead.Option {
 	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe)}
 }
 
 // Observe records a leadership change. It is a lead observer.
 func (c *Collectors) Observe(ch lead.Change) {
+	if !c.usable() {
+		return
+	}
 	name := ch.Term.Name
 	switch ch.Kind {
 	case lead.Started:
@@ -105,6 +131,9 @@ func (c *Collectors) Observe(ch lead.Change) {
 
 // StoreOp records one store operation. It implements lead.Instruments.
 func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
+	if !c.usable() {
+		return
+	}
 	// A conflict or a missing record is an answer, not a failure.
 	failed := err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound)
 	if op == lead.OpRenew {

@@ -34,6 +34,9 @@ type flaky struct {
 	down atomic.Bool
 }
 
+// MayLoseRecords forwards store.Lossy, as every wrapper should.
+func (f *flaky) MayLoseRecords() bool { return store.MayLoseRecords(f.Store) }
+
 func (f *flaky) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
 	if f.down.Load() {
 		return lease.Record[struct{}]{}, 0, errors.New("unreachable")

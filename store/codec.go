@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/tenure-go/tenure/internal/nilarg"
 )
 
 // Codec turns metadata into bytes and back, for stores that serialize.
@@ -33,8 +35,12 @@ func (JSONCodec[M]) Decode(data []byte) (M, error) {
 	return m, nil
 }
 
-// EncodeMetadata encodes m with c and enforces MaxMetadataBytes.
+// EncodeMetadata encodes m with c and enforces MaxMetadataBytes. A nil c is
+// an error wrapping ErrNilArgument.
 func EncodeMetadata[M any](c Codec[M], m M) ([]byte, error) {
+	if nilarg.IsNil(c) {
+		return nil, fmt.Errorf("store: EncodeMetadata: %w: c is nil", ErrNilArgument)
+	}
 	b, err := c.Encode(m)
 	if err != nil {
 		if !errors.Is(err, ErrEncode) {

@@ -36,6 +36,12 @@ var (
 	// or wrapped to a smaller one: the election cannot start a new term
 	// until an operator intervenes.
 	ErrTokenExhausted = errors.New("store: fencing tokens exhausted")
+	// ErrWatchUnsupported: the store cannot watch (see Watch). It wraps
+	// errors.ErrUnsupported.
+	ErrWatchUnsupported = fmt.Errorf("store: watch not supported: %w", errors.ErrUnsupported)
+	// ErrNilArgument: a nil context, store, codec or receiver was passed
+	// where a usable one is needed. The error names the argument.
+	ErrNilArgument = errors.New("store: nil argument")
 )
 
 // Limits shared by every store.
@@ -173,6 +179,12 @@ func ValidateStored[M any](r lease.Record[M]) error {
 // without persistence. Electors then wait out an absent record for a whole
 // LeaseDuration instead of taking it at once, since a leader may still
 // believe it holds the record that vanished.
+//
+// A store that does not implement Lossy is taken to lose records (see
+// MayLoseRecords): a wrapper must forward it, or it hides its store's answer.
 type Lossy interface {
+	// MayLoseRecords reports whether a record can vanish without anyone
+	// deleting it (a restart without persistence, a failover to a replica
+	// that lags).
 	MayLoseRecords() bool
 }

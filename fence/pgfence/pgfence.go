@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/internal/nilarg"
 )
 
 // DefaultTable is the table a Fence keeps its tokens in unless WithTable
@@ -83,7 +84,9 @@ func WithTable(parts ...string) Option {
 //	RETURNING f.token
 //
 // It returns a row when the token is accepted and none when it is stale.
-// A Fence is safe for concurrent use.
+// A Fence is safe for concurrent use. Make it with New: the methods of a
+// nil or zero Fence, and those given a nil ctx or database handle, return an
+// error wrapping fence.ErrNilArgument.
 type Fence struct {
 	table    pgx.Identifier
 	sqlCheck string
@@ -111,12 +114,21 @@ RETURNING f.token`,
 	}, nil
 }
 
-// Table returns the table's name, quoted as an identifier.
-func (f *Fence) Table() string { return f.table.Sanitize() }
+// Table returns the table's name, quoted as an identifier ("" for a nil
+// Fence).
+func (f *Fence) Table() string {
+	if f == nil {
+		return ""
+	}
+	return f.table.Sanitize()
+}
 
 // SchemaSQL returns the statement that creates the table if it does not
-// exist.
+// exist ("" for a nil Fence or one not made by New).
 func (f *Fence) SchemaSQL() string {
+	if f == nil || len(f.table) == 0 {
+		return ""
+	}
 	return `CREATE TABLE IF NOT EXISTS ` + f.table.Sanitize() + ` (
 	resource text PRIMARY KEY,
 	token    numeric(20,0) NOT NULL CHECK (token BETWEEN 0 AND 18446744073709551615)
@@ -126,6 +138,9 @@ func (f *Fence) SchemaSQL() string {
 // Migrate creates the table if it does not exist, in a transaction under an
 // advisory lock so that processes starting together do not race.
 func (f *Fence) Migrate(ctx context.Context, db Beginner) error {
+	if err := f.nilArgs(ctx, "Migrate", "db", db); err != nil {
+		return err
+	}
 	h := fnv.New64a()
 	h.Write([]byte("tenure fence migrate " + f.table.Sanitize()))
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
@@ -137,6 +152,23 @@ func (f *Fence) Migrate(ctx context.Context, db Beginner) error {
 	})
 	if err != nil {
 		return fmt.Errorf("pgfence: Migrate %s: %w", f.table.Sanitize(), err)
+	}
+	return nil
+}
+
+// nilArgs returns an error wrapping fence.ErrNilArgument, for method op,
+// when f is nil or was not made by New, or ctx or the database handle
+// (named arg) is nil.
+func (f *Fence) nilArgs(ctx context.Context, op, arg string, db any) error {
+	switch {
+	case f == nil:
+		return fmt.Errorf("pgfence: %s: %w: the *Fence is nil (make one with New)", op, fence.ErrNilArgument)
+	case f.sqlCheck == "":
+		return fmt.Errorf("pgfence: %s: %w: the Fence was not made by New", op, fence.ErrNilArgument)
+	case ctx == nil:
+		return fmt.Errorf("pgfence: %s: %w: ctx is nil", op, fence.ErrNilArgument)
+	case nilarg.IsNil(db):
+		return fmt.Errorf("pgfence: %s: %w: %s is nil", op, fence.ErrNilArgument, arg)
 	}
 	return nil
 }
@@ -158,6 +190,9 @@ func checkResource(resource string) error {
 //
 // After an error, roll tx back: a stale write must not commit.
 func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fence.Token) error {
+	if err := f.nilArgs(ctx, "Check", "tx", tx); err != nil {
+		return err
+	}
 	if err := checkResource(resource); err != nil {
 		return err
 	}
@@ -178,6 +213,12 @@ func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fe
 // returns an error, the transaction is rolled back and the error returned,
 // and the token is not recorded.
 func (f *Fence) Do(ctx context.Context, db Beginner, resource string, token fence.Token, write func(tx pgx.Tx) error) error {
+	if err := f.nilArgs(ctx, "Do", "db", db); err != nil {
+		return err
+	}
+	if write == nil {
+		return fmt.Errorf("pgfence: Do: %w: write is nil", fence.ErrNilArgument)
+	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if err := f.Check(ctx, tx, resource, token); err != nil {
 			return err
@@ -189,6 +230,9 @@ func (f *Fence) Do(ctx context.Context, db Beginner, resource string, token fenc
 // DoContext is Do with the token taken from ctx (see fence.WithToken); it
 // returns fence.ErrNoToken when ctx carries none.
 func (f *Fence) DoContext(ctx context.Context, db Beginner, resource string, write func(tx pgx.Tx) error) error {
+	if err := f.nilArgs(ctx, "DoContext", "db", db); err != nil {
+		return err
+	}
 	token, ok := fence.FromContext(ctx)
 	if !ok {
 		return fence.ErrNoToken
@@ -199,6 +243,9 @@ func (f *Fence) DoContext(ctx context.Context, db Beginner, resource string, wri
 // Highest returns the highest token accepted for resource, and false when
 // none was.
 func (f *Fence) Highest(ctx context.Context, db Querier, resource string) (fence.Token, bool, error) {
+	if err := f.nilArgs(ctx, "Highest", "db", db); err != nil {
+		return 0, false, err
+	}
 	if err := checkResource(resource); err != nil {
 		return 0, false, err
 	}

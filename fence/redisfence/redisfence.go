@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/internal/nilarg"
 )
 
 // ErrCorruptToken: the token key holds something that is not a token (it
@@ -62,8 +63,13 @@ return {'ok'}
 // *redis.Ring, or a failover client. In Redis Cluster, key must either
 // contain a hash tag or no '}' at all, so that its token key lives in the
 // same slot (see TokenKey). go-redis cuts a blocked command at ctx's
-// deadline only when the client has ContextTimeoutEnabled.
+// deadline only when the client has ContextTimeoutEnabled. A nil ctx or c
+// is an error wrapping [fence.ErrNilArgument] (so in SetContext and
+// Highest).
 func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value string, expiration time.Duration) error {
+	if err := nilArgs(ctx, "Set", key, c); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisfence: Set %q: %w", key, err)
 	}
@@ -94,6 +100,9 @@ func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value st
 // SetContext is Set with the token that ctx carries (see fence.WithToken);
 // it returns an error wrapping [fence.ErrNoToken] if ctx carries none.
 func SetContext(ctx context.Context, c redis.Scripter, key, value string, expiration time.Duration) error {
+	if err := nilArgs(ctx, "SetContext", key, c); err != nil {
+		return err
+	}
 	token, ok := fence.FromContext(ctx)
 	if !ok {
 		return fmt.Errorf("redisfence: Set %q: %w", key, fence.ErrNoToken)
@@ -104,6 +113,9 @@ func SetContext(ctx context.Context, c redis.Scripter, key, value string, expira
 // Highest returns the highest token accepted for key, or zero when none has
 // been.
 func Highest(ctx context.Context, c redis.Cmdable, key string) (fence.Token, error) {
+	if err := nilArgs(ctx, "Highest", key, c); err != nil {
+		return 0, err
+	}
 	s, err := c.Get(ctx, TokenKey(key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -135,6 +147,18 @@ func TokenKey(key string) string {
 		return key + ":fence-token"
 	}
 	return "{" + key + "}.fence-token"
+}
+
+// nilArgs returns an error wrapping fence.ErrNilArgument when ctx or the
+// client c is nil (c may be a typed nil, a nil *redis.Client, say).
+func nilArgs(ctx context.Context, op, key string, c any) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("redisfence: %s %q: %w: ctx is nil", op, key, fence.ErrNilArgument)
+	case nilarg.IsNil(c):
+		return fmt.Errorf("redisfence: %s %q: %w: c is nil", op, key, fence.ErrNilArgument)
+	}
+	return nil
 }
 
 // hasHashTag reports whether Redis Cluster hashes key by a tag: a '{'

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
@@ -49,7 +50,8 @@ func WithCodec[M any](c store.Codec[M]) Option[M] {
 // Store keeps lease records with metadata of type M in coordination.k8s.io/v1
 // Lease objects of one namespace, one Lease per name. It implements
 // [store.Store] and [store.Watcher] and is safe for concurrent use. The zero
-// Store is not usable: call New.
+// Store is not usable: call New. Its methods, and those given a nil ctx,
+// return an error wrapping [store.ErrNilArgument].
 type Store[M any] struct {
 	client    kubernetes.Interface
 	leases    coordinationclient.LeaseInterface
@@ -74,12 +76,13 @@ type seen struct {
 }
 
 // New returns a Store that keeps its Leases in namespace through client. It
-// fails on a nil client or a namespace that is not a valid namespace name.
+// fails on a nil client (an error wrapping [store.ErrNilArgument]) or a
+// namespace that is not a valid namespace name.
 // Metadata is encoded with [store.JSONCodec] unless an option says
 // otherwise. New sends no request.
 func New[M any](client kubernetes.Interface, namespace string, opts ...Option[M]) (*Store[M], error) {
-	if client == nil {
-		return nil, errors.New("kubestore: New: client is nil")
+	if nilarg.IsNil(client) {
+		return nil, fmt.Errorf("kubestore: New: %w: client is nil", store.ErrNilArgument)
 	}
 	if namespace == "" {
 		return nil, errors.New("kubestore: New: namespace is empty")
@@ -103,7 +106,12 @@ func New[M any](client kubernetes.Interface, namespace string, opts ...Option[M]
 }
 
 // Namespace returns the namespace of the Store's Leases.
-func (s *Store[M]) Namespace() string { return s.namespace }
+func (s *Store[M]) Namespace() string {
+	if s == nil {
+		return ""
+	}
+	return s.namespace
+}
 
 // Get returns the record of the Lease name and its revision (its
 // resourceVersion): one GET request. It returns an error wrapping
@@ -113,7 +121,7 @@ func (s *Store[M]) Namespace() string { return s.namespace }
 // ctx.Err() when ctx has ended. A Lease that Tenure did not write last reads
 // as described in the package documentation.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "Get", name); err != nil {
+	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	l, err := s.get(ctx, name)
@@ -157,7 +165,7 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // a larger token: see the package documentation.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	const op = "CompareAndSwap"
-	if err := check(ctx, op, name); err != nil {
+	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	if err := store.ValidateRecord(next); err != nil {
@@ -387,8 +395,15 @@ func (s *Store[M]) fail(ctx context.Context, op, name, verb string, err error) e
 	return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 }
 
-// check refuses an ended ctx, then a bad name, for operation op.
-func check(ctx context.Context, op, name string) error {
+// check refuses a Store not made by New, a nil or ended ctx, then a bad
+// name, for operation op.
+func (s *Store[M]) check(ctx context.Context, op, name string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("kubestore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 	}

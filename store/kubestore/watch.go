@@ -39,7 +39,7 @@ import (
 // the watch breaks and cannot be resumed (the API server is unreachable,
 // say); the caller may watch again.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
-	if err := check(ctx, "Watch", name); err != nil {
+	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
 	w := &watcher[M]{s: s, name: name}

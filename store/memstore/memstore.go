@@ -33,7 +33,9 @@ func WithCodec[M any](c store.Codec[M]) Option[M] {
 
 // Store is an in-process store of lease records with metadata of type M. It
 // implements [store.Store] and [store.Watcher] and is safe for concurrent
-// use. The zero Store is not usable: call New.
+// use. The zero Store, like a nil *Store, is not usable: call New. Its
+// methods then return an error wrapping [store.ErrNilArgument] (Delete does
+// nothing), and [Store.Validate] says so, so that lead.New refuses it.
 type Store[M any] struct {
 	codec store.Codec[M]
 
@@ -82,10 +84,11 @@ func New[M any](opts ...Option[M]) *Store[M] {
 // Get returns the record stored under name and its revision. It returns an
 // error wrapping [store.ErrNotFound] when there is none,
 // [store.ErrCorruptRecord] when its metadata cannot be decoded,
-// [store.ErrInvalidName] for a bad name, and ctx.Err() when ctx has ended.
+// [store.ErrInvalidName] for a bad name, ctx.Err() when ctx has ended, and
+// [store.ErrNilArgument] for a nil ctx (so do the other methods).
 // The record is decoded afresh on every call: the caller owns it.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "Get", name); err != nil {
+	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	s.mu.Lock()
@@ -123,7 +126,7 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // record of a name whose earlier record was lost (see Delete), its Token is
 // raised above every Token that name had, if it is not already.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "CompareAndSwap", name); err != nil {
+	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	if err := store.ValidateRecord(next); err != nil {
@@ -219,6 +222,9 @@ func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error) *
 // gets a Token above every Token the name had. Deleting an absent name does
 // nothing.
 func (s *Store[M]) Delete(name string) {
+	if s.Validate() != nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.names[name]
@@ -238,6 +244,9 @@ func (s *Store[M]) Delete(name string) {
 // with the same error, and watchers receive an event whose Err wraps it,
 // until the record is replaced by another PutRaw or removed by Delete.
 func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision, error) {
+	if err := s.Validate(); err != nil {
+		return 0, fmt.Errorf("memstore: PutRaw: %w", err)
+	}
 	if err := store.ValidateName(name); err != nil {
 		return 0, fmt.Errorf("memstore: PutRaw: %w", err)
 	}
@@ -263,7 +272,7 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 // cancel ctx when done. Watch returns an error for a bad name
 // ([store.ErrInvalidName]) or an ended ctx.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
-	if err := check(ctx, "Watch", name); err != nil {
+	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
 	w := latest.New[*entry]()
@@ -357,8 +366,15 @@ func corrupt(name string, err error) error {
 	return fmt.Errorf("memstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
 }
 
-// check refuses an ended ctx, then a bad name, for operation op.
-func check(ctx context.Context, op, name string) error {
+// check refuses a Store not made by New, a nil or ended ctx, then a bad
+// name, for operation op.
+func (s *Store[M]) check(ctx context.Context, op, name string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("memstore: %s %q: %w", op, name, err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("memstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: %s %q: %w", op, name, err)
 	}

@@ -409,3 +409,31 @@ func TestNilOptionsAndCodec(t *testing.T) {
 		t.Errorf("metadata = %+v, want %+v", got.Metadata, newLabels())
 	}
 }
+
+// CheckMetadata refuses exactly what CompareAndSwap refuses.
+func TestCheckMetadataAgreesWithCompareAndSwap(t *testing.T) {
+	st := memstore.New(memstore.WithCodec[string](shortStrings{}))
+	for _, m := range []string{"ok", "far too long for the codec", strings.Repeat("x", store.MaxMetadataBytes)} {
+		checkErr := st.CheckMetadata(m)
+		_, _, swapErr := st.CompareAndSwap(t.Context(), "job", 0, lease.Record[string]{Token: 1, Metadata: m})
+		for _, target := range []error{store.ErrEncode, store.ErrMetadataTooLarge} {
+			if errors.Is(checkErr, target) != errors.Is(swapErr, target) {
+				t.Errorf("metadata of %d bytes: CheckMetadata = %v, CompareAndSwap = %v", len(m), checkErr, swapErr)
+			}
+		}
+		if (checkErr == nil) != (swapErr == nil) {
+			t.Errorf("metadata of %d bytes: CheckMetadata = %v, CompareAndSwap = %v", len(m), checkErr, swapErr)
+		}
+		st.Delete("job")
+	}
+}
+
+// shortStrings is JSON for strings of at most 10 bytes.
+type shortStrings struct{ store.JSONCodec[string] }
+
+func (c shortStrings) Encode(s string) ([]byte, error) {
+	if len(s) > 10 && len(s) < 1000 {
+		return nil, errors.New("too long for this codec")
+	}
+	return c.JSONCodec.Encode(s)
+}

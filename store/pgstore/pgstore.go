@@ -112,7 +112,9 @@ func checkTable(parts []string) error {
 
 // Store keeps lease records in a PostgreSQL table, one row per election
 // name. It implements store.Store and store.Watcher and is safe for
-// concurrent use. Create it with New.
+// concurrent use. Create it with New: the methods of a nil or zero Store,
+// and those given a nil ctx, return an error wrapping store.ErrNilArgument
+// (the accessors return "").
 type Store[M any] struct {
 	pool        *pgxpool.Pool
 	codec       store.Codec[M]
@@ -197,17 +199,32 @@ func channelName(table []string) string {
 
 // Table returns the table's name, quoted as an identifier (schema-qualified
 // if it was given so).
-func (s *Store[M]) Table() string { return s.table.Sanitize() }
+func (s *Store[M]) Table() string {
+	if s == nil {
+		return ""
+	}
+	return s.table.Sanitize()
+}
 
 // Sequence returns the name of the sequence revisions are drawn from, quoted
 // as an identifier. A hand edit of a row gives it a new revision with
 // nextval of it, as a string: revision = nextval('"tenure_leases_revision"').
-func (s *Store[M]) Sequence() string { return s.seqText }
+func (s *Store[M]) Sequence() string {
+	if s == nil {
+		return ""
+	}
+	return s.seqText
+}
 
 // Channel returns the name of the channel on which every write is announced
 // with NOTIFY. The payload is "REVISION:NAME". To listen from psql, quote it
 // as an identifier: LISTEN "tenure:tenure_leases".
-func (s *Store[M]) Channel() string { return s.channel }
+func (s *Store[M]) Channel() string {
+	if s == nil {
+		return ""
+	}
+	return s.channel
+}
 
 // columns are the columns of a record, in the order scanRow reads them.
 const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata"
@@ -269,6 +286,9 @@ SELECT false, ` + c + `.*, 0 FROM ` + c
 // table if they do not exist, as Migrate runs them. Teams that manage their
 // own schema can run them (or their equivalent) instead.
 func (s *Store[M]) SchemaSQL() string {
+	if s.Validate() != nil {
+		return ""
+	}
 	return schemaSQL(s.table, s.seq, time.Now())
 }
 
@@ -308,6 +328,12 @@ func (s *Store[M]) lockKey() int64 {
 // not race to create the same table. It is safe to call at any time and
 // changes nothing that exists.
 func (s *Store[M]) Migrate(ctx context.Context) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("pgstore: Migrate: %w", err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("pgstore: Migrate: %w: ctx is nil", store.ErrNilArgument)
+	}
 	err := s.retry(ctx, connectionLost, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey()); err != nil {
@@ -384,8 +410,15 @@ func corrupt(name string, err error) error {
 	return fmt.Errorf("pgstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
 }
 
-// check refuses an ended ctx, then a bad name, for operation op.
-func check(ctx context.Context, op, name string) error {
+// check refuses a Store not made by New, a nil or ended ctx, then a bad
+// name, for operation op.
+func (s *Store[M]) check(ctx context.Context, op, name string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %s %q: %w", op, name, err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("pgstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: %s %q: %w", op, name, err)
 	}
@@ -418,7 +451,7 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // read fetches the row of name, trying again on a broken connection (a read
 // is always safe to repeat).
 func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
-	if err := check(ctx, "Get", name); err != nil {
+	if err := s.check(ctx, "Get", name); err != nil {
 		return row{}, false, err
 	}
 	if err := s.ensureSchema(ctx); err != nil {
@@ -457,7 +490,7 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 // The record returned on success is the one stored: its times carry
 // PostgreSQL's microsecond precision.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "CompareAndSwap", name); err != nil {
+	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	if err := store.ValidateRecord(next); err != nil {

@@ -301,7 +301,7 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 // (store.ErrInvalidName), or if ctx ends first. The channel is closed when
 // ctx ends; until then a goroutine serves it, so cancel ctx when done.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
-	if err := check(ctx, "Watch", name); err != nil {
+	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
 	if err := s.ensureSchema(ctx); err != nil {

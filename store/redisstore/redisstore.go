@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
@@ -111,7 +112,7 @@ var (
 
 // MayLoseRecords reports whether the server may lose records; it implements
 // [store.Lossy]. It is true unless WithMayLoseRecords(false) was given.
-func (s *Store[M]) MayLoseRecords() bool { return !s.cfg.lossless }
+func (s *Store[M]) MayLoseRecords() bool { return s == nil || !s.cfg.lossless }
 
 // New returns a Store that keeps its records through client, which may be
 // a *redis.Client, a *redis.ClusterClient or a failover client (a
@@ -123,10 +124,11 @@ func (s *Store[M]) MayLoseRecords() bool { return !s.cfg.lossless }
 // set; the Store returns when the context ends in either case, and the
 // abandoned command then finishes or times out in the background.
 //
-// New fails on a nil client and on a codec for another metadata type.
+// New fails on a nil client (an error wrapping [store.ErrNilArgument]) and on
+// a codec for another metadata type.
 func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error) {
-	if client == nil {
-		return nil, errors.New("redisstore: New: nil client")
+	if nilarg.IsNil(client) {
+		return nil, fmt.Errorf("redisstore: New: %w: client is nil", store.ErrNilArgument)
 	}
 	cfg := config{
 		healthCheck: 10 * time.Second,
@@ -158,6 +160,9 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 // braces: no two names share a key, and no name reaches a key outside its
 // own.
 func (s *Store[M]) Key(name string) (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", err
+	}
 	if err := store.ValidateName(name); err != nil {
 		return "", fmt.Errorf("redisstore: %w", err)
 	}
@@ -171,6 +176,9 @@ func (s *Store[M]) key(name string) string {
 // Channel returns the Pub/Sub channel on which every change of the record of
 // name is published: its key followed by ":changes".
 func (s *Store[M]) Channel(name string) (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", err
+	}
 	if err := store.ValidateName(name); err != nil {
 		return "", fmt.Errorf("redisstore: %w", err)
 	}
@@ -207,7 +215,7 @@ func escape(name string) string {
 // another type), [store.ErrInvalidName] for a bad name, and an error
 // wrapping ctx.Err() once ctx has ended.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "Get", name); err != nil {
+	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	m, err := call(ctx, func() (map[string]string, error) {
@@ -253,7 +261,7 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // When go-redis retries the script after a network error and the first
 // attempt did write, the retry reports that write as a success.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := check(ctx, "CompareAndSwap", name); err != nil {
+	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	if err := store.ValidateRecord(next); err != nil {
@@ -392,8 +400,15 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
-// check refuses an ended ctx, then a bad name, for operation op.
-func check(ctx context.Context, op, name string) error {
+// check refuses a Store not made by New, a nil or ended ctx, then a bad
+// name, for operation op.
+func (s *Store[M]) check(ctx context.Context, op, name string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("redisstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}

@@ -39,7 +39,7 @@ import (
 // ([store.ErrInvalidName]), ctx has ended, or the first subscription or the
 // first read fails.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
-	if err := check(ctx, "Watch", name); err != nil {
+	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
 	w := &watch[M]{

@@ -110,9 +110,16 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 // checks: exactly one wins, every loser gets ErrConflict with the winner's
 // record and revision, and the store holds the winner's write. It returns
 // that record and revision. A store uses it to stress its own races, on
-// many connections, say.
+// many connections, say. A nil ctx or st fails t with an error wrapping
+// store.ErrNilArgument; t itself must not be nil.
 func Race(t *testing.T, ctx context.Context, st store.Store[Meta], name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
 	t.Helper()
+	if ctx == nil {
+		t.Fatalf("storetest.Race: %v: ctx is nil", store.ErrNilArgument)
+	}
+	if err := store.Validate(st); err != nil {
+		t.Fatalf("storetest.Race: st: %v", err)
+	}
 	return (&env{t: t, ctx: ctx, st: st}).race(name, expected, token)
 }
 

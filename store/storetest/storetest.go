@@ -56,9 +56,14 @@ const timeSlack = time.Second
 
 // Run runs the conformance suite against the stores newStore returns: each
 // check is a subtest of t with a fresh store. newStore may call t.Fatal or
-// t.Skip (when a server is unavailable, say) and t.Cleanup.
+// t.Skip (when a server is unavailable, say) and t.Cleanup. A nil newStore,
+// or a nil store from it, fails t with an error wrapping
+// store.ErrNilArgument; t itself must not be nil.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store[Meta]) {
 	t.Helper()
+	if newStore == nil {
+		t.Fatalf("storetest.Run: %v: newStore is nil", store.ErrNilArgument)
+	}
 	n := &namer{prefix: fmt.Sprintf("storetest-%010x-", rand.Uint64()>>24)}
 	run(t, checks(), newStore, n)
 }
@@ -81,7 +86,11 @@ func run(t *testing.T, cs []check, newStore func(t *testing.T) store.Store[Meta]
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 			defer cancel()
-			c.fn(&env{t: t, ctx: ctx, st: newStore(t), names: n})
+			st := newStore(t)
+			if err := store.Validate(st); err != nil {
+				t.Fatalf("storetest.Run: the store newStore returned: %v", err)
+			}
+			c.fn(&env{t: t, ctx: ctx, st: st, names: n})
 		})
 	}
 }

@@ -1,0 +1,57 @@
+package lead_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// With WithConfig no timing variable is read, not even one that cannot be
+// parsed; the identity variables still are.
+func TestWithConfigReadsNoTimingVariable(t *testing.T) {
+	vars := map[string]string{
+		"TENURE_JOB_ERROR_INTERVAL": "soon",
+		"TENURE_LEASE_DURATION":     "1s",
+		"TENURE_RETRY_JITTER":       "lots",
+		"TENURE_JOB_IDENTITY":       "pod-9",
+	}
+	var read []string
+	lookup := lead.WithLookupEnv(func(k string) (string, bool) {
+		read = append(read, k)
+		v, ok := vars[k]
+		return v, ok
+	})
+	e, err := lead.New("job", memstore.New[meta](), lookup, lead.WithConfig(fastConfig()))
+	if err != nil {
+		t.Fatalf("New with WithConfig = %v; want the timing variables ignored", err)
+	}
+	if e.Config() != fastConfig() {
+		t.Errorf("Config = %+v, want the one given", e.Config())
+	}
+	if e.Identity() != "pod-9" {
+		t.Errorf("Identity = %q, want pod-9 from TENURE_JOB_IDENTITY", e.Identity())
+	}
+	for _, k := range read {
+		if !strings.HasSuffix(k, "_IDENTITY") {
+			t.Errorf("New with WithConfig read %s", k)
+		}
+	}
+	// Without WithConfig the same bad variable fails New, naming it.
+	if _, err := lead.New("job", memstore.New[meta](), lookup); err == nil || !strings.Contains(err.Error(), "TENURE_JOB_ERROR_INTERVAL") {
+		t.Fatalf("New without WithConfig = %v, want an error naming TENURE_JOB_ERROR_INTERVAL", err)
+	}
+}
+
+// A blank variable counts as unset for New too.
+func TestBlankVariablesAreUnset(t *testing.T) {
+	vars := map[string]string{"TENURE_JOB_LEASE_DURATION": "", "TENURE_JOB_IDENTITY": "  ", "TENURE_IDENTITY": "pod-2"}
+	e, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Identity() != "pod-2" {
+		t.Errorf("Identity = %q, want pod-2", e.Identity())
+	}
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/tenure-go/tenure/internal/nilarg"
+)
+
+// This file holds the helpers for the optional interfaces a Store may
+// implement (Lossy, Watcher, MetadataChecker, Validator). Each answers for any Store:
+// the store's own answer when it implements the interface, and a
+// conservative one when it does not. Wrappers forward the interfaces with
+// them (see "Wrapping a store" in docs/guide.md):
+//
+//	type Timed[M any] struct{ store.Store[M] }
+//
+//	func (t Timed[M]) MayLoseRecords() bool { return store.MayLoseRecords(t.Store) }
+//	func (t Timed[M]) CheckMetadata(m M) error { return store.CheckMetadata(t.Store, m) }
+//	func (t Timed[M]) Validate() error { return store.Validate(t.Store) }
+//	func (t Timed[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+//		return store.Watch(ctx, t.Store, name)
+//	}
+
+// MetadataChecker is implemented by stores that can tell, without a round
+// trip, whether they would accept metadata: CheckMetadata returns an error
+// wrapping ErrEncode or ErrMetadataTooLarge for metadata that
+// CompareAndSwap would refuse, and nil otherwise. Electors call it (through
+// the function CheckMetadata) when they are given new metadata, so that
+// metadata the store cannot take is refused at once instead of at the next
+// write.
+type MetadataChecker[M any] interface {
+	CheckMetadata(m M) error
+}
+
+// MayLoseRecords reports whether st may lose records: what st's
+// MayLoseRecords method says when st implements Lossy, and true (the
+// conservative answer) when it does not or st is nil.
+func MayLoseRecords[M any](st Store[M]) bool {
+	if l, ok := st.(Lossy); ok && !nilarg.IsNil(l) {
+		return l.MayLoseRecords()
+	}
+	return true
+}
+
+// Watch calls st's Watch method when st implements Watcher. Otherwise it
+// returns an error wrapping ErrWatchUnsupported (and errors.ErrUnsupported),
+// which electors take for "poll instead": they do not watch that store
+// again. So a wrapper may forward Watch whether or not its store can watch.
+// Watch returns an error wrapping ErrNilArgument for a nil ctx or st.
+func Watch[M any](ctx context.Context, st Store[M], name string) (<-chan Event[M], error) {
+	switch {
+	case ctx == nil:
+		return nil, fmt.Errorf("store: Watch %q: %w: ctx is nil", name, ErrNilArgument)
+	case nilarg.IsNil(st):
+		return nil, fmt.Errorf("store: Watch %q: %w: st is nil", name, ErrNilArgument)
+	}
+	w, ok := st.(Watcher[M])
+	if !ok {
+		return nil, fmt.Errorf("store: Watch %q: %w: %T does not implement store.Watcher", name, ErrWatchUnsupported, st)
+	}
+	return w.Watch(ctx, name)
+}
+
+// CheckMetadata reports whether st would accept m: st's CheckMetadata when
+// st implements MetadataChecker; otherwise whether JSONCodec can encode m
+// within MaxMetadataBytes (what every store of this module does by
+// default). That fallback is a guess for a store with a codec of its own:
+// such a store should implement MetadataChecker. The error wraps ErrEncode
+// or ErrMetadataTooLarge, or ErrNilArgument for a nil st.
+func CheckMetadata[M any](st Store[M], m M) error {
+	if nilarg.IsNil(st) {
+		return fmt.Errorf("store: CheckMetadata: %w: st is nil", ErrNilArgument)
+	}
+	if c, ok := st.(MetadataChecker[M]); ok {
+		return c.CheckMetadata(m)
+	}
+	return CheckCodec[M](JSONCodec[M]{}, m)
+}
+
+// CheckCodec reports whether a store that encodes metadata with c would
+// accept m: c encodes it within MaxMetadataBytes, and decodes what it
+// encoded. Stores implement MetadataChecker with it. The error wraps
+// ErrEncode or ErrMetadataTooLarge, or ErrNilArgument for a nil c.
+func CheckCodec[M any](c Codec[M], m M) error {
+	b, err := EncodeMetadata(c, m)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Decode(b); err != nil {
+		return fmt.Errorf("%w: the codec cannot decode its own encoding: %v", ErrEncode, err)
+	}
+	return nil
+}
+
+// Validator is implemented by stores that can tell, without a round trip,
+// that they cannot be used: a zero value that was not made by the store's
+// constructor, say. Validate returns nil for a usable store, and otherwise
+// an error that says why (wrapping ErrNilArgument for a nil or zero store).
+type Validator interface {
+	Validate() error
+}
+
+// Validate reports whether st is clearly unusable, without a round trip:
+// st is nil or holds a nil pointer (a nil *memstore.Store, say); st is a
+// struct, or a pointer to one, that embeds a nil store (a wrapper around
+// nothing); or st implements Validator and its Validate fails. The error
+// wraps ErrNilArgument, or is what Validate returned. Electors call it in
+// lead.New, so that such a store is refused there rather than failing
+// every operation later.
+func Validate[M any](st Store[M]) error {
+	if nilarg.IsNil(st) {
+		if st == nil {
+			return fmt.Errorf("%w: the store is nil", ErrNilArgument)
+		}
+		return fmt.Errorf("%w: the store is a nil %T", ErrNilArgument, st)
+	}
+	if field := nilEmbedded(st); field != "" {
+		return fmt.Errorf("%w: the store embedded in %T (field %s) is nil", ErrNilArgument, st, field)
+	}
+	if v, ok := st.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// nilEmbedded returns the name of an embedded field of st (a struct, or a
+// pointer to one) that has the methods of a Store and is nil, or "".
+func nilEmbedded(st any) string {
+	v := reflect.ValueOf(st)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.Anonymous {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.Interface, reflect.Pointer:
+			_, get := f.Type.MethodByName("Get")
+			_, swap := f.Type.MethodByName("CompareAndSwap")
+			if get && swap && fv.IsNil() {
+				return f.Name
+			}
+		}
+	}
+	return ""
+}

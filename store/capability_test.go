@@ -1,0 +1,168 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// bare is a Store with neither Lossy nor Watcher.
+type bare struct{}
+
+func (bare) Get(context.Context, string) (lease.Record[int], lease.Revision, error) {
+	return lease.Record[int]{}, 0, store.ErrNotFound
+}
+
+func (bare) CompareAndSwap(_ context.Context, _ string, _ lease.Revision, next lease.Record[int]) (lease.Record[int], lease.Revision, error) {
+	return next, 1, nil
+}
+
+// lossless says it keeps every record, and watches.
+type lossless struct {
+	bare
+	watched *string
+}
+
+func (lossless) MayLoseRecords() bool { return false }
+
+func (l lossless) Watch(_ context.Context, name string) (<-chan store.Event[int], error) {
+	*l.watched = name
+	return make(chan store.Event[int]), nil
+}
+
+// wrapper embeds a store and forwards the optional interfaces with the
+// package's helpers.
+type wrapper struct{ store.Store[int] }
+
+func (w wrapper) MayLoseRecords() bool { return store.MayLoseRecords(w.Store) }
+
+func (w wrapper) Watch(ctx context.Context, name string) (<-chan store.Event[int], error) {
+	return store.Watch(ctx, w.Store, name)
+}
+
+func TestMayLoseRecords(t *testing.T) {
+	var watched string
+	var nilLossless *lossyPtr
+	tests := []struct {
+		name string
+		st   store.Store[int]
+		want bool
+	}{
+		{"nil store", nil, true},
+		{"store without Lossy", bare{}, true},
+		{"store that says no", lossless{watched: &watched}, false},
+		{"embedding wrapper hides it", struct{ store.Store[int] }{lossless{watched: &watched}}, true},
+		{"forwarding wrapper", wrapper{lossless{watched: &watched}}, false},
+		{"forwarding wrapper over a store without Lossy", wrapper{bare{}}, true},
+		{"typed nil Lossy", nilLossless, true},
+	}
+	for _, tt := range tests {
+		if got := store.MayLoseRecords(tt.st); got != tt.want {
+			t.Errorf("%s: MayLoseRecords = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// lossyPtr has MayLoseRecords on a pointer that it dereferences.
+type lossyPtr struct {
+	bare
+	may bool
+}
+
+func (l *lossyPtr) MayLoseRecords() bool { return l.may }
+
+func TestWatchHelper(t *testing.T) {
+	ctx := context.Background()
+	var watched string
+	if _, err := store.Watch(ctx, wrapper{lossless{watched: &watched}}, "job"); err != nil || watched != "job" {
+		t.Fatalf("Watch through a forwarding wrapper = %v, watched %q", err, watched)
+	}
+	_, err := store.Watch(ctx, wrapper{bare{}}, "job")
+	if !errors.Is(err, store.ErrWatchUnsupported) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Watch of a store that cannot watch = %v, want ErrWatchUnsupported", err)
+	}
+}
+
+// checked has a limit of its own: metadata up to 9.
+type checked struct{ bare }
+
+func (checked) CheckMetadata(m int) error {
+	if m > 9 {
+		return store.ErrMetadataTooLarge
+	}
+	return nil
+}
+
+func TestCheckMetadata(t *testing.T) {
+	if err := store.CheckMetadata[int](checked{}, 10); !errors.Is(err, store.ErrMetadataTooLarge) {
+		t.Errorf("CheckMetadata with the store's own check = %v", err)
+	}
+	if err := store.CheckMetadata[int](checked{}, 1); err != nil {
+		t.Errorf("CheckMetadata with the store's own check = %v", err)
+	}
+	if err := store.CheckMetadata[int](bare{}, 10); err != nil {
+		t.Errorf("CheckMetadata falling back to JSON = %v", err)
+	}
+	// The JSON fallback: what JSONCodec cannot encode, and the size limit.
+	if err := store.CheckCodec(store.JSONCodec[func()]{}, func() {}); !errors.Is(err, store.ErrEncode) {
+		t.Errorf("CheckCodec of a func = %v, want ErrEncode", err)
+	}
+	big := string(make([]byte, store.MaxMetadataBytes))
+	if err := store.CheckCodec(store.JSONCodec[string]{}, big); !errors.Is(err, store.ErrMetadataTooLarge) {
+		t.Errorf("CheckCodec of %d bytes = %v, want ErrMetadataTooLarge", len(big), err)
+	}
+	if err := store.CheckCodec[int](oneWay{}, 1); !errors.Is(err, store.ErrEncode) {
+		t.Errorf("CheckCodec with a codec that cannot decode = %v, want ErrEncode", err)
+	}
+}
+
+// oneWay encodes and cannot decode.
+type oneWay struct{ store.JSONCodec[int] }
+
+func (oneWay) Decode([]byte) (int, error) { return 0, errors.New("one way") }
+
+// Every function of package store given a nil argument returns an error
+// wrapping ErrNilArgument that names it, and panics nowhere.
+func TestNilArguments(t *testing.T) {
+	var nilCtx context.Context
+	var nilLossy *lossyPtr
+	tests := []struct {
+		name    string
+		f       func() error
+		mention string
+	}{
+		{"Watch: nil ctx", func() error { _, err := store.Watch[int](nilCtx, bare{}, "job"); return err }, "ctx is nil"},
+		{"Watch: nil st", func() error { _, err := store.Watch[int](context.Background(), nil, "job"); return err }, "st is nil"},
+		{"Watch: typed nil st", func() error { _, err := store.Watch[int](context.Background(), nilLossy, "job"); return err }, "st is nil"},
+		{"CheckMetadata: nil st", func() error { return store.CheckMetadata[int](nil, 1) }, "st is nil"},
+		{"CheckCodec: nil c", func() error { return store.CheckCodec[int](nil, 1) }, "c is nil"},
+		{"EncodeMetadata: nil c", func() error { _, err := store.EncodeMetadata[int](nil, 1); return err }, "c is nil"},
+		{"Validate: nil st", func() error { return store.Validate[int](nil) }, "store is nil"},
+		{"Validate: typed nil st", func() error { return store.Validate[int](nilLossy) }, "nil *store_test.lossyPtr"},
+		{"Validate: wrapper around nil", func() error { return store.Validate[int](wrapper{}) }, "field Store"},
+		{"Validate: pointer wrapper around nil", func() error { return store.Validate[int](&wrapper{}) }, "field Store"},
+	}
+	for _, tt := range tests {
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = errors.New("panic")
+				}
+			}()
+			return tt.f()
+		}()
+		if !errors.Is(err, store.ErrNilArgument) || !strings.Contains(err.Error(), tt.mention) {
+			t.Errorf("%s = %v; want ErrNilArgument naming %q", tt.name, err, tt.mention)
+		}
+	}
+	if !store.MayLoseRecords[int](nil) {
+		t.Error("MayLoseRecords(nil) = false, want the conservative true")
+	}
+	if err := store.Validate[int](wrapper{bare{}}); err != nil {
+		t.Errorf("Validate of a usable wrapper = %v", err)
+	}
+}
