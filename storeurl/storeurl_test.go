@@ -27,7 +27,7 @@ func TestMemoryStoresAreSharedByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{Holder: "x", Token: 1}); err != nil {
+	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "x", Token: 1}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := storeurl.Open[meta](ctx, o, "memory://one")
@@ -102,7 +102,7 @@ func TestOpenRealBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rec, rev, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{Holder: "a", Token: 1, Metadata: meta{N: 7}})
+			rec, rev, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "a", Token: 1, Metadata: meta{N: 7}})
 			if err != nil {
 				t.Fatal(err)
 			}

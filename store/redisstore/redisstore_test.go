@@ -310,7 +310,7 @@ func TestUndecodableMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rev, err := writer.CompareAndSwap(ctx, "typed", 0, lease.Record[map[string]int]{Holder: "a", Token: 1, Metadata: map[string]int{"Addr": 5}})
+	_, rev, err := writer.CompareAndSwap(ctx, "typed", 0, lease.Record[map[string]int]{Holder: "a", Token: 1, LeaseDuration: time.Second, Metadata: map[string]int{"Addr": 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
