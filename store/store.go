@@ -152,7 +152,7 @@ func ValidateRecord[M any](r lease.Record[M]) error {
 // same Token, and the same holder or none (a renewal, a release, or a
 // rewrite of a released record). Every other write starts a new term, whose
 // token a store issues with NewToken.
-func Renews[M any](cur, next lease.Record[M]) bool {
+func Renews[M, N any](cur lease.Record[M], next lease.Record[N]) bool {
 	return next.Token == cur.Token && (next.Holder == "" || next.Holder == cur.Holder)
 }
 
