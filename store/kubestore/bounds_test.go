@@ -115,7 +115,7 @@ func TestTokenExhaustedLease(t *testing.T) {
 	if _, got, err := st.Get(c, "job"); err != nil || got != rev {
 		t.Fatalf("Get after the refused terms: revision %d, %v; want %d", got, err, rev)
 	}
-	renewed, rev, err := st.CompareAndSwap(c, "job", rev, top)
+	renewed, _, err := st.CompareAndSwap(c, "job", rev, top)
 	if err != nil || renewed.Token != lease.MaxToken {
 		t.Fatalf("renewal at lease.MaxToken: token %d, %v", renewed.Token, err)
 	}
