@@ -63,9 +63,10 @@ func testConcurrentSwaps(e *env) {
 func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
 	e.t.Helper()
 	type result struct {
-		rec lease.Record[Meta]
-		rev lease.Revision
-		err error
+		wrote lease.Record[Meta]
+		rec   lease.Record[Meta]
+		rev   lease.Revision
+		err   error
 	}
 	var (
 		results [racers]result
@@ -75,8 +76,9 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 	for i := range racers {
 		wg.Go(func() {
 			<-start
-			rec, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, term(fmt.Sprintf("racer-%d", i), token))
-			results[i] = result{rec, rev, err}
+			wrote := term(fmt.Sprintf("racer-%d", i), token)
+			rec, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, wrote)
+			results[i] = result{wrote, rec, rev, err}
 		})
 	}
 	close(start)
@@ -96,7 +98,7 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 		e.t.Fatalf("none of %d racers won the swap of %q from revision %d", racers, name, expected)
 	}
 	won := results[winner]
-	e.written(fmt.Sprintf("the winning racer %d", winner), won.rec, term(fmt.Sprintf("racer-%d", winner), token))
+	e.written(fmt.Sprintf("the winning racer %d", winner), won.rec, won.wrote)
 	for i, r := range results {
 		if i != winner {
 			e.conflict(fmt.Sprintf("losing racer %d", i), r.rec, r.rev, r.err, won.rec, won.rev)
