@@ -22,6 +22,18 @@
 //     record it writes, to keep tokens increasing across data loss; it never
 //     lowers them. The record CompareAndSwap returns is the one stored, and
 //     callers take the token from it.
+//   - A write that continues the stored term (Renews: the same token, the
+//     same holder or none) keeps its token; any other write starts a new
+//     term, whose token NewToken issues: above every token stored under the
+//     name before, never 0, never above lease.MaxToken. A write that would
+//     need a larger token fails with ErrTokenExhausted and writes nothing;
+//     a token never wraps around.
+//   - What a store reads from its backend is untrusted: a record that
+//     breaks ValidateStored, or a revision above MaxRevision, is reported
+//     with ErrCorruptRecord by Get, CompareAndSwap (which then writes
+//     nothing) and Watch, and no arithmetic on stored values may overflow.
+//     Revisions may go backwards when someone restores or rewinds the
+//     backend; a store reports such a record as it finds it.
 //   - Each operation is one round trip to the backend and honours its
 //     context.
 //   - Names are checked with ValidateName, metadata is limited to

@@ -52,6 +52,15 @@ const (
 	MaxHolderBytes = 253
 	// MaxMetadataBytes is the largest encoded metadata, in bytes.
 	MaxMetadataBytes = 64 << 10
+	// MaxRevision is the largest revision a store issues, and the largest
+	// it accepts from its backend: 2^63-1, which every backend's counter
+	// holds (a PostgreSQL bigint, an etcd revision, a decimal string in
+	// Redis). A stored revision above it is ErrCorruptRecord, and a record
+	// stored at MaxRevision cannot be replaced (there is no later
+	// revision): CompareAndSwap reports it as ErrCorruptRecord too. Real
+	// revisions stay far below it: counted in microseconds, it lasts
+	// 292,000 years.
+	MaxRevision lease.Revision = 1<<63 - 1
 )
 
 // Store keeps lease records by name. It must be safe for concurrent use.
@@ -115,8 +124,9 @@ func ValidateName(name string) error {
 
 // ValidateRecord checks the fields of a record about to be written: the
 // holder follows the rules of names but may be empty, LeaseDuration lies in
-// [0, lease.MaxDuration], and Transitions is at most lease.MaxToken. A Token
-// above lease.MaxToken is ErrTokenExhausted.
+// [0, lease.MaxDuration] and is positive while the record has a holder, and
+// Transitions is at most lease.MaxToken. A Token above lease.MaxToken is
+// ErrTokenExhausted. What it accepts, ValidateStored accepts once stored.
 func ValidateRecord[M any](r lease.Record[M]) error {
 	if r.Token > lease.MaxToken {
 		return fmt.Errorf("%w: token %d is above lease.MaxToken (%d)", ErrTokenExhausted, r.Token, lease.MaxToken)
@@ -138,7 +148,37 @@ func ValidateRecord[M any](r lease.Record[M]) error {
 	if r.LeaseDuration < 0 {
 		return fmt.Errorf("%w: LeaseDuration is %v, must be >= 0", ErrInvalidRecord, r.LeaseDuration)
 	}
+	if r.LeaseDuration == 0 && r.Holder != "" {
+		return fmt.Errorf("%w: LeaseDuration is 0, must be > 0 while the record has a holder (%q)", ErrInvalidRecord, r.Holder)
+	}
 	return nil
+}
+
+// Renews reports whether writing next over cur continues cur's term: the
+// same Token, and the same holder or none (a renewal, a release, or a
+// rewrite of a released record). Every other write starts a new term, whose
+// token a store issues with NewToken.
+func Renews[M, N any](cur lease.Record[M], next lease.Record[N]) bool {
+	return next.Token == cur.Token && (next.Holder == "" || next.Holder == cur.Holder)
+}
+
+// NewToken returns the token a store issues to a new term that was
+// proposed with token proposed, where floor is the highest token the name
+// is known to have had (0 if none): the largest of proposed, floor+1 and 1.
+// So a new term's token is never 0, never repeats, and never goes below a
+// token stored before, whatever the caller proposed (a token that wrapped
+// around, say). When that token would exceed lease.MaxToken, NewToken
+// returns an error wrapping ErrTokenExhausted and the store must write
+// nothing.
+func NewToken(proposed, floor uint64) (uint64, error) {
+	if floor >= lease.MaxToken {
+		return 0, fmt.Errorf("%w: the name has had token %d; no token is left above it (lease.MaxToken is %d)", ErrTokenExhausted, floor, lease.MaxToken)
+	}
+	t := max(proposed, floor+1)
+	if t > lease.MaxToken {
+		return 0, fmt.Errorf("%w: token %d is above lease.MaxToken (%d)", ErrTokenExhausted, t, lease.MaxToken)
+	}
+	return t, nil
 }
 
 // ValidateStored checks a record read from a store, which anyone with

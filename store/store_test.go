@@ -75,3 +75,85 @@ func TestValidateRecordBounds(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateRecordHeldNeedsDuration(t *testing.T) {
+	r := lease.Record[string]{Holder: "a", Token: 1}
+	if err := store.ValidateRecord(r); !errors.Is(err, store.ErrInvalidRecord) || !strings.Contains(err.Error(), "LeaseDuration is 0") {
+		t.Errorf("ValidateRecord(held, LeaseDuration 0) = %v, want ErrInvalidRecord naming LeaseDuration", err)
+	}
+	r.Holder = ""
+	if err := store.ValidateRecord(r); err != nil {
+		t.Errorf("ValidateRecord(released, LeaseDuration 0) = %v, want nil", err)
+	}
+}
+
+// Whatever ValidateRecord accepts, ValidateStored accepts: a store never
+// writes a record it would then report as corrupt.
+func TestValidateRecordImpliesStored(t *testing.T) {
+	for _, r := range []lease.Record[string]{
+		{},
+		{Holder: "a", LeaseDuration: 1},
+		{Holder: "a", Token: lease.MaxToken, Transitions: lease.MaxToken, LeaseDuration: lease.MaxDuration},
+		{Token: lease.MaxToken},
+	} {
+		if err := store.ValidateRecord(r); err != nil {
+			t.Fatalf("ValidateRecord(%+v) = %v", r, err)
+		}
+		if err := store.ValidateStored(r); err != nil {
+			t.Errorf("ValidateStored(%+v) = %v after ValidateRecord accepted it", r, err)
+		}
+	}
+}
+
+func TestRenews(t *testing.T) {
+	cur := lease.Record[string]{Holder: "a", Token: 7}
+	released := lease.Record[string]{Token: 7}
+	tests := []struct {
+		name      string
+		cur, next lease.Record[string]
+		want      bool
+	}{
+		{"renewal", cur, lease.Record[string]{Holder: "a", Token: 7}, true},
+		{"release", cur, lease.Record[string]{Token: 7}, true},
+		{"rewrite of a released record", released, lease.Record[string]{Token: 7}, true},
+		{"new token", cur, lease.Record[string]{Holder: "a", Token: 8}, false},
+		{"lower token", cur, lease.Record[string]{Holder: "a", Token: 6}, false},
+		{"another holder, same token", cur, lease.Record[string]{Holder: "b", Token: 7}, false},
+		{"acquire of a released record, same token", released, lease.Record[string]{Holder: "b", Token: 7}, false},
+	}
+	for _, tt := range tests {
+		if got := store.Renews(tt.cur, tt.next); got != tt.want {
+			t.Errorf("%s: Renews = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNewToken(t *testing.T) {
+	tests := []struct {
+		proposed, floor uint64
+		want            uint64 // 0: ErrTokenExhausted
+	}{
+		{0, 0, 1},
+		{5, 0, 5},
+		{5, 9, 10},
+		{10, 9, 10},
+		{0, 1<<64 - 1, 0},      // a floor beyond the bound
+		{0, lease.MaxToken, 0}, // the proposal wrapped around
+		{lease.MaxToken, lease.MaxToken - 1, lease.MaxToken},
+		{lease.MaxToken + 1, 0, 0},
+		{1<<64 - 1, 3, 0},
+		{3, lease.MaxToken - 1, lease.MaxToken},
+	}
+	for _, tt := range tests {
+		got, err := store.NewToken(tt.proposed, tt.floor)
+		if tt.want == 0 {
+			if !errors.Is(err, store.ErrTokenExhausted) || got != 0 {
+				t.Errorf("NewToken(%d, %d) = %d, %v; want ErrTokenExhausted", tt.proposed, tt.floor, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("NewToken(%d, %d) = %d, %v; want %d", tt.proposed, tt.floor, got, err, tt.want)
+		}
+	}
+}

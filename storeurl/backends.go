@@ -64,13 +64,17 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 }
 
 // openPostgres opens postgres:// URLs in pgx's syntax. The query parameter
-// tenure_table (optionally schema.table) is Tenure's and is taken out
-// first.
+// tenure_table (TABLE or SCHEMA.TABLE, at most one dot) is Tenure's and is
+// taken out first.
 func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	q := u.Query()
 	var opts []pgstore.Option
 	if t := q.Get("tenure_table"); t != "" {
-		opts = append(opts, pgstore.WithTable(splitTable(t)...))
+		parts, err := splitTable(t)
+		if err != nil {
+			return Store[M]{}, fmt.Errorf("%w: %w in %s", ErrBadURL, err, redacted(u))
+		}
+		opts = append(opts, pgstore.WithTable(parts...))
 	}
 	q.Del("tenure_table")
 	clean := *u
@@ -95,11 +99,18 @@ func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	return Store[M]{Store: st, Close: func() error { pool.Close(); return nil }}, nil
 }
 
-// splitTable splits "schema.table" into its parts; a name without a dot is
-// one part.
-func splitTable(t string) []string {
-	if schema, table, ok := strings.Cut(t, "."); ok {
-		return []string{schema, table}
+// splitTable splits the value of tenure_table, "table" or "schema.table",
+// into its parts. More than one dot is refused: the value could not say
+// which dot separates the schema from the table.
+func splitTable(t string) ([]string, error) {
+	parts := strings.Split(t, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("tenure_table=%q has %d dots: it must be TABLE or SCHEMA.TABLE, and names containing a dot cannot be given in a URL (use pgstore.WithTable)", t, len(parts)-1)
 	}
-	return []string{t}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("tenure_table=%q has an empty part: it must be TABLE or SCHEMA.TABLE", t)
+		}
+	}
+	return parts, nil
 }

@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/redisstore"
 	"github.com/tenure-go/tenure/storeurl"
 )
 
@@ -27,7 +30,7 @@ func TestMemoryStoresAreSharedByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{Holder: "x", Token: 1}); err != nil {
+	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "x", Token: 1}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := storeurl.Open[meta](ctx, o, "memory://one")
@@ -102,7 +105,7 @@ func TestOpenRealBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rec, rev, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{Holder: "a", Token: 1, Metadata: meta{N: 7}})
+			rec, rev, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "a", Token: 1, Metadata: meta{N: 7}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,6 +117,51 @@ func TestOpenRealBackends(t *testing.T) {
 				t.Fatal("store opened from a URL does not watch")
 			}
 		})
+	}
+}
+
+// tenure_table takes TABLE or SCHEMA.TABLE; a value with more dots was read
+// as schema "a", table "b.c", and is now refused naming the option and the
+// rule. Against the real server, so that the refusal is not a connection
+// error.
+func TestTenureTable(t *testing.T) {
+	ctx := context.Background()
+	dsn := testcluster.PackagePostgres(t).DSN()
+	for _, bad := range []string{"a.b.c", "a..b", "a.", ".b", "s.t.u.v"} {
+		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, dsn+"&tenure_table="+bad)
+		if !errors.Is(err, storeurl.ErrBadURL) || !strings.Contains(err.Error(), "tenure_table") || !strings.Contains(err.Error(), "SCHEMA.TABLE") {
+			t.Errorf("tenure_table=%s: error %v, want ErrBadURL naming tenure_table and the rule", bad, err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS urlschema"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, dsn+"&tenure_table=urlschema.url_leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	job := fmt.Sprintf("url-job-%d", time.Now().UnixNano())
+	if _, _, err := st.CompareAndSwap(ctx, job, 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "a", Token: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM urlschema.url_leases WHERE name = $1", job).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows in urlschema.url_leases: %d, %v", n, err)
+	}
+}
+
+// A Redis key prefix with a brace is refused, naming the option.
+func TestRedisPrefixWithBrace(t *testing.T) {
+	addr := testcluster.PackageRedis(t).Addr()
+	_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "unix://"+addr+"?prefix=%7Bapp%7D:")
+	if !errors.Is(err, redisstore.ErrInvalidOption) || !strings.Contains(err.Error(), "WithPrefix") {
+		t.Errorf("prefix={app}: error %v, want redisstore.ErrInvalidOption naming WithPrefix", err)
 	}
 }
 

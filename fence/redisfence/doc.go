@@ -11,7 +11,9 @@
 // The token is kept in a key of its own beside the value (see [TokenKey]),
 // in the same Redis Cluster slot whenever the key allows it. The token key
 // never expires: if it did, a stale leader could write again. Deleting it by
-// hand re-opens the key to every token.
+// hand re-opens the key to every token. Set and Highest refuse a key that is
+// itself the token key of another ([CheckKey], [ErrInvalidKey]), so that
+// fencing one key can never reset the fence of another.
 //
 // Tokens come from an elector's term (lead.Term.Token) or from a context
 // carrying one (fence.WithToken, used by [SetContext]).

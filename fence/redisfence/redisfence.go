@@ -14,10 +14,16 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 )
 
-// ErrCorruptToken: the token key holds something that is not a token (it
-// was written by something other than this package). Nothing is written
-// until it is repaired or deleted.
-var ErrCorruptToken = errors.New("redisfence: the token key does not hold a token")
+// Errors returned by this package.
+var (
+	// ErrCorruptToken: the token key holds something that is not a token
+	// (it was written by something other than this package). Nothing is
+	// written until it is repaired or deleted.
+	ErrCorruptToken = errors.New("redisfence: the token key does not hold a token")
+	// ErrInvalidKey: the key is the token key of another key (see
+	// TokenKey). Writing it would reset, or forge, that key's fence.
+	ErrInvalidKey = errors.New("redisfence: invalid key")
+)
 
 // setScript is the whole of Set.
 //
@@ -31,7 +37,7 @@ var ErrCorruptToken = errors.New("redisfence: the token key does not hold a toke
 var setScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[2])
 if cur then
-  if not (cur == '0' or string.match(cur, '^[1-9]%d*$')) or #cur > 20 then
+  if not (cur == '0' or string.match(cur, '^[1-9]%d*$')) or #cur > 20 or (#cur == 20 and cur > '18446744073709551615') then
     return {'corrupt', cur}
   end
   if #cur > #ARGV[1] or (#cur == #ARGV[1] and cur > ARGV[1]) then
@@ -66,12 +72,19 @@ return {'ok'}
 // deadline only when the client has ContextTimeoutEnabled. A nil ctx or c
 // is an error wrapping [fence.ErrNilArgument] (so in SetContext and
 // Highest).
+//
+// A key that is the token key of another key is refused with an error
+// wrapping [ErrInvalidKey], before anything is sent: writing it would set
+// that other key's highest token, and let a stale write through.
 func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value string, expiration time.Duration) error {
 	if err := nilArgs(ctx, "Set", key, c); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisfence: Set %q: %w", key, err)
+	}
+	if err := CheckKey(key); err != nil {
+		return fmt.Errorf("redisfence: Set: %w", err)
 	}
 	if expiration < 0 {
 		return fmt.Errorf("redisfence: Set %q: negative expiration %v", key, expiration)
@@ -111,10 +124,14 @@ func SetContext(ctx context.Context, c redis.Scripter, key, value string, expira
 }
 
 // Highest returns the highest token accepted for key, or zero when none has
-// been.
+// been. Like Set, it refuses a key that is the token key of another key
+// ([ErrInvalidKey]).
 func Highest(ctx context.Context, c redis.Cmdable, key string) (fence.Token, error) {
 	if err := nilArgs(ctx, "Highest", key, c); err != nil {
 		return 0, err
+	}
+	if err := CheckKey(key); err != nil {
+		return 0, fmt.Errorf("redisfence: Highest: %w", err)
 	}
 	s, err := c.Get(ctx, TokenKey(key)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -141,7 +158,8 @@ func Highest(ctx context.Context, c redis.Cmdable, key string) (fence.Token, err
 //     key): such a key cannot share its slot with another, so Set fails on
 //     it in Redis Cluster (CROSSSLOT).
 //
-// Distinct keys always get distinct token keys.
+// Distinct keys always get distinct token keys, and a key that CheckKey
+// accepts is never the token key of another.
 func TokenKey(key string) string {
 	if key == "" || hasHashTag(key) || strings.Contains(key, "}") {
 		return key + ":fence-token"
@@ -159,6 +177,34 @@ func nilArgs(ctx context.Context, op, key string, c any) error {
 		return fmt.Errorf("redisfence: %s %q: %w: c is nil", op, key, fence.ErrNilArgument)
 	}
 	return nil
+}
+
+// CheckKey returns an error wrapping ErrInvalidKey when key is the token
+// key of another key (TokenKey(other) == key), and nil otherwise. Set and
+// Highest refuse such keys, so that no value key is ever some key's token
+// key: writing "{acct}.fence-token" as a value would otherwise reset the
+// fence of "acct". Every token key ends in ":fence-token" or
+// ".fence-token"; keys that do not are always accepted.
+func CheckKey(key string) error {
+	for _, other := range tokenKeyOf(key) {
+		if TokenKey(other) == key {
+			return fmt.Errorf("%w: %q is the token key of %q: a key that TokenKey returns for another key cannot be fenced itself", ErrInvalidKey, key, other)
+		}
+	}
+	return nil
+}
+
+// tokenKeyOf returns the keys whose token key key could be, one for each
+// form TokenKey returns.
+func tokenKeyOf(key string) []string {
+	var cands []string
+	if k, ok := strings.CutSuffix(key, ":fence-token"); ok {
+		cands = append(cands, k)
+	}
+	if k, ok := strings.CutSuffix(key, "}.fence-token"); ok && strings.HasPrefix(k, "{") {
+		cands = append(cands, k[1:])
+	}
+	return cands
 }
 
 // hasHashTag reports whether Redis Cluster hashes key by a tag: a '{'

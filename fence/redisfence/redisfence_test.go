@@ -161,7 +161,7 @@ func TestCorruptTokenKey(t *testing.T) {
 	c, prefix := client(t)
 	ctx := t.Context()
 	key := prefix + "corrupt"
-	for _, bad := range []string{"seven", "007", "-1", "", "123456789012345678901"} {
+	for _, bad := range []string{"seven", "007", "-1", "", "123456789012345678901", "18446744073709551616", "99999999999999999999"} {
 		if err := c.Set(ctx, redisfence.TokenKey(key), bad, 0).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,8 @@
 // for its leaseDurationSeconds, by the follower's own clock (or at once
 // when holderIdentity is empty, as client-go's release leaves it). When
 // Tenure takes it over, the token of the new term is raised above the
-// tenure.dev/token annotation left by an earlier term of Tenure's, if any.
+// tenure.dev/token annotation left by an earlier term of Tenure's, if any,
+// and above every token the Store saw under the name.
 //
 // Both sides compare and swap on resourceVersion, so a Tenure elector and a
 // client-go elector contending for one Lease never both win a write; see
@@ -89,8 +90,13 @@
 // # Errors
 //
 // A Lease whose tenure.dev/ annotations cannot be read (a token that is not
-// a number, metadata the codec cannot decode) is reported with
-// [store.ErrCorruptRecord] and never overwritten. A 403 answer becomes an
+// a number, metadata the codec cannot decode), or that is outside the
+// bounds of [store.ValidateStored] (a token or transitions annotation above
+// lease.MaxToken, a leaseDurationSeconds above lease.MaxDuration or missing
+// while held, a holder with control characters), is reported with
+// [store.ErrCorruptRecord] and never overwritten. A new term that would need
+// a token above lease.MaxToken writes nothing and fails with
+// [store.ErrTokenExhausted]. A 403 answer becomes an
 // error wrapping [ErrForbidden] that names the verb the credentials lack.
 //
 // # RBAC

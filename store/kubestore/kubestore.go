@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,10 +158,15 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // ([store.ErrEncode]) or is too large ([store.ErrMetadataTooLarge]); and an
 // ended ctx. A 403 answer wraps [ErrForbidden] and names the missing verb.
 //
-// The Token written is raised, never lowered, when next starts a new term on
-// a Lease that someone else wrote last and that still carries a larger
-// token annotation, or re-creates a deleted Lease under which this Store saw
-// a larger token: see the package documentation.
+// A write that continues the term of a Lease Tenure wrote last
+// ([store.Renews]) keeps its token; any other write starts a new term, whose
+// Token is raised above the stored token annotation (which survives writes
+// of others, see the package documentation) and above every token this
+// Store saw under the name, even of a Lease deleted since
+// ([store.NewToken]). When no token up to lease.MaxToken is left, nothing
+// is written and the error wraps [store.ErrTokenExhausted]. A Lease outside
+// the bounds of [store.ValidateStored] is [store.ErrCorruptRecord] and is
+// not overwritten.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	const op = "CompareAndSwap"
 	if err := s.check(ctx, op, name); err != nil {
@@ -192,17 +196,13 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 // create makes the Lease name hold next.
 func (s *Store[M]) create(ctx context.Context, name string, next lease.Record[M], meta []byte) (lease.Record[M], lease.Revision, error) {
 	const op = "CompareAndSwap"
-	s.mu.Lock()
-	if sn := s.seen[name]; sn != nil && next.Token <= sn.token {
-		// The Lease was deleted after this Store saw a larger token: a new
-		// term still gets a larger one.
-		if sn.token == math.MaxUint64 {
-			s.mu.Unlock()
-			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: no Token is left above %d", op, name, store.ErrInvalidRecord, sn.token)
-		}
-		next.Token = sn.token + 1
+	// A create starts a term. If the Lease was deleted after this Store
+	// saw a token, the new term's token is above it.
+	token, err := store.NewToken(next.Token, s.seenToken(name))
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 	}
-	s.mu.Unlock()
+	next.Token = token
 	enc, err := encodeRecord(next, meta)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
@@ -255,13 +255,16 @@ func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revis
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the Lease is not overwritten: %w", op, name, err)
 	}
-	if !cur.tenure && next.Token <= cur.floor && next.Holder != cur.rec.Holder {
-		// A new term on a Lease someone else wrote last, which still
-		// carries the token of an earlier term of Tenure's.
-		if cur.floor == math.MaxUint64 {
-			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: no Token is left above %d", op, name, store.ErrInvalidRecord, cur.floor)
+	if !cur.tenure || !store.Renews(cur.rec, next) {
+		// A new term (any write over a Lease someone else wrote last is
+		// one): its token goes above the token annotation, which survives
+		// writes of others, and above every token this Store saw under
+		// the name.
+		token, err := store.NewToken(next.Token, max(cur.floor, s.seenToken(name)))
+		if err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: nothing was written: %w", op, name, err)
 		}
-		next.Token = cur.floor + 1
+		next.Token = token
 	}
 	enc, err := encodeRecord(next, meta)
 	if err != nil {
@@ -336,6 +339,9 @@ func (s *Store[M]) decode(l *coordinationv1.Lease) (rec lease.Record[M], rev lea
 	if err != nil {
 		return lease.Record[M]{}, 0, false, err
 	}
+	if err := store.ValidateStored(d.rec); err != nil {
+		return lease.Record[M]{}, 0, false, fmt.Errorf("lease %s/%s: %w", l.Namespace, l.Name, err)
+	}
 	rec = lease.Record[M]{
 		Holder:        d.rec.Holder,
 		Token:         d.rec.Token,
@@ -354,6 +360,16 @@ func (s *Store[M]) decode(l *coordinationv1.Lease) (rec lease.Record[M], rev lea
 	}
 	s.remember(l, d)
 	return rec, d.rev, d.tenure, nil
+}
+
+// seenToken returns the largest token this Store saw under name.
+func (s *Store[M]) seenToken(name string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sn := s.seen[name]; sn != nil {
+		return sn.token
+	}
+	return 0
 }
 
 // remember keeps l as the newest Lease seen under its name, unless a newer

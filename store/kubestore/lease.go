@@ -176,8 +176,8 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	var bad []string
 	token, hasToken := a[AnnotationToken]
 	if hasToken {
-		if d.floor, err = strconv.ParseUint(token, 10, 64); err != nil {
-			bad = append(bad, fmt.Sprintf("%s %q is not a uint64", AnnotationToken, token))
+		if d.floor, err = strconv.ParseUint(token, 10, 64); err != nil || d.floor > lease.MaxToken {
+			bad = append(bad, fmt.Sprintf("%s %.40q is not a token in [0, %d] (lease.MaxToken)", AnnotationToken, token, lease.MaxToken))
 		}
 	}
 	var exactDur time.Duration
@@ -188,8 +188,8 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	}
 	var exactTrans uint64
 	if v, ok := a[AnnotationTransitions]; ok {
-		if exactTrans, err = strconv.ParseUint(v, 10, 64); err != nil {
-			bad = append(bad, fmt.Sprintf("%s %q is not a uint64", AnnotationTransitions, v))
+		if exactTrans, err = strconv.ParseUint(v, 10, 64); err != nil || exactTrans > lease.MaxToken {
+			bad = append(bad, fmt.Sprintf("%s %.40q is not a count in [0, %d] (lease.MaxToken)", AnnotationTransitions, v, lease.MaxToken))
 		}
 	}
 	var meta []byte
@@ -239,7 +239,7 @@ var errRevision = errors.New("kubestore: resourceVersion is not a positive decim
 // revision, a positive decimal number that grows with every write.
 func parseRevision(rv string) (lease.Revision, error) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || n > uint64(store.MaxRevision) {
 		return 0, fmt.Errorf("%w: %q", errRevision, rv)
 	}
 	return lease.Revision(n), nil

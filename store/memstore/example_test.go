@@ -29,7 +29,7 @@ func Example() {
 	})
 	fmt.Println(rec.Holder, rec.Token, rev, err)
 
-	cur, curRev, err := st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{Holder: "worker-b", Token: 1})
+	cur, curRev, err := st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{LeaseDuration: 15 * time.Second, Holder: "worker-b", Token: 1})
 	if errors.Is(err, store.ErrConflict) {
 		fmt.Printf("conflict: held by %s at %s, revision %d\n", cur.Holder, cur.Metadata.Addr, curRev)
 	}
@@ -57,7 +57,7 @@ func ExampleStore_Watch() {
 	ev := <-events
 	fmt.Println("absent:", ev.Absent)
 
-	_, _, _ = st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{Holder: "worker-a", Token: 1})
+	_, _, _ = st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{LeaseDuration: 15 * time.Second, Holder: "worker-a", Token: 1})
 	ev = <-events
 	fmt.Println(ev.Record.Holder, ev.Record.Token, ev.Revision)
 
@@ -75,13 +75,13 @@ func ExampleStore_Watch() {
 func ExampleStore_Delete() {
 	ctx := context.Background()
 	st := memstore.New[Meta]()
-	_, _, _ = st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{Holder: "worker-a", Token: 7})
+	_, _, _ = st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{LeaseDuration: 15 * time.Second, Holder: "worker-a", Token: 7})
 
 	st.Delete("billing-cron")
 	_, _, err := st.Get(ctx, "billing-cron")
 	fmt.Println(errors.Is(err, store.ErrNotFound))
 
-	rec, rev, _ := st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{Holder: "worker-b", Token: 1})
+	rec, rev, _ := st.CompareAndSwap(ctx, "billing-cron", 0, lease.Record[Meta]{LeaseDuration: 15 * time.Second, Holder: "worker-b", Token: 1})
 	fmt.Println(rec.Holder, rec.Token, rev)
 	// Output:
 	// true
@@ -93,11 +93,11 @@ func ExampleStore_Delete() {
 func ExampleStore_PutRaw() {
 	ctx := context.Background()
 	st := memstore.New[Meta]()
-	rev, _ := st.PutRaw("billing-cron", lease.Record[[]byte]{Holder: "worker-a", Token: 1, Metadata: []byte("{not json")})
+	rev, _ := st.PutRaw("billing-cron", lease.Record[[]byte]{Holder: "worker-a", Token: 1, LeaseDuration: 15 * time.Second, Metadata: []byte("{not json")})
 
 	_, _, err := st.Get(ctx, "billing-cron")
 	fmt.Println(errors.Is(err, store.ErrCorruptRecord))
-	_, _, err = st.CompareAndSwap(ctx, "billing-cron", rev, lease.Record[Meta]{Holder: "worker-b", Token: 2})
+	_, _, err = st.CompareAndSwap(ctx, "billing-cron", rev, lease.Record[Meta]{LeaseDuration: 15 * time.Second, Holder: "worker-b", Token: 2})
 	fmt.Println(errors.Is(err, store.ErrCorruptRecord))
 	// Output:
 	// true
@@ -117,7 +117,7 @@ func (c upperCodec) Encode(m Meta) ([]byte, error) {
 func ExampleWithCodec() {
 	st := memstore.New(memstore.WithCodec(upperCodec{}))
 	rec, _, _ := st.CompareAndSwap(context.Background(), "billing-cron", 0, lease.Record[Meta]{
-		Holder: "worker-a", Token: 1, Metadata: Meta{Addr: "db.internal:5432"},
+		Holder: "worker-a", Token: 1, LeaseDuration: 15 * time.Second, Metadata: Meta{Addr: "db.internal:5432"},
 	})
 	fmt.Println(rec.Metadata.Addr)
 	// Output:

@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tenure-go/tenure/store/internal/latest"
-	"math"
 	"sync"
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/latest"
 )
 
 // Option configures a Store. It is generic in the metadata type M because
@@ -122,9 +121,12 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // writes nothing.
 //
 // The stored record is next with its metadata passed through the codec and
-// the monotonic clock readings stripped from its times. When next creates the
-// record of a name whose earlier record was lost (see Delete), its Token is
-// raised above every Token that name had, if it is not already.
+// the monotonic clock readings stripped from its times. When next starts a
+// new term (see [store.Renews]), including a create after the name's record
+// was lost (see Delete), its Token is raised above every Token the name had
+// and to at least 1 ([store.NewToken]); when no token up to lease.MaxToken
+// is left for it, CompareAndSwap returns an error wrapping
+// [store.ErrTokenExhausted] and writes nothing.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
@@ -186,11 +188,18 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 	if rev != expected {
 		return nil, found, fmt.Errorf("memstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
 	}
-	if found == nil && sl != nil && sl.written && rec.Token <= sl.floor {
-		if sl.floor == math.MaxUint64 {
-			return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: %w: no Token is left above %d", name, store.ErrInvalidRecord, sl.floor)
+	if found == nil || !store.Renews(found.rec, rec) {
+		// A new term: its token goes above every token the name had,
+		// including those of a record that was lost since.
+		var floor uint64
+		if sl != nil {
+			floor = sl.floor
 		}
-		rec.Token = sl.floor + 1
+		token, err := store.NewToken(rec.Token, floor)
+		if err != nil {
+			return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+		}
+		rec.Token = token
 	}
 	return s.put(name, rec, nil), nil, nil
 }
@@ -239,7 +248,8 @@ func (s *Store[M]) Delete(name string) {
 // and returns that revision. rec.Metadata is taken as already encoded and
 // stored as given: PutRaw bypasses the codec and every check but that of the
 // name. It exists to simulate a corrupt record in tests: when the codec
-// cannot decode rec.Metadata, Get returns an error wrapping
+// cannot decode rec.Metadata, or rec breaks [store.ValidateStored] (a
+// Token above lease.MaxToken, say), Get returns an error wrapping
 // [store.ErrCorruptRecord], CompareAndSwap refuses to overwrite the record
 // with the same error, and watchers receive an event whose Err wraps it,
 // until the record is replaced by another PutRaw or removed by Delete.
@@ -252,7 +262,9 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 	}
 	rec.Metadata = bytes.Clone(rec.Metadata)
 	var decodeErr error
-	if _, err := s.codec.Decode(rec.Metadata); err != nil {
+	if err := store.ValidateStored(rec); err != nil {
+		decodeErr = corrupt(name, err)
+	} else if _, err := s.codec.Decode(rec.Metadata); err != nil {
 		decodeErr = corrupt(name, err)
 	}
 	s.mu.Lock()

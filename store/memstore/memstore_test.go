@@ -107,7 +107,7 @@ func TestCopyOnWrite(t *testing.T) {
 	next(t, w1)
 	next(t, w2)
 
-	wrote := lease.Record[labels]{Holder: "a", Token: 1, Metadata: newLabels()}
+	wrote := lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: 1, Metadata: newLabels()}
 	got, _ := mustSwap(t, st, name, 0, wrote)
 	wrote.Metadata.mutate()
 	got.Metadata.mutate()
@@ -129,8 +129,8 @@ func TestCorruptRecord(t *testing.T) {
 	ctx := t.Context()
 	st := memstore.New[labels]()
 	const name = "corrupt"
-	_, rev0 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "a", Token: 4})
-	rev, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, Metadata: []byte(`{"Labels": [`)})
+	_, rev0 := mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: 4})
+	rev, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, LeaseDuration: time.Second, Metadata: []byte(`{"Labels": [`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCorruptRecord(t *testing.T) {
 	_, _, err = st.Get(ctx, name)
 	wantCorrupt("Get", err)
 	for _, expected := range []lease.Revision{rev, 0, rev0} {
-		_, _, err = st.CompareAndSwap(ctx, name, expected, lease.Record[labels]{Holder: "b", Token: 6})
+		_, _, err = st.CompareAndSwap(ctx, name, expected, lease.Record[labels]{LeaseDuration: time.Second, Holder: "b", Token: 6})
 		wantCorrupt("CompareAndSwap", err)
 	}
 	_, _, err = st.Get(ctx, name)
@@ -161,7 +161,7 @@ func TestCorruptRecord(t *testing.T) {
 	}
 
 	// A repair (another PutRaw, here with valid metadata) makes it readable.
-	rev, err = st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, Metadata: []byte(`{"Tags":["fixed"]}`)})
+	rev, err = st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 5, LeaseDuration: time.Second, Metadata: []byte(`{"Tags":["fixed"]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestCorruptRecord(t *testing.T) {
 	if ev := next(t, events); ev.Revision != rev || ev.Err != nil || ev.Record.Holder != "a" {
 		t.Errorf("event after repair = %+v, want revision %d held by a", ev, rev)
 	}
-	mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "b", Token: 6})
+	mustSwap(t, st, name, rev, lease.Record[labels]{LeaseDuration: time.Second, Holder: "b", Token: 6})
 }
 
 func TestPutRawInvalidName(t *testing.T) {
@@ -192,9 +192,9 @@ func TestDeleteThenCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, events)
-	_, rev1 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "a", Token: 5})
+	_, rev1 := mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: 5})
 	next(t, events)
-	held, rev2 := mustSwap(t, st, name, rev1, lease.Record[labels]{Holder: "a", Token: 5})
+	held, rev2 := mustSwap(t, st, name, rev1, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: 5})
 	if ev := next(t, events); ev.Revision != rev2 {
 		t.Fatalf("event revision %d, want %d", ev.Revision, rev2)
 	}
@@ -212,7 +212,7 @@ func TestDeleteThenCreate(t *testing.T) {
 		t.Errorf("swap from the lost revision = %+v, %d, %v; want a conflict with nothing", cur, rev, err)
 	}
 
-	got, rev3 := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "b", Token: 1})
+	got, rev3 := mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "b", Token: 1})
 	if rev3 <= rev2 {
 		t.Errorf("revision after Delete = %d, want above %d", rev3, rev2)
 	}
@@ -224,16 +224,19 @@ func TestDeleteThenCreate(t *testing.T) {
 	}
 
 	st.Delete(name)
-	if got, _ := mustSwap(t, st, name, 0, lease.Record[labels]{Holder: "c", Token: 100}); got.Token != 100 {
+	if got, _ := mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "c", Token: 100}); got.Token != 100 {
 		t.Errorf("token = %d, want the 100 asked, which is above the floor", got.Token)
 	}
 	// With the floor at the largest token, no token is left for a create.
-	if _, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "d", Token: math.MaxUint64, Metadata: []byte("{}")}); err != nil {
+	if _, err := st.PutRaw(name, lease.Record[[]byte]{Holder: "d", Token: lease.MaxToken, LeaseDuration: time.Second, Metadata: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
 	st.Delete(name)
-	if _, _, err := st.CompareAndSwap(ctx, name, 0, lease.Record[labels]{Holder: "e", Token: 1}); !errors.Is(err, store.ErrInvalidRecord) {
-		t.Errorf("create with no token left: error = %v, want store.ErrInvalidRecord", err)
+	if _, _, err := st.CompareAndSwap(ctx, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "e", Token: 1}); !errors.Is(err, store.ErrTokenExhausted) {
+		t.Errorf("create with no token left: error = %v, want store.ErrTokenExhausted", err)
+	}
+	if _, _, err := st.Get(ctx, name); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get after the refused create: error = %v, want store.ErrNotFound", err)
 	}
 }
 
@@ -249,7 +252,7 @@ func TestWatchCoalesces(t *testing.T) {
 	}
 	var rev lease.Revision
 	for i := range writes {
-		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "a", Token: uint64(i)})
+		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i)})
 	}
 	// Nobody read during the writes, so the watch holds at most one state
 	// in hand and one pending: the last write arrives within two events.
@@ -305,7 +308,7 @@ func TestWatchSlowReaderNeverGoesBack(t *testing.T) {
 	}
 	var rev lease.Revision
 	for i := range writes {
-		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{Holder: "a", Token: uint64(i + 1)})
+		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i + 1)})
 	}
 	wg.Wait()
 }
@@ -346,7 +349,7 @@ func TestLongestName(t *testing.T) {
 	if len(name) != store.MaxNameBytes {
 		t.Fatalf("test name is %d bytes", len(name))
 	}
-	mustSwap(t, st, name, 0, lease.Record[labels]{Holder: strings.Repeat("h", store.MaxHolderBytes)})
+	mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: strings.Repeat("h", store.MaxHolderBytes)})
 }
 
 // A cancelled context wins over every other error: the store does nothing.
@@ -365,8 +368,8 @@ func TestCancelledContextFirst(t *testing.T) {
 func TestEncodeFailureKeepsRecord(t *testing.T) {
 	ctx := t.Context()
 	st := memstore.New[float64]()
-	want, rev := mustSwap(t, st, "enc", 0, lease.Record[float64]{Holder: "a", Token: 1, Metadata: 1.5})
-	_, _, err := st.CompareAndSwap(ctx, "enc", rev, lease.Record[float64]{Holder: "a", Token: 1, Metadata: math.NaN()})
+	want, rev := mustSwap(t, st, "enc", 0, lease.Record[float64]{LeaseDuration: time.Second, Holder: "a", Token: 1, Metadata: 1.5})
+	_, _, err := st.CompareAndSwap(ctx, "enc", rev, lease.Record[float64]{LeaseDuration: time.Second, Holder: "a", Token: 1, Metadata: math.NaN()})
 	if !errors.Is(err, store.ErrEncode) {
 		t.Errorf("CompareAndSwap of NaN: error = %v, want store.ErrEncode", err)
 	}
@@ -384,7 +387,7 @@ func (failingCodec) Decode([]byte) (int, error) { return 0, errors.New("no decod
 func TestCodecThatCannotDecodeIsRefused(t *testing.T) {
 	ctx := t.Context()
 	st := memstore.New(memstore.WithCodec(failingCodec{}))
-	_, _, err := st.CompareAndSwap(ctx, "fail", 0, lease.Record[int]{Holder: "a", Metadata: 1})
+	_, _, err := st.CompareAndSwap(ctx, "fail", 0, lease.Record[int]{LeaseDuration: time.Second, Holder: "a", Metadata: 1})
 	if !errors.Is(err, store.ErrEncode) || errors.Is(err, store.ErrCorruptRecord) {
 		t.Errorf("CompareAndSwap: error = %v, want store.ErrEncode (and not ErrCorruptRecord)", err)
 	}
@@ -436,4 +439,48 @@ func (c shortStrings) Encode(s string) ([]byte, error) {
 		return nil, errors.New("too long for this codec")
 	}
 	return c.JSONCodec.Encode(s)
+}
+
+// A record outside the bounds of store.ValidateStored (one PutRaw wrote, as
+// an older version or a hand edit might) is corrupt: Get, CompareAndSwap
+// and Watch report it, and nothing overwrites it.
+func TestOutOfBoundsRecordIsCorrupt(t *testing.T) {
+	ctx := t.Context()
+	for _, c := range []struct {
+		label string
+		rec   lease.Record[[]byte]
+	}{
+		{"token 2^64-1", lease.Record[[]byte]{Holder: "a", Token: math.MaxUint64, LeaseDuration: time.Second}},
+		{"token above lease.MaxToken", lease.Record[[]byte]{Holder: "a", Token: lease.MaxToken + 1, LeaseDuration: time.Second}},
+		{"transitions 2^64-1", lease.Record[[]byte]{Holder: "a", Token: 1, Transitions: math.MaxUint64, LeaseDuration: time.Second}},
+		{"held with no LeaseDuration", lease.Record[[]byte]{Holder: "a", Token: 1}},
+		{"LeaseDuration of 290 years", lease.Record[[]byte]{Holder: "a", Token: 1, LeaseDuration: math.MaxInt64}},
+		{"holder with a control character", lease.Record[[]byte]{Holder: "a\x1b[2J", Token: 1, LeaseDuration: time.Second}},
+	} {
+		t.Run(c.label, func(t *testing.T) {
+			st := memstore.New[labels]()
+			const name = "bounds"
+			c.rec.Metadata = []byte(`{}`)
+			rev, err := st.PutRaw(name, c.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, gotRev, err := st.Get(ctx, name); !errors.Is(err, store.ErrCorruptRecord) || gotRev != 0 {
+				t.Errorf("Get: revision %d, error %v; want ErrCorruptRecord", gotRev, err)
+			}
+			for _, expected := range []lease.Revision{rev, 0} {
+				next := lease.Record[labels]{Holder: "b", Token: 2, LeaseDuration: time.Second}
+				if _, _, err := st.CompareAndSwap(ctx, name, expected, next); !errors.Is(err, store.ErrCorruptRecord) {
+					t.Errorf("CompareAndSwap from %d: error %v, want ErrCorruptRecord", expected, err)
+				}
+			}
+			events, err := st.Watch(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev := next(t, events); !errors.Is(ev.Err, store.ErrCorruptRecord) || ev.Revision != rev {
+				t.Errorf("first event = %+v, want revision %d with an Err wrapping ErrCorruptRecord", ev, rev)
+			}
+		})
+	}
 }

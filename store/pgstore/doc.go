@@ -18,12 +18,12 @@
 //	CREATE TABLE IF NOT EXISTS tenure_leases (
 //		name              text PRIMARY KEY,
 //		holder            text NOT NULL,
-//		token             numeric(20,0) NOT NULL,  -- every uint64
+//		token             numeric(20,0) NOT NULL,  -- at most lease.MaxToken
 //		revision          bigint NOT NULL,         -- from the sequence
 //		acquired_at       timestamptz NOT NULL,
 //		renewed_at        timestamptz NOT NULL,
 //		lease_duration_ns bigint NOT NULL,
-//		transitions       numeric(20,0) NOT NULL,
+//		transitions       numeric(20,0) NOT NULL,  -- at most lease.MaxToken
 //		metadata          bytea NOT NULL           -- the codec's bytes
 //	);
 //
@@ -65,13 +65,23 @@
 // row again, so that a change made meanwhile is not missed. The connection
 // is closed when the last watcher goes.
 //
+// # Tokens and revisions
+//
+// A swap that continues the stored term ([store.Renews]) keeps its token;
+// any other write gets a token above the stored one ([store.NewToken]), and
+// one that would need a token above lease.MaxToken writes nothing and fails
+// with [store.ErrTokenExhausted]. A row's new revision is above both the
+// sequence and its stored revision, so it only grows.
+//
 // # Corrupt records
 //
-// A row whose metadata the codec cannot decode is reported with
-// [store.ErrCorruptRecord], from Get, CompareAndSwap and Watch, and never
-// with its revision. Since a swap writes only when it names the row's
-// current revision, and no call reveals the revision of an unreadable row,
-// no caller can overwrite it. A hand edit must therefore give the row a new
-// revision (revision = nextval('tenure_leases_revision')); the docs say
-// more.
+// A row with a NULL, a value outside the bounds of [store.ValidateStored]
+// (numbers are read as text, so nothing fails to scan) or metadata the
+// codec cannot decode is reported with [store.ErrCorruptRecord], naming
+// the column and the rule, from Get, CompareAndSwap and Watch, and never
+// with its revision. A swap writes only when it names the row's current
+// revision, no call reveals the revision of an unreadable row, and the
+// statement itself refuses to update a row out of bounds: no caller can
+// overwrite it. A hand edit must give the row a new revision (revision =
+// nextval('tenure_leases_revision')); the docs say more.
 package pgstore

@@ -53,7 +53,7 @@ func TestWatchAcrossIdlePings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := lease.Record[string]{Holder: "a", Token: 1, Metadata: "m"}
+	r := lease.Record[string]{LeaseDuration: time.Second, Holder: "a", Token: 1, Metadata: "m"}
 	_, rev, err := st.CompareAndSwap(ctx, name, 0, r)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-go/tenure/lease"
@@ -40,6 +41,10 @@ var (
 	ErrNilPool = errors.New("pgstore: nil pool")
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("pgstore: invalid option")
+	// ErrSchema: the database holds something the Store cannot use, such
+	// as a relation other than a sequence under the name of the Store's
+	// sequence.
+	ErrSchema = errors.New("pgstore: schema conflict")
 )
 
 // Option configures a Store.
@@ -226,14 +231,53 @@ func (s *Store[M]) Channel() string {
 	return s.channel
 }
 
-// columns are the columns of a record, in the order scanRow reads them.
+// columns are the columns of a record.
 const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata"
+
+// selected returns the columns of a record as row.dest reads them, from the
+// table or CTE named alias: the numbers as text, so that whatever a row
+// holds (NULL, a value out of range, a fraction in a column someone
+// retyped) reads as a corrupt record rather than a scan error.
+func selected(alias string) string {
+	a := alias + "."
+	return a + "holder, " + a + "token::text, " + a + "revision::text, " + a + "acquired_at, " + a + "renewed_at, " +
+		a + "lease_duration_ns::text, " + a + "transitions::text, " + a + "metadata"
+}
+
+// The bounds of store.ValidateStored and store.MaxRevision, as SQL
+// literals.
+var (
+	sqlMaxToken    = strconv.FormatUint(lease.MaxToken, 10)
+	sqlMaxDuration = strconv.FormatInt(int64(lease.MaxDuration), 10)
+	sqlMaxRevision = strconv.FormatUint(uint64(store.MaxRevision), 10)
+	sqlMaxHolder   = strconv.Itoa(store.MaxHolderBytes)
+)
+
+// sqlValid is true for a row of alias t that store.ValidateStored accepts
+// (as far as SQL can tell: the times and the metadata are checked by the
+// Go side) and that has a later revision to give: every column set, the
+// numbers within their bounds, a holder without control characters, a
+// positive LeaseDuration while held, finite times, a revision below
+// store.MaxRevision.
+// NULL in any column makes it NULL, which WHERE treats as false.
+var sqlValid = `t.token BETWEEN 0 AND ` + sqlMaxToken + ` AND t.token = trunc(t.token)
+	AND t.transitions BETWEEN 0 AND ` + sqlMaxToken + ` AND t.transitions = trunc(t.transitions)
+	AND t.lease_duration_ns BETWEEN 0 AND ` + sqlMaxDuration + `
+	AND (t.holder = '' OR t.lease_duration_ns > 0)
+	AND octet_length(t.holder) <= ` + sqlMaxHolder + ` AND t.holder !~ '[\x01-\x1f\x7f-\x9f]'
+	AND t.revision BETWEEN 1 AND ` + sqlMaxRevision + ` - 1
+	AND isfinite(t.acquired_at) AND isfinite(t.renewed_at) AND t.metadata IS NOT NULL`
+
+// sqlNextToken is the token an update of the row of alias t to holder $3
+// and token $4 writes: t.token when the write continues the stored term
+// (store.Renews), otherwise greatest($4, t.token+1) (store.NewToken).
+const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::text = t.holder) THEN t.token ELSE greatest($4::numeric, t.token + 1) END`
 
 // buildSQL writes the statements once. The table and the sequence appear in
 // them only quoted by pgx.Identifier.Sanitize; every value is a parameter.
 func (s *Store[M]) buildSQL() {
 	t := s.table.Sanitize()
-	s.sqlGet = "SELECT " + columns + " FROM " + t + " WHERE name = $1"
+	s.sqlGet = "SELECT " + selected("t") + " FROM " + t + " AS t WHERE t.name = $1"
 
 	// The statements name their CTEs. A CTE name shadows a table of the
 	// same name in FROM, so the prefix grows until no CTE is named like
@@ -261,25 +305,34 @@ func (s *Store[M]) buildSQL() {
 	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata
 ),
 ` + n + ` AS (SELECT pg_notify($10, ` + w + `.revision::text || ':' || $1) FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
-SELECT ` + w + `.revision = ` + r + `.rev, ` + w + `.*, (SELECT count(*) FROM ` + n + `)
+SELECT coalesce(` + w + `.revision = ` + r + `.rev, false), ` + selected(w) + `, (SELECT count(*) FROM ` + n + `)
 FROM ` + w + `, ` + r
 
-	// Swap if the revision matches. When the UPDATE matches nothing, the
-	// current row is read FOR SHARE: under READ COMMITTED that waits for a
-	// concurrent writer and returns the newest committed version, not the
-	// one in this statement's snapshot, so a loser learns the winner. A
-	// name absent from the snapshot yields no row: the swap failed against
-	// an absent record.
+	// Swap if the revision matches and the stored row is within bounds
+	// (sqlValid). The new revision is above both the sequence and the
+	// stored revision, so a revision never goes back on a write, even
+	// after the row was given a higher one by hand; the new token follows
+	// store.Renews and store.NewToken, and a token above lease.MaxToken is
+	// never written. When the UPDATE matches nothing, the current row is
+	// read FOR SHARE: under READ COMMITTED that waits for a concurrent
+	// writer and returns the newest committed version, not the one in
+	// this statement's snapshot, so a loser learns the winner. A name
+	// absent from the snapshot yields no row: the swap failed against an
+	// absent record. A row at the expected revision that was not updated
+	// is out of bounds or has no token left; the Go side says which.
 	s.sqlUpdate = `WITH ` + u + ` AS (
-	UPDATE ` + t + ` SET holder = $3, token = $4, revision = nextval($10::text::regclass), acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
-	WHERE name = $1 AND revision = $2
+	UPDATE ` + t + ` AS t SET holder = $3, token = ` + sqlNextToken + `,
+		revision = greatest(nextval($10::text::regclass), t.revision + 1),
+		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
+	WHERE t.name = $1 AND t.revision = $2 AND ` + sqlValid + `
+		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
 	RETURNING ` + columns + `
 ),
 ` + n + ` AS (SELECT pg_notify($11, ` + u + `.revision::text || ':' || $1) FROM ` + u + `),
 ` + c + ` AS (SELECT ` + columns + ` FROM ` + t + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM ` + u + `) FOR SHARE)
-SELECT true, ` + u + `.*, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
+SELECT true, ` + selected(u) + `, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
 UNION ALL
-SELECT false, ` + c + `.*, 0 FROM ` + c
+SELECT false, ` + selected(c) + `, 0 FROM ` + c
 }
 
 // SchemaSQL returns the statements that create the Store's sequence and
@@ -339,6 +392,9 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey()); err != nil {
 				return err
 			}
+			if err := s.checkSequenceName(ctx, tx); err != nil {
+				return err
+			}
 			_, err := tx.Exec(ctx, s.SchemaSQL())
 			return err
 		})
@@ -350,6 +406,35 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 	s.migrated = true
 	s.migrateMu.Unlock()
 	return nil
+}
+
+// relkinds names the kinds of relation pg_class.relkind stands for.
+var relkinds = map[string]string{
+	"r": "table", "p": "partitioned table", "v": "view", "m": "materialized view",
+	"i": "index", "I": "partitioned index", "f": "foreign table", "c": "composite type", "t": "TOAST table",
+}
+
+// checkSequenceName fails with ErrSchema when a relation other than a
+// sequence has the name of the Store's sequence: CREATE SEQUENCE IF NOT
+// EXISTS would skip it, and every write would then fail with "... is not a
+// sequence".
+func (s *Store[M]) checkSequenceName(ctx context.Context, tx pgx.Tx) error {
+	var kind string
+	err := tx.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)", s.seqText).Scan(&kind)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case kind == "S":
+		return nil
+	}
+	what := relkinds[kind]
+	if what == "" {
+		what = "relation of kind " + strconv.Quote(kind)
+	}
+	return fmt.Errorf("%w: the Store draws revisions from the sequence %s (its table's name followed by %q), but a %s of that name exists: rename it, or choose another table with WithTable",
+		ErrSchema, s.seqText, SequenceSuffix, what)
 }
 
 // ensureSchema runs Migrate once, before the first operation, when
@@ -368,37 +453,117 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 	return s.Migrate(ctx)
 }
 
-// row is a record as stored, its metadata still encoded.
+// row is a record as stored, as selected returns it: every column may be
+// NULL, and the numbers are text.
 type row struct {
-	holder      string
-	token       uint64
-	revision    int64
-	acquiredAt  time.Time
-	renewedAt   time.Time
-	durationNS  int64
-	transitions uint64
-	metadata    []byte
+	holder      *string
+	token       *string
+	revision    *string
+	acquiredAt  pgtype.Timestamptz
+	renewedAt   pgtype.Timestamptz
+	durationNS  *string
+	transitions *string
+	metadata    *[]byte
 }
 
 func (r *row) dest() []any {
 	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata}
 }
 
-// record decodes r. The error wraps store.ErrCorruptRecord.
-func (s *Store[M]) record(name string, r *row) (lease.Record[M], error) {
-	m, err := s.codec.Decode(r.metadata)
+// rev returns the row's revision, or 0 when it is not one.
+func (r *row) rev() int64 {
+	if r.revision == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(*r.revision, 10, 64)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// parse checks every column of r and converts it, its metadata still
+// encoded. Its errors name the column and the rule; they wrap
+// store.ErrCorruptRecord.
+func (r *row) parse() (lease.Record[[]byte], lease.Revision, error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(format, args...))
+	}
+	text := func(col string, v *string) string {
+		if v == nil {
+			bad("column %s is NULL", col)
+			return ""
+		}
+		return *v
+	}
+	number := func(col string, v *string, limit uint64) uint64 {
+		if v == nil {
+			bad("column %s is NULL", col)
+			return 0
+		}
+		n, err := strconv.ParseUint(*v, 10, 64)
+		if err != nil || n > limit {
+			bad("column %s = %.40q is not an integer in [0, %d]", col, *v, limit)
+			return 0
+		}
+		return n
+	}
+	when := func(col string, v pgtype.Timestamptz) time.Time {
+		switch {
+		case !v.Valid:
+			bad("column %s is NULL", col)
+		case v.InfinityModifier != pgtype.Finite:
+			bad("column %s is %s, not a time", col, v.InfinityModifier)
+		}
+		return v.Time
+	}
+	var rec lease.Record[[]byte]
+	rec.Holder = text("holder", r.holder)
+	// Token and Transitions are read up to MaxUint64, so that
+	// store.ValidateStored names what is out of its bounds.
+	rec.Token = number("token", r.token, math.MaxUint64)
+	rev := number("revision", r.revision, uint64(store.MaxRevision))
+	if r.revision != nil && rev == 0 && len(errs) == 0 {
+		bad("column revision is 0, not a revision")
+	}
+	rec.AcquiredAt = when("acquired_at", r.acquiredAt)
+	rec.RenewedAt = when("renewed_at", r.renewedAt)
+	rec.LeaseDuration = time.Duration(number("lease_duration_ns", r.durationNS, math.MaxInt64))
+	rec.Transitions = number("transitions", r.transitions, math.MaxUint64)
+	if r.metadata == nil {
+		bad("column metadata is NULL")
+	} else {
+		rec.Metadata = *r.metadata
+	}
+	if len(errs) > 0 {
+		return lease.Record[[]byte]{}, 0, fmt.Errorf("%w: %w", store.ErrCorruptRecord, errors.Join(errs...))
+	}
+	if err := store.ValidateStored(rec); err != nil {
+		return lease.Record[[]byte]{}, 0, err
+	}
+	return rec, lease.Revision(rev), nil
+}
+
+// record checks and decodes r. The error wraps store.ErrCorruptRecord.
+func (s *Store[M]) record(name string, r *row) (lease.Record[M], lease.Revision, error) {
+	raw, rev, err := r.parse()
 	if err != nil {
-		return lease.Record[M]{}, corrupt(name, err)
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	m, err := s.codec.Decode(raw.Metadata)
+	if err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
 	}
 	return lease.Record[M]{
-		Holder:        r.holder,
-		Token:         r.token,
-		AcquiredAt:    r.acquiredAt,
-		RenewedAt:     r.renewedAt,
-		LeaseDuration: time.Duration(r.durationNS),
-		Transitions:   r.transitions,
+		Holder:        raw.Holder,
+		Token:         raw.Token,
+		AcquiredAt:    raw.AcquiredAt,
+		RenewedAt:     raw.RenewedAt,
+		LeaseDuration: raw.LeaseDuration,
+		Transitions:   raw.Transitions,
 		Metadata:      m,
-	}, nil
+	}, rev, nil
 }
 
 // corrupt wraps a decoding error of the record of name so that it matches
@@ -430,9 +595,10 @@ func (s *Store[M]) check(ctx context.Context, op, name string) error {
 
 // Get returns the record stored under name and its revision. It returns an
 // error wrapping store.ErrNotFound when there is none,
-// store.ErrCorruptRecord (with a zero revision) when its metadata cannot be
-// decoded, store.ErrInvalidName for a bad name, and an error wrapping
-// ctx.Err() when ctx ends first.
+// store.ErrCorruptRecord (with a zero revision) when a column is NULL or out
+// of the bounds of store.ValidateStored or the metadata cannot be decoded,
+// store.ErrInvalidName for a bad name, and an error wrapping ctx.Err() when
+// ctx ends first.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	r, found, err := s.read(ctx, name)
 	if err != nil {
@@ -441,11 +607,11 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 	if !found {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: Get %q: %w", name, store.ErrNotFound)
 	}
-	rec, err := s.record(name, &r)
+	rec, rev, err := s.record(name, &r)
 	if err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	return rec, lease.Revision(r.revision), nil
+	return rec, rev, nil
 }
 
 // read fetches the row of name, trying again on a broken connection (a read
@@ -480,8 +646,16 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 //
 // On mismatch it returns an error wrapping store.ErrConflict with the
 // current record and revision (zero when absent). When the current record
-// cannot be decoded it returns an error wrapping store.ErrCorruptRecord and
-// a zero revision instead, and nothing is written. It refuses a bad name
+// cannot be read (see Get) it returns an error wrapping
+// store.ErrCorruptRecord and a zero revision instead, whatever the expected
+// revision, and nothing is written; so does a swap from store.MaxRevision,
+// which has no later revision.
+//
+// A write that continues the stored term (store.Renews) keeps its token;
+// any other gets a token above the stored one and at least 1
+// (store.NewToken), and when that would exceed lease.MaxToken the swap
+// writes nothing and returns an error wrapping store.ErrTokenExhausted.
+// The new revision is above the stored one. It refuses a bad name
 // (store.ErrInvalidName), a record that breaks store.ValidateRecord
 // (store.ErrInvalidRecord), metadata that cannot be encoded (store.ErrEncode)
 // or is too large (store.ErrMetadataTooLarge), and an ended ctx; it then
@@ -512,6 +686,11 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		b = []byte{} // metadata is NOT NULL
 	}
 
+	// A create starts a term: NewToken raises a token of 0 to 1.
+	created, err := store.NewToken(next.Token, 0)
+	if err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
+	}
 	var (
 		written bool
 		r       row
@@ -523,7 +702,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		var err error
 		if expected == 0 {
 			rows, err = s.pool.Query(ctx, s.sqlCreate,
-				name, next.Holder, next.Token, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
+				name, next.Holder, created, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
 				s.seqText, s.channel)
 		} else {
 			// No stored revision exceeds MaxInt64: a larger expected
@@ -550,23 +729,50 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		return rows.Err()
 	})
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, err))
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, s.explain(err)))
 	}
 	if !found {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found none: %w", name, expected, store.ErrConflict)
 	}
-	rec, err := s.record(name, &r)
+	rec, rev, err := s.record(name, &r)
 	if err != nil {
 		if written {
-			// Cannot happen: the codec decoded these bytes above.
+			// Cannot happen: the record was checked and its metadata
+			// decoded above.
 			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: written, but cannot read back: %w", name, err)
 		}
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, err)
 	}
-	if !written {
-		return rec, lease.Revision(r.revision), fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, r.revision, store.ErrConflict)
+	if written {
+		return rec, rev, nil
 	}
-	return rec, lease.Revision(r.revision), nil
+	if rev != expected {
+		return rec, rev, fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+	}
+	// The row is at the expected revision, readable, and was not
+	// updated: the statement found no token or no revision left for the
+	// write, or a check of its own refused the row.
+	if !store.Renews(rec, next) {
+		if _, err := store.NewToken(next.Token, rec.Token); err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: nothing was written: %w", name, err)
+		}
+	}
+	if rev >= store.MaxRevision {
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", name, store.ErrCorruptRecord, rev)
+	}
+	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", name, store.ErrCorruptRecord, rev)
+}
+
+// explain adds what the store knows to an error of the server: a
+// "... is not a sequence" (wrong_object_type) from nextval means a relation
+// other than a sequence has the name of the Store's sequence.
+func (s *Store[M]) explain(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42809" {
+		return fmt.Errorf("%w: %s is not a sequence but the Store draws revisions from a sequence of that name (its table's name followed by %q): rename that relation, or choose another table with WithTable: %w",
+			ErrSchema, s.seqText, SequenceSuffix, err)
+	}
+	return err
 }
 
 // withCtx makes sure an error caused by the end of ctx matches ctx.Err().
@@ -620,6 +826,9 @@ func notExecuted(err error) bool {
 // rather than from the statement: worth another attempt for a read, which is
 // always safe to repeat.
 func connectionLost(err error) bool {
+	if errors.Is(err, ErrSchema) {
+		return false
+	}
 	if notExecuted(err) {
 		return true
 	}

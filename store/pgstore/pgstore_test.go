@@ -438,14 +438,15 @@ func TestContextEndsWhileWaiting(t *testing.T) {
 	}
 }
 
-func TestTokenAboveMaxInt64(t *testing.T) {
+func TestLargestValues(t *testing.T) {
 	pool := newPool(t)
 	st := newStore(t, pool)
-	r := rec("a", 1<<63+5)
-	r.Transitions = 1<<64 - 1
+	r := rec("a", lease.MaxToken)
+	r.Transitions = lease.MaxToken
+	r.LeaseDuration = lease.MaxDuration
 	got, rev := mustSwap(t, st, "job", 0, r)
-	if got.Token != 1<<63+5 || got.Transitions != 1<<64-1 {
-		t.Fatalf("stored token %d transitions %d", got.Token, got.Transitions)
+	if got.Token != lease.MaxToken || got.Transitions != lease.MaxToken || got.LeaseDuration != lease.MaxDuration {
+		t.Fatalf("stored token %d transitions %d duration %v", got.Token, got.Transitions, got.LeaseDuration)
 	}
 	// An expected revision above MaxInt64 matches nothing.
 	if _, gotRev, err := st.CompareAndSwap(testCtx(t), "job", 1<<63+1, r); !errors.Is(err, store.ErrConflict) || gotRev != rev {

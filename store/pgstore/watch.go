@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
 
@@ -347,11 +346,11 @@ func (s *Store[M]) observe(ctx context.Context, name string) (observation[M], er
 	if !found {
 		return observation[M]{ev: store.Event[M]{Absent: true}}, nil
 	}
-	rec, err := s.record(name, &r)
+	rec, rev, err := s.record(name, &r)
 	if err != nil {
-		return observation[M]{ev: store.Event[M]{Err: err}, rev: r.revision}, nil
+		return observation[M]{ev: store.Event[M]{Err: err}, rev: r.rev()}, nil
 	}
-	return observation[M]{ev: store.Event[M]{Record: rec, Revision: lease.Revision(r.revision)}, rev: r.revision}, nil
+	return observation[M]{ev: store.Event[M]{Record: rec, Revision: rev}, rev: int64(rev)}, nil
 }
 
 // serveWatch feeds one watcher's channel until ctx ends. While the receiver

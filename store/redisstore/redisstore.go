@@ -16,6 +16,12 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
+// Errors returned by New.
+var (
+	// ErrInvalidOption: an option was given a value it cannot take.
+	ErrInvalidOption = errors.New("redisstore: invalid option")
+)
+
 // Option configures a Store.
 type Option interface {
 	apply(*config)
@@ -36,8 +42,10 @@ type config struct {
 
 // WithPrefix puts every key and channel of the Store under prefix: the record
 // of name lives at <prefix>tenure:{<name>}. The default prefix is "". A prefix
-// should not contain '{' or '}': in Redis Cluster these would choose the
-// slot of every record instead of the name.
+// may not contain '{' or '}' (New fails with ErrInvalidOption): in Redis
+// Cluster a brace in the prefix would make it the hash tag of every key,
+// putting every record of the Store in one slot instead of hashing each by
+// its name.
 func WithPrefix(prefix string) Option {
 	return optionFunc(func(c *config) { c.prefix = prefix })
 }
@@ -124,8 +132,9 @@ func (s *Store[M]) MayLoseRecords() bool { return s == nil || !s.cfg.lossless }
 // set; the Store returns when the context ends in either case, and the
 // abandoned command then finishes or times out in the background.
 //
-// New fails on a nil client (an error wrapping [store.ErrNilArgument]) and on
-// a codec for another metadata type.
+// New fails on a nil client (an error wrapping [store.ErrNilArgument]), and
+// with ErrInvalidOption on a prefix with a brace or a codec for another
+// metadata type.
 func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("redisstore: New: %w: client is nil", store.ErrNilArgument)
@@ -140,13 +149,16 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 			o.apply(&cfg)
 		}
 	}
+	if i := strings.IndexAny(cfg.prefix, "{}"); i >= 0 {
+		return nil, fmt.Errorf("%w: WithPrefix(%q): a key prefix may not contain %q (found at byte %d): a brace would make the prefix the Redis Cluster hash tag of every key", ErrInvalidOption, cfg.prefix, cfg.prefix[i], i)
+	}
 	cfg.maxBackoff = max(cfg.maxBackoff, cfg.minBackoff)
 	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}}
 	if cfg.codec != nil {
 		c, ok := cfg.codec.(store.Codec[M])
 		if !ok {
 			var m M
-			return nil, fmt.Errorf("redisstore: New: the codec is a %T, not a store.Codec[%T]", cfg.codec, m)
+			return nil, fmt.Errorf("%w: WithCodec: the codec is a %T, not a store.Codec[%T]", ErrInvalidOption, cfg.codec, m)
 		}
 		s.codec = c
 	}
@@ -251,10 +263,15 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // large, and an ended ctx, writing nothing.
 //
 // The store assigns the revision (at least the server's TIME in
-// microseconds) and may raise the Token: a record created where none exists,
-// or written with a token other than the stored one (a new term), gets a
-// Token of at least the server's TIME in microseconds. Tokens and revisions
-// thus keep growing when Redis loses its data. The Token of the returned
+// microseconds, and above the stored one) and may raise the Token: a write
+// that continues the stored term ([store.Renews]) keeps its token, and any
+// other one (a create, a new term) gets a Token above the stored one and of
+// at least the server's TIME in microseconds. Tokens and revisions thus keep
+// growing when Redis loses its data. When that Token would exceed
+// lease.MaxToken, CompareAndSwap writes nothing and returns an error
+// wrapping [store.ErrTokenExhausted]. A stored record outside the bounds of
+// [store.ValidateStored], or at [store.MaxRevision], is reported as
+// [store.ErrCorruptRecord] and not overwritten. The Token of the returned
 // record is the one to use. AcquiredAt and RenewedAt are stored as given,
 // in UTC, to the nanosecond.
 //
@@ -309,9 +326,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	case status == "ok" && len(reply) == 3:
 		rs, _ := reply[1].(string)
 		ts, _ := reply[2].(string)
-		rev, err1 := strconv.ParseUint(rs, 10, 64)
-		token, err2 := strconv.ParseUint(ts, 10, 64)
-		if err1 != nil || err2 != nil || rev == 0 {
+		rev, ok1 := decimal(rs)
+		token, ok2 := decimal(ts)
+		if !ok1 || !ok2 || rev == 0 || rev > uint64(store.MaxRevision) || token == 0 || token > lease.MaxToken {
 			return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: unexpected reply %q", name, reply)
 		}
 		rec := lease.Record[M]{
@@ -336,6 +353,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		return cur, rev, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
 	case status == "absent":
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found no record: %w", name, expected, store.ErrConflict)
+	case status == "exhausted" && len(reply) == 2:
+		need, _ := reply[1].(string)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: nothing was written: %w: the new term would need token %s, above lease.MaxToken (%d)", name, store.ErrTokenExhausted, need, lease.MaxToken)
 	case status == "corrupt" && len(reply) == 2:
 		reason, _ := reply[1].(string)
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: the stored record is not overwritten: %w: %s", name, store.ErrCorruptRecord, reason)
@@ -344,25 +364,28 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	}
 }
 
-// decode checks and converts a stored record.
+// decode checks and converts a stored record: its fields must parse and
+// pass store.ValidateStored, and its metadata must decode.
 func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision, error) {
 	p, err := r.parse()
 	if err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)
 	}
-	m, err := s.codec.Decode([]byte(p.meta))
-	if err != nil {
-		return lease.Record[M]{}, 0, corrupt(name, err)
-	}
-	return lease.Record[M]{
+	rec := lease.Record[M]{
 		Holder:        p.holder,
 		Token:         p.token,
 		AcquiredAt:    p.acquired,
 		RenewedAt:     p.renewed,
 		LeaseDuration: p.duration,
 		Transitions:   p.transitions,
-		Metadata:      m,
-	}, lease.Revision(p.rev), nil
+	}
+	if err := store.ValidateStored(rec); err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	if rec.Metadata, err = s.codec.Decode([]byte(p.meta)); err != nil {
+		return lease.Record[M]{}, 0, corrupt(name, err)
+	}
+	return rec, lease.Revision(p.rev), nil
 }
 
 // storedTime is t as Get will return it once stored: parseTime(formatTime(t)).

@@ -5,11 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 )
 
 // The fields of a record hash, in the order of the script's replies, of the
@@ -48,16 +52,31 @@ const sumPrefix = "tenure/1\x00"
 //	                               call, when go-redis retried it)
 //	{"conflict", <10 fields>}      the stored revision differs
 //	{"absent"}                     the record is absent and ARGV[1] ~= "0"
-//	{"corrupt", reason}            the stored record cannot be read; nothing
-//	                               was written
+//	{"corrupt", reason}            the stored record cannot be read, breaks
+//	                               the bounds of store.ValidateStored, or is
+//	                               at store.MaxRevision; nothing was written
+//	{"exhausted", token}           the new term would need token, above
+//	                               lease.MaxToken; nothing was written
 //
-// Decimal numbers are handled as strings: Lua numbers are doubles and
-// would round tokens above 2^53. Every new revision is max(old+1, now) and
-// every new token (a created record, or a token other than the stored one)
-// is max(proposed, now), where now is the server's TIME in microseconds.
+// Decimal numbers are validated, compared and incremented as strings: Lua
+// numbers are doubles and would round values above 2^53. Stored numbers
+// must be canonical decimals (no sign, no leading zero) within their bounds
+// before any comparison. Every new revision is max(old+1, now); a write
+// that continues the stored term (store.Renews) keeps its token, and every
+// other one gets max(proposed, old token+1, now) (store.NewToken, floored
+// at now), where now is the server's TIME in microseconds.
 var casScript = redis.NewScript(`
 local F = {'rev','op','holder','token','acquired','renewed','duration','transitions','meta','sum'}
+local MAXTOKEN = '` + maxTokenText + `'
+local MAXREV = '` + maxRevisionText + `'
+local MAXDUR = '` + maxDurationText + `'
+local MAXHOLDER = ` + maxHolderText + `
 
+local function canon(s)
+  return s == '0' or string.match(s, '^[1-9]%d*$') ~= nil
+end
+
+-- gt compares canonical decimals.
 local function gt(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
@@ -70,8 +89,70 @@ local function inc(s)
   return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
 end
 
+-- goodholder applies store.ValidateName's rules to a holder: at most
+-- MAXHOLDER bytes of valid UTF-8 without control characters (C0, DEL, C1).
+local function goodholder(s)
+  if #s > MAXHOLDER then return false end
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    if c < 128 then
+      if c < 32 or c == 127 then return false end
+      i = i + 1
+    else
+      local need, lo, hi
+      if c == 194 then need, lo, hi = 1, 160, 191
+      elseif c >= 195 and c <= 223 then need, lo, hi = 1, 128, 191
+      elseif c == 224 then need, lo, hi = 2, 160, 191
+      elseif c == 237 then need, lo, hi = 2, 128, 159
+      elseif c >= 225 and c <= 239 then need, lo, hi = 2, 128, 191
+      elseif c == 240 then need, lo, hi = 3, 144, 191
+      elseif c == 244 then need, lo, hi = 3, 128, 143
+      elseif c >= 241 and c <= 243 then need, lo, hi = 3, 128, 191
+      else return false end
+      if i + need > n then return false end
+      local b = string.byte(s, i + 1)
+      if b < lo or b > hi then return false end
+      for j = i + 2, i + need do
+        b = string.byte(s, j)
+        if b < 128 or b > 191 then return false end
+      end
+      i = i + need + 1
+    end
+  end
+  return true
+end
+
 local function checksum(v)
   return redis.sha1hex('tenure/1\0' .. table.concat(v, '\0', 1, 9))
+end
+
+local function show(s)
+  if #s > 40 then return string.format('%q', string.sub(s, 1, 40)) .. '...' end
+  return string.format('%q', s)
+end
+
+-- invalid returns why the stored fields v are out of bounds, or nil.
+local function invalid(v)
+  if not canon(v[1]) or v[1] == '0' or gt(v[1], MAXREV) then
+    return 'field rev = ' .. show(v[1]) .. ' is not a revision in [1, ' .. MAXREV .. ']'
+  end
+  if not canon(v[4]) or gt(v[4], MAXTOKEN) then
+    return 'field token = ' .. show(v[4]) .. ' is not a token in [0, ' .. MAXTOKEN .. ']'
+  end
+  if not canon(v[8]) or gt(v[8], MAXTOKEN) then
+    return 'field transitions = ' .. show(v[8]) .. ' is not a count in [0, ' .. MAXTOKEN .. ']'
+  end
+  if not canon(v[7]) or gt(v[7], MAXDUR) then
+    return 'field duration = ' .. show(v[7]) .. ' is not a duration in [0, ' .. MAXDUR .. '] nanoseconds'
+  end
+  if v[3] ~= '' and v[7] == '0' then
+    return 'field duration is 0 while the record has a holder'
+  end
+  if not goodholder(v[3]) then
+    return 'field holder = ' .. show(v[3]) .. ' is not a valid holder'
+  end
+  return nil
 end
 
 local key = KEYS[1]
@@ -88,12 +169,8 @@ if kind ~= 'none' then
   if checksum(cur) ~= cur[10] then
     return {'corrupt', 'checksum mismatch: the hash was changed by something other than tenure'}
   end
-  if not string.match(cur[1], '^[1-9]%d*$') or #cur[1] > 20 then
-    return {'corrupt', 'field rev is not a revision'}
-  end
-  if not string.match(cur[4], '^%d+$') or #cur[4] > 20 then
-    return {'corrupt', 'field token is not a token'}
-  end
+  local why = invalid(cur)
+  if why then return {'corrupt', why} end
   if cur[2] == ARGV[2] then
     return {'ok', cur[1], cur[4]}
   end
@@ -109,8 +186,15 @@ local t = redis.call('TIME')
 local now = t[1] .. string.format('%06d', tonumber(t[2]))
 local rev = inc(cur and cur[1] or '0')
 if gt(now, rev) then rev = now end
+if gt(rev, MAXREV) then
+  return {'corrupt', 'revision ' .. cur[1] .. ' is the largest a revision may be: no later one exists'}
+end
 local token = ARGV[5]
-if (cur == nil or cur[4] ~= token) and gt(now, token) then token = now end
+if cur == nil or cur[4] ~= token or (ARGV[4] ~= '' and ARGV[4] ~= cur[3]) then
+  if cur and not gt(token, cur[4]) then token = inc(cur[4]) end
+  if gt(now, token) then token = now end
+  if gt(token, MAXTOKEN) then return {'exhausted', token} end
+end
 
 local v = {rev, ARGV[2], ARGV[4], token, ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]}
 v[10] = checksum(v)
@@ -125,6 +209,14 @@ redis.call('HSET', key, unpack(args))
 redis.call('PUBLISH', ARGV[3], table.concat(msg))
 return {'ok', rev, token}
 `)
+
+// The bounds the script applies, as decimal text.
+var (
+	maxTokenText    = strconv.FormatUint(lease.MaxToken, 10)
+	maxRevisionText = strconv.FormatUint(uint64(store.MaxRevision), 10)
+	maxDurationText = strconv.FormatInt(int64(lease.MaxDuration), 10)
+	maxHolderText   = strconv.Itoa(store.MaxHolderBytes)
+)
 
 // raw is a record as stored: the fields of the hash, in fieldNames order.
 type raw [numFields]string
@@ -220,13 +312,16 @@ func (r *raw) parse() (parsed, error) {
 	if r.checksum() != r[9] {
 		return p, errors.New("checksum mismatch: the hash was changed by something other than tenure")
 	}
-	var err error
-	if p.rev, err = strconv.ParseUint(r[0], 10, 64); err != nil || p.rev == 0 {
-		return p, fmt.Errorf("field %s = %q is not a revision", fRev, r[0])
+	var (
+		ok  bool
+		err error
+	)
+	if p.rev, ok = decimal(r[0]); !ok || p.rev == 0 || p.rev > uint64(store.MaxRevision) {
+		return p, fmt.Errorf("field %s = %.40q is not a revision in [1, %d]", fRev, r[0], store.MaxRevision)
 	}
 	p.holder = r[2]
-	if p.token, err = strconv.ParseUint(r[3], 10, 64); err != nil {
-		return p, fmt.Errorf("field %s = %q is not a token", fToken, r[3])
+	if p.token, ok = decimal(r[3]); !ok {
+		return p, fmt.Errorf("field %s = %.40q is not a token", fToken, r[3])
 	}
 	if p.acquired, err = parseTime(r[4]); err != nil {
 		return p, fmt.Errorf("field %s: %w", fAcquired, err)
@@ -234,16 +329,23 @@ func (r *raw) parse() (parsed, error) {
 	if p.renewed, err = parseTime(r[5]); err != nil {
 		return p, fmt.Errorf("field %s: %w", fRenewed, err)
 	}
-	d, err := strconv.ParseInt(r[6], 10, 64)
-	if err != nil || d < 0 {
-		return p, fmt.Errorf("field %s = %q is not a duration in nanoseconds", fDuration, r[6])
+	d, ok := decimal(r[6])
+	if !ok || d > math.MaxInt64 {
+		return p, fmt.Errorf("field %s = %.40q is not a duration in nanoseconds", fDuration, r[6])
 	}
 	p.duration = time.Duration(d)
-	if p.transitions, err = strconv.ParseUint(r[7], 10, 64); err != nil {
-		return p, fmt.Errorf("field %s = %q is not a count", fTransitions, r[7])
+	if p.transitions, ok = decimal(r[7]); !ok {
+		return p, fmt.Errorf("field %s = %.40q is not a count", fTransitions, r[7])
 	}
 	p.meta = r[8]
 	return p, nil
+}
+
+// decimal parses s as the script writes numbers: a canonical decimal (no
+// sign, no leading zero) that fits a uint64.
+func decimal(s string) (uint64, bool) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil && strconv.FormatUint(n, 10) == s
 }
 
 // formatTime renders t for the hash: RFC 3339 in UTC with nanoseconds, ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -62,9 +63,10 @@ func testConcurrentSwaps(e *env) {
 func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
 	e.t.Helper()
 	type result struct {
-		rec lease.Record[Meta]
-		rev lease.Revision
-		err error
+		wrote lease.Record[Meta]
+		rec   lease.Record[Meta]
+		rev   lease.Revision
+		err   error
 	}
 	var (
 		results [racers]result
@@ -74,8 +76,9 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 	for i := range racers {
 		wg.Go(func() {
 			<-start
-			rec, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, term(fmt.Sprintf("racer-%d", i), token))
-			results[i] = result{rec, rev, err}
+			wrote := term(fmt.Sprintf("racer-%d", i), token)
+			rec, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, wrote)
+			results[i] = result{wrote, rec, rev, err}
 		})
 	}
 	close(start)
@@ -95,7 +98,7 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 		e.t.Fatalf("none of %d racers won the swap of %q from revision %d", racers, name, expected)
 	}
 	won := results[winner]
-	e.written(fmt.Sprintf("the winning racer %d", winner), won.rec, term(fmt.Sprintf("racer-%d", winner), token))
+	e.written(fmt.Sprintf("the winning racer %d", winner), won.rec, won.wrote)
 	for i, r := range results {
 		if i != winner {
 			e.conflict(fmt.Sprintf("losing racer %d", i), r.rec, r.rev, r.err, won.rec, won.rev)
@@ -241,6 +244,7 @@ func testFieldsRoundTrip(e *env) {
 			r.Token, r.Transitions, r.LeaseDuration = lease.MaxToken, lease.MaxToken, lease.MaxDuration
 		}},
 		{"small", func(r *lease.Record[Meta]) {
+			// Token 0 is never issued: the store raises it.
 			r.Holder, r.Token, r.Transitions, r.LeaseDuration = "", 0, 0, 0
 		}},
 		{"milliseconds", func(r *lease.Record[Meta]) {
@@ -333,8 +337,108 @@ func testInvalidRecord(e *env) {
 		{"a holder of 254 bytes", func(r *lease.Record[Meta]) { r.Holder = strings.Repeat("h", store.MaxHolderBytes+1) }},
 		{"a holder with a NUL", func(r *lease.Record[Meta]) { r.Holder = "a\x00b" }},
 		{"a holder not UTF-8", func(r *lease.Record[Meta]) { r.Holder = "\xff" }},
+		{"a holder and a zero LeaseDuration", func(r *lease.Record[Meta]) { r.LeaseDuration = 0 }},
+		{"a LeaseDuration above lease.MaxDuration", func(r *lease.Record[Meta]) { r.LeaseDuration = lease.MaxDuration + time.Second }},
+		{"Transitions above lease.MaxToken", func(r *lease.Record[Meta]) { r.Transitions = lease.MaxToken + 1 }},
+		{"Transitions of 2^64-1", func(r *lease.Record[Meta]) { r.Transitions = math.MaxUint64 }},
 	} {
 		e.refused(c.label, store.ErrInvalidRecord, c.change)
+	}
+}
+
+func testTokenAboveMax(e *env) {
+	for _, c := range []struct {
+		label string
+		token uint64
+	}{
+		{"lease.MaxToken+1", lease.MaxToken + 1},
+		{"2^63+5", 1<<63 + 5},
+		{"2^64-1", math.MaxUint64},
+	} {
+		e.refused("a Token of "+c.label, store.ErrTokenExhausted, func(r *lease.Record[Meta]) {
+			r.Token = c.token
+		})
+	}
+}
+
+// exhausted checks that a swap of next from rev fails with
+// ErrTokenExhausted and leaves want stored at rev.
+func (e *env) exhausted(what, name string, rev lease.Revision, next lease.Record[Meta], want lease.Record[Meta]) {
+	e.t.Helper()
+	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, rev, next)
+	if !errors.Is(err, store.ErrTokenExhausted) {
+		e.t.Errorf("%s: CompareAndSwap = token %d, revision %d, error %v; want an error wrapping store.ErrTokenExhausted", what, got.Token, gotRev, err)
+	}
+	e.stored(name, want, rev)
+}
+
+func testTokenExhausted(e *env) {
+	name := e.name("exhausted")
+	held, rev := e.swap(name, 0, term("holder-a", lease.MaxToken))
+	if held.Token != lease.MaxToken {
+		e.t.Fatalf("created with Token lease.MaxToken, got %d", held.Token)
+	}
+	// A next token computed with uint64 arithmetic from 2^64-1 wraps to 0.
+	highest := uint64(math.MaxUint64)
+	wrapped := term("holder-b", highest+1)
+	e.exhausted("a new term whose token wrapped around to 0", name, rev, wrapped, held)
+	e.exhausted("a new term with token 1", name, rev, term("holder-b", 1), held)
+	e.exhausted("a new term of another holder with the stored token", name, rev, term("holder-b", lease.MaxToken), held)
+	e.exhausted("a new term of the same holder with a lower token", name, rev, term("holder-a", 5), held)
+	e.exhausted("a new term with lease.MaxToken+1", name, rev, term("holder-b", lease.MaxToken+1), held)
+
+	// The term itself goes on: renewals and the release keep the token.
+	renewal := held
+	renewal.RenewedAt = time.Now()
+	renewed, rev := e.swap(name, rev, renewal)
+	release := renewed
+	release.Holder = ""
+	released, rev := e.swap(name, rev, release)
+	if renewed.Token != lease.MaxToken || released.Token != lease.MaxToken {
+		e.t.Errorf("a renewal and a release changed the token to %d and %d, want lease.MaxToken", renewed.Token, released.Token)
+	}
+	e.exhausted("acquiring the released record with its token", name, rev, term("holder-b", lease.MaxToken), released)
+}
+
+func testNewTermTokens(e *env) {
+	name := e.name("new-term")
+	held, rev := e.swap(name, 0, term("holder-a", 10))
+	for _, c := range []struct {
+		label string
+		next  lease.Record[Meta]
+	}{
+		{"a lower token", term("holder-b", 3)},
+		{"token 0", term("holder-b", 0)},
+		{"the stored token, by another holder", term("holder-b", held.Token)},
+		{"a lower token, by the same holder", term("holder-a", 1)},
+	} {
+		prev := held
+		held, rev = e.swap(name, rev, c.next) // checks Token >= the one written
+		if held.Token <= prev.Token || held.Token > lease.MaxToken {
+			e.t.Errorf("a new term with %s got Token %d; want one above the %d stored before, at most lease.MaxToken", c.label, held.Token, prev.Token)
+		}
+		e.stored(name, held, rev)
+		// The record as written is a renewal of that term, token kept.
+		renewal := held
+		renewal.RenewedAt = time.Now()
+		renewed, r := e.swap(name, rev, renewal)
+		if renewed.Token != held.Token {
+			e.t.Errorf("a renewal after a new term with %s changed the token from %d to %d", c.label, held.Token, renewed.Token)
+		}
+		held, rev = renewed, r
+	}
+	// A released record keeps its token, and the next acquire, even with
+	// that very token, gets a larger one.
+	release := held
+	release.Holder = ""
+	released, rev := e.swap(name, rev, release)
+	again, _ := e.swap(name, rev, term("holder-c", released.Token))
+	if again.Token <= released.Token {
+		e.t.Errorf("acquiring a released record with its token %d got Token %d; want a larger one", released.Token, again.Token)
+	}
+	// A create never gets token 0.
+	if created, _ := e.swap(e.name("new-term-zero"), 0, term("holder-a", 0)); created.Token == 0 {
+		e.t.Error("a create with Token 0 was stored with Token 0, which is never issued")
 	}
 }
 

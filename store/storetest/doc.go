@@ -32,18 +32,32 @@
 //     nested structs, a pointer, unicode and JSON-hostile strings, a large
 //     integer, a large blob), and a caller mutating a map after a write or
 //     after a read changes nothing stored.
-//   - LeaseDuration, Token and Transitions round trip exactly: 0, large
-//     uint64 values (1<<63+5, the largest uint64) and durations in whole
-//     milliseconds (1.5s, 90 days); finer durations are not tried. Times in
-//     a zone other than UTC read back as the same instants.
+//   - LeaseDuration, Token and Transitions round trip exactly: 0 (a
+//     released record; its Token 0 is raised, since 0 is never issued), the
+//     largest values a record may hold (lease.MaxToken, lease.MaxDuration)
+//     and durations in whole milliseconds (1.5s); finer durations are not
+//     tried. Times in a zone other than UTC read back as the same instants.
+//   - Every swap returns a revision of at most store.MaxRevision and a
+//     Token in [1, lease.MaxToken].
+//   - Tokens of new terms (see store.Renews and store.NewToken): a new term
+//     proposed with a lower token, token 0, or the stored token under
+//     another holder gets a token above the stored one, which renewals then
+//     keep; acquiring a released record with its token gets a larger one.
+//     A Token above lease.MaxToken (lease.MaxToken+1, 1<<63+5, 2^64-1) gets
+//     ErrTokenExhausted, as does every new term once the stored token is
+//     lease.MaxToken, whatever token it proposes (0, as a token computed
+//     with uint64 arithmetic wraps to, among them); such a swap writes
+//     nothing, while renewals and the release of that last term go on.
 //   - A cancelled context, or one past its deadline, makes Get and
 //     CompareAndSwap fail with an error wrapping context.Canceled or
 //     context.DeadlineExceeded, and such a CompareAndSwap writes nothing.
 //   - Bad names ("", 254 bytes, a NUL byte, a control character, invalid
 //     UTF-8) get ErrInvalidName from Get, CompareAndSwap and Watch.
-//   - Metadata larger than store.MaxMetadataBytes gets ErrMetadataTooLarge,
-//     a negative LeaseDuration or a bad holder gets ErrInvalidRecord, and
-//     the record stored before is still there, unchanged.
+//   - Metadata larger than store.MaxMetadataBytes gets ErrMetadataTooLarge;
+//     a negative LeaseDuration, one above lease.MaxDuration, a holder with a
+//     zero LeaseDuration, Transitions above lease.MaxToken, or a bad holder
+//     gets ErrInvalidRecord; and the record stored before is still there,
+//     unchanged.
 //   - Watch: a fresh subscriber first gets the current record, or an Absent
 //     event; later changes arrive with strictly increasing revisions up to
 //     the last write (intermediate ones may be skipped), each with the record

@@ -111,6 +111,9 @@ func checks() []check {
 		{name: "InvalidNames", fn: testInvalidNames},
 		{name: "OversizedMetadata", fn: testOversizedMetadata},
 		{name: "InvalidRecord", fn: testInvalidRecord},
+		{name: "TokenAboveMax", fn: testTokenAboveMax},
+		{name: "TokenExhausted", fn: testTokenExhausted},
+		{name: "NewTermTokens", fn: testNewTermTokens},
 		{name: "Watch", sub: []check{
 			{name: "AbsentFirst", fn: testWatchAbsentFirst},
 			{name: "CurrentFirst", fn: testWatchCurrentFirst},
@@ -163,8 +166,11 @@ func (e *env) swap(name string, expected lease.Revision, next lease.Record[Meta]
 	if err != nil {
 		e.t.Fatalf("CompareAndSwap(%q, %d): %v", name, expected, err)
 	}
-	if rev == 0 || rev <= expected {
-		e.t.Fatalf("CompareAndSwap(%q, %d) returned revision %d, want one above %d", name, expected, rev, expected)
+	if rev == 0 || rev <= expected || rev > store.MaxRevision {
+		e.t.Fatalf("CompareAndSwap(%q, %d) returned revision %d, want one above %d and at most store.MaxRevision", name, expected, rev, expected)
+	}
+	if got.Token == 0 || got.Token > lease.MaxToken {
+		e.t.Errorf("CompareAndSwap(%q, %d) stored Token %d; tokens are never 0 nor above lease.MaxToken", name, expected, got.Token)
 	}
 	e.written(fmt.Sprintf("CompareAndSwap(%q, %d)", name, expected), got, next)
 	return got, rev
