@@ -35,4 +35,4 @@ lint:
 
 ## sim: a long sweep of the deterministic simulator (100,000 random schedules)
 sim:
-	TENURE_SIM_SEEDS=100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep' -v ./sim/
+	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep' -v ./sim/
