@@ -61,6 +61,10 @@ const (
 	// CheckBody (runtime mode): a Lead or Every body's context was still
 	// live after its term ended.
 	CheckBody = "body"
+	// CheckTermEnds (runtime mode): an elector reported leading again with
+	// the token of a term it had already stopped leading (a term ends for
+	// good).
+	CheckTermEnds = "term-ends"
 	// CheckRun (runtime mode): an elector's Run, Lead or Every returned an
 	// error it should not have, or the run did not wind down.
 	CheckRun = "run"

@@ -93,6 +93,9 @@ func (h *harness[M]) poll() {
 		v := views[i]
 		if v.ok {
 			h.termSeen(inc, v.t.Token, true)
+			if inc.ended != 0 && v.t.Token <= inc.ended {
+				h.failLocked(sim.CheckTermEnds, "%s leads with token %d again, after its term with token %d ended", inc.id, v.t.Token, inc.ended)
+			}
 		}
 		if v.st.Leading != v.ok || v.ok && v.st.Term.Token != v.t.Token {
 			h.failLocked(sim.CheckObserver, "%s: Status says leading %v (token %d), Term says %v (token %d)", inc.id, v.st.Leading, v.st.Term.Token, v.ok, v.t.Token)
@@ -112,6 +115,13 @@ func (h *harness[M]) poll() {
 		}
 		if !agree {
 			h.failLocked(sim.CheckObserver, "%s: its observers were told %s, but Term says leading %v (token %d)", inc.id, obsText(inc), v.ok, v.t.Token)
+		}
+	}
+	for i, inc := range live {
+		if v := views[i]; !v.ok && inc.lastLed != 0 {
+			inc.ended = max(inc.ended, inc.lastLed)
+		} else if v.ok {
+			inc.lastLed = v.t.Token
 		}
 	}
 	h.liveness(now, len(leaders) > 0)

@@ -27,7 +27,8 @@
 // body's context is live only while its elector leads with the body's
 // token; observers are told Started and Stopped in alternation, with the
 // tokens Term reports, at the instants Term changes (unless a pause delayed
-// them); every term has a new token, larger than every earlier term's; the
+// them); a term that ended never comes back (Term never reports its token
+// again); every term has a new token, larger than every earlier term's; the
 // fenced register never accepts an older token after a newer one, never
 // accepts a token no term had, and never refuses an elector that still
 // leads; the store's revisions grow and its tokens never go down; Run,

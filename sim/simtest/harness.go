@@ -87,11 +87,14 @@ type incarnation[M any] struct {
 	done    chan struct{} // Run, Lead and Every have returned
 	bodyRng *rand.Rand    // the Lead body's goroutine only
 	// Guarded by harness.mu.
-	stopped  bool // cancelled
-	obsOpen  bool
-	obsToken fence.Token
-	bodies   map[*body]struct{}
-	watches  map[int]context.CancelFunc
+	stopped     bool // cancelled
+	obsOpen     bool
+	obsToken    fence.Token
+	lastStarted fence.Token // the token of the last Started
+	lastLed     fence.Token // the last token Term reported leading with
+	ended       fence.Token // the largest token whose term Term reported ended
+	bodies      map[*body]struct{}
+	watches     map[int]context.CancelFunc
 	// The elector's watch loop only.
 	watchCount int
 }
@@ -663,7 +666,10 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 			if inc.obsOpen {
 				h.failLocked(sim.CheckObserver, "%s: Started (token %d) while the term with token %d was not Stopped", inc.id, tok, inc.obsToken)
 			}
-			inc.obsOpen, inc.obsToken = true, tok
+			if tok <= inc.lastStarted {
+				h.failLocked(sim.CheckTermEnds, "%s: observers told Started (token %d) after a term with token %d", inc.id, tok, inc.lastStarted)
+			}
+			inc.obsOpen, inc.obsToken, inc.lastStarted = true, tok, tok
 			h.res.Terms++
 			h.termSeen(inc, tok, !inc.n.stallTouched)
 			h.tl.AddTerm(int64(h.now()), inc.n.idx, uint64(tok))

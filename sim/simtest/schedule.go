@@ -11,7 +11,8 @@ import (
 // drawSchedule draws a fault schedule from r: faults start between 5s and
 // 20s, then every 5s to 40s, in the first 80% of the run, so that the rest
 // is calm and liveness is checked. Half of the faults that hit one node
-// are aimed at whichever node leads when they start.
+// are aimed at whichever node leads when they start; half of the data
+// losses come with a process that restarts just after them.
 func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 	f := o.Faults
 	var kinds []sim.FaultKind
@@ -65,6 +66,14 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 			fl.Dur = uniform(r, time.Second, 2*l)
 		case sim.FaultReconfigure:
 			fl.Config = randomConfig(r, cfg, lossy)
+		case sim.FaultDataLoss:
+			if f.Crash && r.IntN(2) == 0 {
+				// A process that remembers nothing starts just after the
+				// loss (a deploy that restarts Redis and a pod): only the
+				// store's token floor keeps its first token fresh.
+				out = append(out, sim.Fault{At: t - time.Second, Kind: sim.FaultCrash, Node: r.IntN(o.Nodes),
+					Dur: time.Second + uniform(r, 0, 20*time.Millisecond), NewIdentity: r.IntN(2) == 0})
+			}
 		}
 		out = append(out, fl)
 	}
