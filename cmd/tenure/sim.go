@@ -61,6 +61,7 @@ Examples:
   tenure sim -seeds 1-200 -lossy -dataloss -reconfigure
   TENURE_LEASE_DURATION=6s TENURE_RENEW_DEADLINE=4s tenure sim -seeds 1 -calm
   tenure sim -seeds 9 -trace | less                    # every event
+  tenure sim -runtime -seeds 1-50 -crash -partition    # prints the go test command
 
 Flags:
 `
@@ -76,6 +77,7 @@ type simFlags struct {
 	jsonOut  bool
 	verbose  bool
 	single   bool
+	runtime  bool
 	replayed []string // the flags that shape a run, to print replay commands
 }
 
@@ -138,9 +140,6 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if *runtimeArg {
-		return nil, errRuntimeMode
-	}
 
 	// Contradictions.
 	var named []string
@@ -185,6 +184,9 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		return nil, fmt.Errorf("-seeds: %w", err)
 	}
 	single := seeds.Len() == 1
+	if *runtimeArg {
+		return &simFlags{runtime: true, seeds: seeds, opt: sim.Options{Faults: f}}, nil
+	}
 	if !single && (*svg != "" || *trace) {
 		return nil, errors.New("-svg and -trace need a single seed")
 	}
@@ -238,10 +240,8 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	return sf, nil
 }
 
-// errRuntimeMode is returned for -runtime, which the binary cannot run.
-var errRuntimeMode = errors.New("runtime mode needs testing/synctest")
-
-// runtimeHelp explains -runtime.
+// runtimeHelp explains -runtime; %s is the go test command for the
+// seeds and faults asked for.
 const runtimeHelp = `tenure sim -runtime: runtime mode is not run by this binary.
 
 Runtime mode runs the real lead.Electors (Run, Lead, Every, the watchdog,
@@ -249,10 +249,12 @@ the observers) on a real store.Store in virtual time. Only testing/synctest
 can tell when every goroutine of the electors and the store is idle, which
 virtual time needs, and synctest runs only inside a test binary (it needs a
 *testing.T). The tenure binary does not link package testing, so it cannot
-run runtime mode. Run it with go test instead:
+run runtime mode. Run it with go test instead: the library's own runtime
+sweep (3 electors on memstore, 3 virtual minutes a seed, the TENURE_*
+timings) with the seeds and faults asked for, from a module that requires
+tenure:
 
-  # the library's own runtime sweep (memstore), in a module that requires tenure:
-  TENURE_SIM_SEEDS=1-50 go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest
+  %s
 
   # your own store, from a _test.go file of yours:
   func TestElection(t *testing.T) {
@@ -317,12 +319,14 @@ type summaryVerdict struct {
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sf, err := parseSimFlags(args, stderr)
-	if errors.Is(err, errRuntimeMode) {
-		fmt.Fprint(stderr, runtimeHelp)
-		return exitCode(2)
-	}
 	if err != nil {
 		return err
+	}
+	if sf.runtime {
+		cmd := fmt.Sprintf("TENURE_SIM_SEEDS=%s TENURE_SIM_FAULTS=%s go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest",
+			sf.seeds, sf.opt.Faults)
+		fmt.Fprintf(stderr, runtimeHelp, cmd)
+		return exitCode(2)
 	}
 	if sf.single && !sf.jsonOut {
 		return runOneSeed(sf, stdout)

@@ -83,7 +83,9 @@ func TestSimCommand(t *testing.T) {
 		{"bad seed list", []string{"-seeds", "5-1"}, 1, "runs backwards"},
 		{"svg needs one seed", []string{"-seeds", "1-2", "-svg", "x.svg"}, 1, "single seed"},
 		{"json and trace", []string{"-json", "-trace"}, 1, "exclude each other"},
-		{"runtime mode explains itself", []string{"-runtime"}, 2, "go test -run 'TestRuntimeSweep$'"},
+		{"runtime mode explains itself", []string{"-runtime"}, 2, "TENURE_SIM_SEEDS=1 TENURE_SIM_FAULTS=drift,crash,pause,partition,loss,slow,release go test -run 'TestRuntimeSweep$'"},
+		{"runtime mode with seeds and faults", []string{"-runtime", "-seeds", "1-50", "-crash", "-partition"}, 2, "TENURE_SIM_SEEDS=1-50 TENURE_SIM_FAULTS=crash,partition go test"},
+		{"runtime mode with contradictions", []string{"-runtime", "-calm", "-crash"}, 1, "-calm runs no fault"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

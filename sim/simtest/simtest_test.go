@@ -18,9 +18,10 @@ import (
 // TestRuntimeSweep is the library's own runtime-mode sweep: every fault
 // (drift within the bound, crashes, pauses, partitions, losses, a slow
 // store, watch chaos, data loss, releases, reconfiguration) on memstore,
-// 3 electors, 3 virtual minutes a seed, seeds 1-40. TENURE_SIM_SEEDS changes the
-// seeds and TENURE_SIM_FAULTS the faults (as sim.ParseFaults reads them):
-// "tenure sim -runtime" points here.
+// 3 electors, 3 virtual minutes a seed, seeds 1-40. TENURE_SIM_SEEDS changes
+// the seeds, TENURE_SIM_BUDGET (alone) runs seeds for that long,
+// TENURE_SIM_FAULTS changes the faults (as sim.ParseFaults reads them) and
+// the TENURE_* timings apply: "tenure sim -runtime" points here.
 func TestRuntimeSweep(t *testing.T) {
 	faults := sim.AllFaults()
 	if v := os.Getenv("TENURE_SIM_FAULTS"); v != "" {
@@ -30,10 +31,18 @@ func TestRuntimeSweep(t *testing.T) {
 		}
 	}
 	seeds := "1-40"
-	if testing.Short() {
+	switch {
+	case os.Getenv(sim.EnvBudget) != "":
+		seeds = "" // as many seeds as the budget allows
+	case testing.Short():
 		seeds = "1-10"
 	}
-	Check(t, Options[struct{}]{Faults: faults, Seeds: seeds})
+	// The timings of the election "sim", as the tenure CLI reads them.
+	env, err := lease.Load("sim", lease.DefaultConfig(), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Check(t, Options[struct{}]{Config: env.Config, Faults: faults, Seeds: seeds})
 }
 
 // TestRuntimeDefaultFaultsFiveElectors: the default faults, five electors,
