@@ -247,6 +247,7 @@ func (s *Cluster) fenceWrite(ev *simEvent) {
 
 type simError string
 
+// Error returns the error's text.
 func (e simError) Error() string { return string(e) }
 
 const errTimeout = simError("context deadline exceeded (simulated BackendTimeout)")

@@ -9,7 +9,10 @@ import (
 
 // SeedRange is the seeds First to Last, both included.
 type SeedRange struct {
-	First, Last uint64
+	// First is the range's first seed.
+	First uint64
+	// Last is its last seed, at least First.
+	Last uint64
 }
 
 // Seeds is a list of seeds to run, as ranges in the order given.

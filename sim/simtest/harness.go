@@ -115,12 +115,22 @@ type hev struct {
 
 type evHeap []hev
 
+// Len, Less, Swap, Push and Pop make evHeap a container/heap ordered by
+// time, then by order of scheduling.
 func (h evHeap) Len() int { return len(h) }
+
+// Less orders by time, then by order of scheduling.
 func (h evHeap) Less(i, j int) bool {
 	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].seq < h[j].seq
 }
+
+// Swap swaps two events.
 func (h evHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *evHeap) Push(x any)   { *h = append(*h, x.(hev)) }
+
+// Push appends an event (for container/heap).
+func (h *evHeap) Push(x any) { *h = append(*h, x.(hev)) }
+
+// Pop removes the last event (for container/heap).
 func (h *evHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -550,8 +560,10 @@ type logHandler[M any] struct {
 	inc *incarnation[M]
 }
 
+// Enabled takes every level: a pause blocks at any record.
 func (l logHandler[M]) Enabled(context.Context, slog.Level) bool { return true }
 
+// Handle traces the record and blocks while the node is paused.
 func (l logHandler[M]) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelInfo {
 		var attrs []any
@@ -567,8 +579,12 @@ func (l logHandler[M]) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// WithAttrs returns the handler itself: the trace drops the name and
+// identity that lead adds.
 func (l logHandler[M]) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l logHandler[M]) WithGroup(string) slog.Handler      { return l }
+
+// WithGroup returns the handler itself.
+func (l logHandler[M]) WithGroup(string) slog.Handler { return l }
 
 // leadBody is the Lead body: it writes through the fenced register at
 // random intervals for as long as its context lasts. After a pause it

@@ -31,20 +31,21 @@ var (
 
 // Change is a node's lane changing mark.
 type Change struct {
-	At   int64
-	Node int
-	Mark Mark
+	At   int64 // when
+	Node int   // whose lane
+	Mark Mark  // the new mark
 }
 
 // Term is a term starting.
 type Term struct {
-	At    int64
-	Node  int
-	Token uint64
+	At    int64  // when it started
+	Node  int    // who leads
+	Token uint64 // its fencing token
 }
 
 // Fault is one fault of the run.
 type Fault struct {
+	// At is when it starts, Dur how long it lasts.
 	At, Dur int64
 	// Node is the lane it hits, or -1 for faults of the store or network.
 	Node int
@@ -56,8 +57,8 @@ type Fault struct {
 
 // StoreLine is one change of the store worth showing.
 type StoreLine struct {
-	At   int64
-	Text string
+	At   int64  // when
+	Text string // what was stored
 }
 
 // Timeline is what a recorded run keeps for rendering. Times are
@@ -66,15 +67,15 @@ type Timeline struct {
 	// Header lines come first in the text rendering; the first one is the
 	// SVG's title.
 	Header  []string
-	IDs     []string // lane labels
-	End     int64
-	Changes []Change
-	Terms   []Term
-	Faults  []Fault
-	Stores  []StoreLine
+	IDs     []string    // lane labels
+	End     int64       // the length of the run
+	Changes []Change    // the lanes' changes of mark, in time order
+	Terms   []Term      // the terms, in time order
+	Faults  []Fault     // the faults, in time order
+	Stores  []StoreLine // the store's changes worth showing
 	// Verdict is the checks' verdict; Failed colours it red.
 	Verdict string
-	Failed  bool
+	Failed  bool // a check failed
 
 	last []Mark
 }
