@@ -135,6 +135,9 @@ func (tl *Timeline) lanes(width int) [][]byte {
 	ci := 0
 	for b := range width {
 		hi := tl.End * int64(b+1) / int64(width)
+		if b == width-1 {
+			hi = tl.End + 1 // the last column shows what happens at the end
+		}
 		copy(best, cur)
 		for ci < len(tl.Changes) && tl.Changes[ci].At < hi {
 			c := tl.Changes[ci]
@@ -163,7 +166,7 @@ func (tl *Timeline) WriteText(w io.Writer, width int) error {
 		b.WriteByte('\n')
 	}
 	end := max(tl.End, 1)
-	fmt.Fprintf(&b, "one column = %v; F follower, C candidate, L leader, E expiring, blank down; faults row: first letter of the fault\n\n", time.Duration(end/int64(width)))
+	fmt.Fprintf(&b, "one column = %v; F follower, C candidate, L leader, E expiring, blank down; faults row: first letter of the fault\n\n", time.Duration(end/int64(width)).Round(time.Millisecond))
 	axis := []byte(strings.Repeat(" ", width))
 	for col := 0; col < width; col += 20 {
 		lbl := fmt.Sprintf("|%ds", int64(time.Duration(end*int64(col)/int64(width))/time.Second))
