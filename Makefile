@@ -12,6 +12,7 @@ demo:
 ## test: every test, real backends included (servers are started by the tests)
 test: backends kube
 	$(GO) test $(GOTESTFLAGS) -timeout 20m ./...
+	cd examples/simuser && $(GO) test $(GOTESTFLAGS) ./...
 
 ## backends: install the server binaries the backend tests start (best effort)
 backends:
@@ -30,9 +31,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd examples/simuser && $(GO) vet ./...
 
 .PHONY: sim
 
-## sim: a long sweep of the deterministic simulator (100,000 random schedules)
+## sim: long sweeps of the simulator: model mode (100,000 random schedules)
+## and runtime mode (2,000 seeds of the real electors on memstore)
 sim:
-	TENURE_SIM_SEEDS=100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep' -v ./sim/
+	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep' -v ./sim/
+	TENURE_SIM_SEEDS=1-2000 $(GO) test -count=1 -timeout 60m -run 'TestRuntimeSweep$$' -v ./sim/simtest/

@@ -38,13 +38,14 @@ func (c *checker) init(s *Cluster) {
 
 // setBounds computes the liveness bounds from every config the run uses.
 func (c *checker) setBounds(cfgs []lease.Config) {
-	c.bound = int64(LivenessBound(cfgs, c.s.rho, time.Duration(c.s.net.max)))
-	c.handoverIn = int64(HandoverBound(time.Duration(c.s.net.max)))
+	lat := c.s.opt.Store.Latency.Bound()
+	c.bound = int64(LivenessBound(cfgs, c.s.rho, lat))
+	c.handoverIn = int64(HandoverBound(lat))
 	var t time.Duration
 	for _, cfg := range cfgs {
 		t = max(t, cfg.BackendTimeout)
 	}
-	c.settle = int64(float64(t)/(1-c.s.rho)) + 4*c.s.net.max
+	c.settle = int64(float64(t)/(1-c.s.rho)) + 4*int64(lat)
 }
 
 // LivenessBound is the longest real time a cluster may go without a leader
@@ -85,7 +86,7 @@ var legal = [4][4]bool{
 // exactly when the node enters Leader and stops exactly when it leaves.
 func (c *checker) transition(n *node, before, after fsm.State, acts []fsm.Action) {
 	if before != after && !legal[before][after] {
-		c.s.fail("transition", "%s went %s → %s", n.id, before, after)
+		c.s.fail(CheckTransition, "%s went %s → %s", n.id, before, after)
 		return
 	}
 	var started, stopped int
@@ -100,7 +101,7 @@ func (c *checker) transition(n *node, before, after fsm.State, acts []fsm.Action
 	wantStart := before != fsm.Leader && after == fsm.Leader
 	wantStop := before == fsm.Leader && after != fsm.Leader
 	if started != b2i(wantStart) || stopped != b2i(wantStop) {
-		c.s.fail("transition", "%s went %s → %s with %d StartedLeading and %d StoppedLeading", n.id, before, after, started, stopped)
+		c.s.fail(CheckTransition, "%s went %s → %s with %d StartedLeading and %d StoppedLeading", n.id, before, after, started, stopped)
 	}
 }
 
@@ -117,14 +118,14 @@ func (c *checker) started(n *node, a fsm.Action) {
 	s := c.s
 	for _, o := range s.nodes {
 		if o != n && o.beliefEnd > s.now {
-			s.fail("one-leader", "%s started leading (token %d) while %s believes it leads (token %d) until %s",
+			s.fail(CheckOneLeader, "%s started leading (token %d) while %s believes it leads (token %d) until %s",
 				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
 		}
 	}
 	if prev, ok := c.owners[a.Token]; ok {
-		s.fail("tokens", "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
+		s.fail(CheckTokens, "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
 	} else if a.Token <= c.maxStarted {
-		s.fail("tokens", "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
+		s.fail(CheckTokens, "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
 	}
 	c.liveness(true)
 	c.owners[a.Token] = owner{node: n.idx, gen: n.gen, id: n.id}
@@ -133,14 +134,14 @@ func (c *checker) started(n *node, a fsm.Action) {
 	n.beliefEnd = n.realAt(n.m.LeaderUntil())
 	s.res.Terms++
 	if s.tl != nil {
-		s.tl.term(s.now, n.idx, a.Token)
+		s.tl.AddTerm(s.now, n.idx, a.Token)
 	}
 }
 
 // stopped ends n's belief now.
 func (c *checker) stopped(n *node, a fsm.Action) {
 	if a.Token != n.token {
-		c.s.fail("tokens", "%s stopped a term with token %d, but its term has token %d", n.id, a.Token, n.token)
+		c.s.fail(CheckTokens, "%s stopped a term with token %d, but its term has token %d", n.id, a.Token, n.token)
 	}
 	n.beliefEnd = min(n.beliefEnd, c.s.now)
 }
@@ -164,12 +165,12 @@ func (c *checker) afterStep(n *node) {
 		return
 	}
 	if rev < n.maxRev {
-		s.fail("monotonic", "%s observes revision %d after revision %d", n.id, rev, n.maxRev)
+		s.fail(CheckMonotonic, "%s observes revision %d after revision %d", n.id, rev, n.maxRev)
 		return
 	}
 	n.maxRev = rev
 	if stored, found := s.store.storedAt(rev); !found || stored != l {
-		s.fail("monotonic", "%s observes %+v at revision %d, but the store stored %+v", n.id, l, rev, stored)
+		s.fail(CheckMonotonic, "%s observes %+v at revision %d, but the store stored %+v", n.id, l, rev, stored)
 	}
 }
 
@@ -187,7 +188,7 @@ func (c *checker) fenced(ev *simEvent) {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
 		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now {
-			s.fail("fence", "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
+			s.fail(CheckFence, "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return
 	}
@@ -196,15 +197,12 @@ func (c *checker) fenced(ev *simEvent) {
 		s.tracef(n.idx, "fenced write token %d accepted", ev.token)
 	}
 	if ev.token < c.lastAccepted {
-		s.fail("fence", "the resource accepted token %d after token %d", ev.token, c.lastAccepted)
+		s.fail(CheckFence, "the resource accepted token %d after token %d", ev.token, c.lastAccepted)
 	}
 	if _, ok := c.owners[ev.token]; !ok {
-		s.fail("fence", "the resource accepted token %d, which no term started with", ev.token)
+		s.fail(CheckFence, "the resource accepted token %d, which no term started with", ev.token)
 	}
 	c.lastAccepted = ev.token
-	if s.tl != nil {
-		s.tl.fence(s.now, n.idx, ev.token)
-	}
 }
 
 // disturbed notes a fault event at real time t: liveness counts from the
@@ -238,7 +236,7 @@ func (c *checker) liveness(starting bool) {
 		if starting {
 			what = "a node starts leading only now"
 		}
-		s.fail("liveness", "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
+		s.fail(CheckLiveness, "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
 			what, time.Duration(gap), fmtTime(c.calmFrom), fmtTime(c.lastLeader), time.Duration(c.bound))
 	}
 }
@@ -253,7 +251,7 @@ func (c *checker) periodic() {
 		}
 		leading := n.m.Leading(n.local(s.now))
 		if believes := n.beliefEnd > s.now; leading != believes {
-			s.fail("one-leader", "%s: Leading is %v but its belief interval ends at %s", n.id, leading, fmtTime(n.beliefEnd))
+			s.fail(CheckOneLeader, "%s: Leading is %v but its belief interval ends at %s", n.id, leading, fmtTime(n.beliefEnd))
 		}
 	}
 	c.liveness(false)
@@ -267,7 +265,7 @@ func (c *checker) final() { c.periodic() }
 // store, some node leads within HandoverBound.
 func (c *checker) released(by int) {
 	s := c.s
-	if s.opt.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle {
+	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle {
 		return
 	}
 	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})
@@ -282,7 +280,7 @@ func (c *checker) handover(ev *simEvent) {
 	}
 	for _, n := range s.nodes {
 		if n.idx != int(ev.node) && n.up && n.pausedUntil <= s.now && !n.reqCut && !n.respCut {
-			s.fail("handover", "%s released the lease at %s and nobody leads %s later (bound %s)",
+			s.fail(CheckHandover, "%s released the lease at %s and nobody leads %s later (bound %s)",
 				s.nodes[ev.node].id, fmtTime(releasedAt), time.Duration(s.now-releasedAt), time.Duration(c.handoverIn))
 			return
 		}

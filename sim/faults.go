@@ -36,6 +36,8 @@ const (
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure"}
 
+// String returns the fault kind's name: crash, pause, partition, loss,
+// slow, dataloss, release, reconfigure.
 func (k FaultKind) String() string {
 	if int(k) < len(faultNames) && k > 0 {
 		return faultNames[k]
@@ -45,22 +47,33 @@ func (k FaultKind) String() string {
 
 // Fault is one entry of a fault schedule.
 type Fault struct {
-	// At is the real time the fault starts.
-	At   time.Duration
+	// At is the real time the fault starts, since the start of the run.
+	At time.Duration
+	// Kind says what the fault does.
 	Kind FaultKind
 	// Node is the node it hits (crash, pause, partition, release,
-	// reconfigure).
+	// reconfigure), from 0.
 	Node int
+	// AtLeader aims the fault at the node that leads when the fault
+	// starts; Node is hit when none leads.
+	AtLeader bool
 	// Dur is how long it lasts.
-	Dur         time.Duration
+	Dur time.Duration
+	// NewIdentity restarts a crashed node with a new identity.
 	NewIdentity bool
-	Requests    bool
-	Responses   bool
-	Prob        float64
-	Latency     time.Duration
-	Config      lease.Config
+	// Requests cuts a partitioned node's requests.
+	Requests bool
+	// Responses cuts a partitioned node's responses and watch events.
+	Responses bool
+	// Prob is the probability that FaultLoss drops a message.
+	Prob float64
+	// Latency is what FaultSlow adds to every message (up to).
+	Latency time.Duration
+	// Config is the timings FaultReconfigure gives the node.
+	Config lease.Config
 }
 
+// String describes the fault in words.
 func (f Fault) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	f.Dur, f.Latency = ms(f.Dur), ms(f.Latency)
@@ -86,24 +99,55 @@ func (f Fault) String() string {
 	return f.Kind.String()
 }
 
+// Text describes the fault as String does, noting a fault aimed at the
+// leader.
+func (f Fault) text() string {
+	if f.AtLeader && f.Kind.Aimed() {
+		return f.String() + " [aimed at the leader]"
+	}
+	return f.String()
+}
+
+// validate checks one fault of a schedule for a cluster of nodes nodes.
 func (f Fault) validate(nodes int) error {
 	switch {
 	case f.Kind < FaultCrash || f.Kind > FaultReconfigure:
-		return fmt.Errorf("sim: unknown fault kind %d", f.Kind)
+		return fmt.Errorf("%w: unknown fault kind %d", ErrInvalidOptions, f.Kind)
 	case f.Node < 0 || f.Node >= nodes:
-		return fmt.Errorf("sim: fault %v: no node %d", f.Kind, f.Node)
-	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || f.Prob < 0 || f.Prob > 1:
-		return fmt.Errorf("sim: fault %v: negative time or probability out of [0, 1]", f)
+		return fmt.Errorf("%w: fault %v: no node %d", ErrInvalidOptions, f.Kind, f.Node)
+	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || !(f.Prob >= 0 && f.Prob <= 1):
+		return fmt.Errorf("%w: fault %v: negative time or probability out of [0, 1]", ErrInvalidOptions, f)
 	case f.Kind == FaultReconfigure:
-		return f.Config.Validate()
+		if err := f.Config.Validate(); err != nil {
+			return fmt.Errorf("%w: fault %v: %w", ErrInvalidOptions, f.Kind, err)
+		}
 	}
 	return nil
+}
+
+// Aimed reports whether the kind hits one node (and so may be aimed at
+// the leader).
+func (k FaultKind) Aimed() bool {
+	switch k {
+	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure:
+		return true
+	}
+	return false
 }
 
 // applyFault starts a fault; faults with a duration schedule their end.
 func (s *Cluster) applyFault(i int) {
 	f := s.faults[i]
-	s.tracef(-1, "FAULT %v", f)
+	if f.AtLeader && f.Kind.Aimed() {
+		for _, n := range s.nodes {
+			if n.up && n.m.Leading(n.local(s.now)) {
+				f.Node = n.idx
+				s.faults[i].Node = n.idx
+				break
+			}
+		}
+	}
+	s.tracef(-1, "FAULT %s", f.text())
 	n := s.nodes[f.Node]
 	end := simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(f.Node), count: i}
 	c := &s.chk
@@ -161,7 +205,7 @@ func (s *Cluster) applyFault(i int) {
 		}
 	}
 	if s.tl != nil {
-		s.tl.fault(s.now, f)
+		s.tl.AddFault(faultMark(s.now, f))
 	}
 }
 
@@ -266,7 +310,7 @@ func randomSchedule(s *Cluster) []Fault {
 func randomConfig(s *Cluster) lease.Config {
 	for {
 		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
-		if s.opt.Faults.DataLoss {
+		if s.lossy {
 			l = int64(s.opt.Config.LeaseDuration)
 		}
 		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))

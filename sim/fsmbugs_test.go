@@ -17,7 +17,7 @@ import (
 // once absence has been observed, at or below it).
 func TestSimFsmForgetsNewestRevision(t *testing.T) {
 	o := sweepOptions(2518)
-	o.Faults.DataLoss = false
+	o.Faults.DataLoss, o.Store.MayLoseRecords = false, false
 	res, err := RunSeed(o)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +41,7 @@ func TestSimFsmAbsenceSpansALostRecord(t *testing.T) {
 	o := Options{
 		Seed: 1, Nodes: 4, Duration: 3 * time.Minute,
 		Faults: Faults{Drift: true, WatchChaos: true},
+		Store:  StoreModel{MayLoseRecords: true},
 		Schedule: []Fault{
 			{At: 14342056973, Kind: FaultCrash, Node: 1, Dur: time.Second},
 			{At: 14342061394, Kind: FaultDataLoss},

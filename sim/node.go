@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/timeline"
 )
 
 // node is one simulated process: a real fsm.Machine, its clock, and the
@@ -92,9 +93,9 @@ func (s *Cluster) boot(n *node) {
 	s.tracef(n.idx, "boot as %s", n.id)
 	s.chk.disturbed(s.now)
 	if s.tl != nil {
-		s.tl.state(s.now, n.idx, stUp)
+		s.tl.State(s.now, n.idx, timeline.Follower)
 	}
-	if !s.opt.NoWatch {
+	if !s.opt.Store.NoWatch {
 		// A watch opens with the current state.
 		st := &s.store
 		n.watchLast = s.now + s.latency()
@@ -115,7 +116,7 @@ func (s *Cluster) crash(n *node) {
 	n.up, n.gen, n.m = false, n.gen+1, nil
 	n.pausedUntil = 0
 	if s.tl != nil {
-		s.tl.state(s.now, n.idx, stDown)
+		s.tl.State(s.now, n.idx, timeline.Down)
 	}
 	s.chk.disturbed(s.now)
 }
@@ -139,7 +140,7 @@ func (s *Cluster) step(n *node, ev fsm.Event) {
 	}
 	s.chk.afterStep(n)
 	if s.tl != nil {
-		s.tl.state(s.now, n.idx, stateMark(after))
+		s.tl.State(s.now, n.idx, stateMark(after))
 	}
 	s.arm(n)
 }
@@ -184,7 +185,7 @@ func (s *Cluster) perform(n *node, a fsm.Action) {
 		s.chk.ended(n)
 		n.up, n.gen, n.m = false, n.gen+1, nil
 		if s.tl != nil {
-			s.tl.state(s.now, n.idx, stDown)
+			s.tl.State(s.now, n.idx, timeline.Down)
 		}
 	}
 }
@@ -246,6 +247,7 @@ func (s *Cluster) fenceWrite(ev *simEvent) {
 
 type simError string
 
+// Error returns the error's text.
 func (e simError) Error() string { return string(e) }
 
 const errTimeout = simError("context deadline exceeded (simulated BackendTimeout)")

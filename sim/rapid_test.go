@@ -76,13 +76,15 @@ func TestSimRapidSchedules(t *testing.T) {
 		nodes := rapid.IntRange(2, 5).Draw(t, "nodes")
 		cfg := lease.DefaultConfig()
 		o := Options{
-			Seed:     rapid.Uint64().Draw(t, "seed"),
-			Nodes:    nodes,
-			Config:   cfg,
-			NoWatch:  rapid.Bool().Draw(t, "noWatch"),
-			Faults:   Faults{Drift: true, WatchChaos: rapid.Bool().Draw(t, "watchChaos")},
-			Schedule: genSchedule(t, nodes, cfg, rapid.Bool().Draw(t, "dataLoss")),
+			Seed:   rapid.Uint64().Draw(t, "seed"),
+			Nodes:  nodes,
+			Config: cfg,
+			Store:  StoreModel{NoWatch: rapid.Bool().Draw(t, "noWatch")},
+			Faults: Faults{Drift: true, WatchChaos: rapid.Bool().Draw(t, "watchChaos")},
 		}
+		dataLoss := rapid.Bool().Draw(t, "dataLoss")
+		o.Schedule = genSchedule(t, nodes, cfg, dataLoss)
+		o.Store.MayLoseRecords = dataLoss
 		end := time.Duration(0)
 		for _, f := range o.Schedule {
 			end = max(end, f.At+f.Dur)

@@ -1,105 +1,27 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/timeline"
 )
-
-// Faults switches the fault kinds the random schedule draws from. Each is
-// drawn from the seed; a zero Faults runs a calm cluster.
-type Faults struct {
-	// Drift gives every node a clock rate within ±Rho of real time.
-	Drift bool
-	// DriftBeyond gives clock rates at ±BeyondRho, a drift larger than the
-	// configuration tolerates ((L−R)/(L+R)); it can make two leaders.
-	DriftBeyond bool
-	// Crash crashes nodes (local state lost) and restarts them, with the
-	// same identity or a new one.
-	Crash bool
-	// Pause freezes a process for longer than the lease: nothing runs, its
-	// timers fire late, replies queue.
-	Pause bool
-	// Partition cuts a node's requests, its responses, or both.
-	Partition bool
-	// Loss drops requests (not applied) and responses (applied; the caller
-	// times out) at random for a while.
-	Loss bool
-	// Slow makes the store answer later than BackendTimeout for a while.
-	Slow bool
-	// WatchChaos delays, duplicates and reorders watch events.
-	WatchChaos bool
-	// DataLoss makes the record vanish (a Redis restart without
-	// persistence); revisions and the token floor survive. The machines run
-	// with LossyStore.
-	DataLoss bool
-	// Release stops a node gracefully (it releases the lease) and starts it
-	// again later.
-	Release bool
-	// Reconfigure gives nodes other valid timings.
-	Reconfigure bool
-}
-
-// AllFaults returns every fault switched on, except DriftBeyond.
-func AllFaults() Faults {
-	return Faults{Drift: true, Crash: true, Pause: true, Partition: true, Loss: true,
-		Slow: true, WatchChaos: true, DataLoss: true, Release: true, Reconfigure: true}
-}
-
-// Options configure a simulation.
-type Options struct {
-	// Seed draws everything random: latencies, clock rates, faults.
-	Seed uint64
-	// Nodes is the number of nodes (default 5).
-	Nodes int
-	// Duration is the simulated real time (default 10 minutes).
-	Duration time.Duration
-	// Config holds the timings every node starts with (default
-	// lease.DefaultConfig()).
-	Config lease.Config
-	// Rho is the clock drift bound of Faults.Drift (default 0.05). It must
-	// stay within (L−R)/(L+R) of every config used.
-	Rho float64
-	// BeyondRho is the drift of Faults.DriftBeyond (default 0.4).
-	BeyondRho float64
-	// LatencyMin and LatencyMax bound one-way network latency in calm
-	// times (defaults 1ms and 20ms).
-	LatencyMin, LatencyMax time.Duration
-	// NoWatch turns the store's watch feed off: nodes only poll.
-	NoWatch bool
-	// Faults says which faults the random schedule draws.
-	Faults Faults
-	// Schedule, if not nil, replaces the random fault schedule.
-	Schedule []Fault
-	// LossyStore overrides the machines' LossyStore setting; by default it
-	// is on exactly when Faults.DataLoss is, or Schedule holds a data loss.
-	LossyStore *bool
-	// Trace, if not nil, receives one line per simulated event.
-	Trace io.Writer
-	// Record keeps the timeline that Timeline and SVG render.
-	Record bool
-	// MaxEvents stops a run that processes more events (a livelock); zero
-	// means 50 million.
-	MaxEvents uint64
-}
 
 // Violation is a failed check.
 type Violation struct {
-	// At is the real time of the failure.
+	// At is the real (virtual) time of the failure since the run started.
 	At time.Duration
-	// Check names the check: "one-leader", "tokens", "fence", "liveness",
-	// "handover", "monotonic", "transition", "livelock".
+	// Check names the check: one of the Check* constants.
 	Check string
 	// Msg says what went wrong.
 	Msg string
 }
 
+// Error describes the violation: when, which check, what went wrong.
 func (v Violation) Error() string {
 	return fmt.Sprintf("%s: %s check failed: %s", fmtTime(int64(v.At)), v.Check, v.Msg)
 }
@@ -112,8 +34,11 @@ type Result struct {
 	Events uint64
 	// Terms is the number of leadership terms started.
 	Terms int
-	// FenceAccepted and FenceRejected count fenced writes.
-	FenceAccepted, FenceRejected int
+	// FenceAccepted counts fenced writes the resource accepted.
+	FenceAccepted int
+	// FenceRejected counts fenced writes the resource refused (writes of
+	// terms that had ended, as fencing intends).
+	FenceRejected int
 	// Violation is the first failed check, or nil.
 	Violation *Violation
 }
@@ -143,85 +68,40 @@ type Cluster struct {
 	lossy  bool
 	rho    float64 // largest |rate−1| of any node
 	events uint64
-	tl     *timeline
+	tl     *timeline.Timeline
 	faults []Fault
 	res    Result
 	buf    []byte // trace line buffer
 }
 
-// New validates o, fills in defaults and builds a simulation.
+// New validates o, fills in defaults and builds a simulation. An error
+// wraps ErrInvalidOptions.
 func New(o Options) (*Cluster, error) {
-	if o.Nodes == 0 {
-		o.Nodes = 5
-	}
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Minute
-	}
-	if o.Config == (lease.Config{}) {
-		o.Config = lease.DefaultConfig()
-	}
-	if o.Rho == 0 {
-		o.Rho = 0.05
-	}
-	if o.BeyondRho == 0 {
-		o.BeyondRho = 0.4
-	}
-	if o.LatencyMin == 0 {
-		o.LatencyMin = time.Millisecond
-	}
-	if o.LatencyMax == 0 {
-		o.LatencyMax = 20 * time.Millisecond
-	}
-	if o.MaxEvents == 0 {
-		o.MaxEvents = 50_000_000
-	}
-	switch {
-	case o.Nodes < 1 || o.Nodes > 64:
-		return nil, fmt.Errorf("sim: Nodes is %d, must be in [1, 64]", o.Nodes)
-	case o.Duration < 0:
-		return nil, errors.New("sim: Duration is negative")
-	case o.Rho < 0 || o.Rho >= 1 || o.BeyondRho < 0 || o.BeyondRho >= 1:
-		return nil, errors.New("sim: Rho and BeyondRho must be in [0, 1)")
-	case o.LatencyMin < 0 || o.LatencyMax < o.LatencyMin:
-		return nil, errors.New("sim: need 0 <= LatencyMin <= LatencyMax")
-	}
-	if err := o.Config.Validate(); err != nil {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
 		return nil, err
-	}
-	if o.Faults.Drift && !o.Faults.DriftBeyond {
-		if lim := tolerance(o.Config); o.Rho > lim {
-			return nil, fmt.Errorf("sim: Rho %v exceeds the config's tolerance (L−R)/(L+R) = %.3f; use Faults.DriftBeyond to go past it", o.Rho, lim)
-		}
 	}
 	s := &Cluster{opt: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	s.res.Seed = o.Seed
-	s.lossy = o.Faults.DataLoss
-	for _, f := range o.Schedule {
-		if f.Kind == FaultDataLoss {
-			s.lossy = true
-		}
-	}
-	if o.LossyStore != nil {
-		s.lossy = *o.LossyStore
-	}
+	s.lossy = o.Store.MayLoseRecords
 	if o.Record {
-		s.tl = &timeline{}
+		s.tl = &timeline.Timeline{}
 	}
-	s.net = network{min: int64(o.LatencyMin), max: int64(o.LatencyMax)}
+	lat := o.Store.Latency
+	s.net = network{min: int64(lat.Min), max: int64(lat.Max), tail: lat.Tail, tailMax: int64(lat.TailMax)}
 	s.chk.init(s)
 	s.nodes = make([]*node, o.Nodes)
 	for i := range s.nodes {
 		s.nodes[i] = s.newNode(i)
 	}
-	schedule := o.Schedule
-	if schedule == nil {
+	var schedule []Fault
+	if o.Schedule != nil {
+		schedule = append([]Fault{}, o.Schedule...)
+	} else {
 		schedule = randomSchedule(s)
 	}
 	cfgs := []lease.Config{o.Config}
 	for i, f := range schedule {
-		if err := f.validate(o.Nodes); err != nil {
-			return nil, err
-		}
 		if f.Kind == FaultReconfigure {
 			cfgs = append(cfgs, f.Config)
 		}
@@ -236,14 +116,14 @@ func New(o Options) (*Cluster, error) {
 	return s, nil
 }
 
-// tolerance is the largest clock drift the config's timings absorb.
-func tolerance(c lease.Config) float64 {
-	l, r := float64(c.LeaseDuration), float64(c.RenewDeadline)
-	return (l - r) / (l + r)
-}
+// Schedule returns the run's fault schedule: Options.Schedule, or the one
+// drawn from the seed. A fault aimed at the leader names, once it has
+// started, the node it hit.
+func (s *Cluster) Schedule() []Fault { return append([]Fault(nil), s.faults...) }
 
 // RunSeed runs one simulation with the given options and returns its
-// result; an error means the options were invalid.
+// result; an error (wrapping ErrInvalidOptions) means the options were
+// invalid.
 func RunSeed(o Options) (Result, error) {
 	s, err := New(o)
 	if err != nil {
@@ -263,7 +143,7 @@ func (s *Cluster) Run() Result {
 		s.now = ev.at
 		s.events++
 		if s.events > s.opt.MaxEvents {
-			s.fail("livelock", "more than %d events", s.opt.MaxEvents)
+			s.fail(CheckLivelock, "more than %d events", s.opt.MaxEvents)
 			break
 		}
 		s.dispatch(&ev)
@@ -274,7 +154,7 @@ func (s *Cluster) Run() Result {
 	}
 	s.res.Events = s.events
 	if s.tl != nil {
-		s.tl.close(s)
+		s.closeTimeline()
 	}
 	return s.res
 }

@@ -2,41 +2,37 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/sweep"
 )
-
-// SeedsEnv is the environment variable that sets the number of seeds of the
-// sweep when -sim.seeds is not given.
-const SeedsEnv = "TENURE_SIM_SEEDS"
 
 var (
-	flagSeeds = flag.Int("sim.seeds", 0, "number of random schedules of TestSimSeedSweep (default $"+SeedsEnv+", else 2000)")
-	flagFirst = flag.Uint64("sim.first", 1, "first seed of TestSimSeedSweep")
+	flagSeeds = flag.String("sim.seeds", "", "seeds of TestSimSeedSweep, such as 1-2000 (default $"+EnvSeeds+", else 1-2000)")
 )
 
-// sweepSeeds is the number of seeds of the sweep.
-func sweepSeeds(t *testing.T) int {
-	if *flagSeeds > 0 {
-		return *flagSeeds
+// sweepSeeds returns the seeds of the sweep.
+func sweepSeeds(t *testing.T) Seeds {
+	spec := "1-2000"
+	if v := os.Getenv(EnvSeeds); v != "" {
+		spec = v
 	}
-	if v := os.Getenv(SeedsEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			t.Fatalf("%s=%q is not a number of seeds", SeedsEnv, v)
-		}
-		return n
+	if *flagSeeds != "" {
+		spec = *flagSeeds
 	}
-	return 2000
+	seeds, err := ParseSeeds(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seeds
 }
 
 // sweepOptions are the options of one seed of the sweep: five nodes, ten
@@ -47,8 +43,9 @@ func sweepOptions(seed uint64) Options {
 	if seed%4 == 0 {
 		o.Faults.DataLoss = false
 	}
+	o.Store.MayLoseRecords = o.Faults.DataLoss
 	if seed%8 == 1 {
-		o.NoWatch = true
+		o.Store.NoWatch = true
 	}
 	return o
 }
@@ -60,41 +57,31 @@ func replay(seed uint64) string {
 
 var flagSeed = flag.Uint64("sim.seed", 0, "the seed TestSimSeed runs with a trace")
 
+// TestSimSeedSweep runs 2,000 schedules (5 nodes, 10 simulated minutes,
+// every fault, one seed in four without data loss, one in eight without a
+// watch); $TENURE_SIM_SEEDS or -sim.seeds changes the seeds (make sim runs
+// 1-100000).
 func TestSimSeedSweep(t *testing.T) {
-	n := sweepSeeds(t)
-	workers := runtime.GOMAXPROCS(0)
-	var next atomic.Uint64
-	next.Store(*flagFirst)
-	last := *flagFirst + uint64(n)
+	seeds := sweepSeeds(t)
 	var (
 		mu     sync.Mutex
 		failed []Result
 		events atomic.Uint64
-		wg     sync.WaitGroup
 	)
 	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for {
-				seed := next.Add(1) - 1
-				if seed >= last {
-					return
-				}
-				res, err := RunSeed(sweepOptions(seed))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				events.Add(res.Events)
-				if res.Violation != nil {
-					mu.Lock()
-					failed = append(failed, res)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
+	n := sweep.Run(seeds.All(), 0, time.Time{}, func(seed uint64) {
+		res, err := RunSeed(sweepOptions(seed))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		events.Add(res.Events)
+		if res.Violation != nil {
+			mu.Lock()
+			failed = append(failed, res)
+			mu.Unlock()
+		}
+	})
 	t.Logf("%d schedules (5 nodes, 10 simulated minutes each), %d events in %v", n, events.Load(), time.Since(start).Round(time.Millisecond))
 	for i, r := range failed {
 		if i == 10 {
@@ -206,14 +193,19 @@ func TestSimOptionsRejected(t *testing.T) {
 		{"too many nodes", Options{Nodes: 65}},
 		{"invalid config", Options{Config: bad}},
 		{"drift beyond tolerance", Options{Rho: 0.3, Faults: Faults{Drift: true}}},
-		{"latency range", Options{LatencyMin: 2, LatencyMax: 1}},
+		{"latency range", Options{Store: StoreModel{Latency: Latency{Min: 2, Max: 1}}}},
+		{"latency tail", Options{Store: StoreModel{Latency: Latency{Min: 1, Max: 2, Tail: 0.1, TailMax: 1}}}},
+		{"both drifts", Options{Faults: Faults{Drift: true, DriftBeyond: true}}},
+		{"data loss in a store that keeps records", Options{Faults: Faults{DataLoss: true}}},
+		{"scheduled data loss in a store that keeps records", Options{Schedule: []Fault{{Kind: FaultDataLoss}}}},
 		{"fault on missing node", Options{Schedule: []Fault{{Kind: FaultCrash, Node: 7}}}},
 		{"fault with bad config", Options{Schedule: []Fault{{Kind: FaultReconfigure, Config: bad}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := New(tt.o); err == nil {
-				t.Fatal("New accepted the options")
+			_, err := New(tt.o)
+			if !errors.Is(err, ErrInvalidOptions) {
+				t.Fatalf("New = %v, want an error wrapping ErrInvalidOptions", err)
 			}
 		})
 	}

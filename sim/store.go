@@ -25,6 +25,8 @@ type simStore struct {
 // network draws latencies and decides which messages get lost.
 type network struct {
 	min, max   int64
+	tail       float64 // probability of a message in the long tail
+	tailMax    int64
 	slow       int   // slow-store windows in force
 	slowLat    int64 // their latency
 	lossP      float64
@@ -34,6 +36,9 @@ type network struct {
 // latency draws the one-way latency of a message sent now.
 func (s *Cluster) latency() int64 {
 	l := s.uniform(s.net.min, s.net.max)
+	if s.net.tail > 0 && s.chance(s.net.tail) {
+		l = s.uniform(s.net.max, s.net.tailMax)
+	}
 	if s.net.slow > 0 {
 		l += s.uniform(s.net.slowLat/2, s.net.slowLat)
 	}
@@ -94,7 +99,7 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		next.Token = st.floor + 1 // created after a data loss
 	}
 	if st.present && next.Transitions < st.rec.Transitions {
-		s.fail("monotonic", "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
+		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
 	}
 	st.counter++
 	st.present, st.rec, st.rev = true, next, st.counter
@@ -107,7 +112,7 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		s.tracef(-1, "store rev %d holder=%q token=%d transitions=%d", st.rev, next.Holder, next.Token, next.Transitions)
 	}
 	if s.tl != nil {
-		s.tl.storeEvent(s.now, st.rev, next, s.nodes[by].id)
+		s.tl.AddStore(s.now, storeText(st.rev, next, s.nodes[by].id))
 	}
 	if next.Holder == "" {
 		s.chk.released(by)
@@ -122,14 +127,14 @@ func (s *Cluster) loseData() {
 	st.lostAt = st.counter
 	s.tracef(-1, "store DATA LOSS")
 	if s.tl != nil {
-		s.tl.storeLoss(s.now)
+		s.tl.AddStore(s.now, "DATA LOSS: the record vanishes")
 	}
 	s.broadcast(simEvent{absent: true})
 }
 
 // broadcast sends a watch event to every node that watches.
 func (s *Cluster) broadcast(w simEvent) {
-	if s.opt.NoWatch {
+	if s.opt.Store.NoWatch {
 		return
 	}
 	w.kind = evWatch

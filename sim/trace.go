@@ -2,16 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/tenure-go/tenure/fsm"
 )
-
-// fmtTime formats a real time as seconds with millisecond precision.
-func fmtTime(t int64) string {
-	return strconv.FormatFloat(float64(t)/float64(time.Second), 'f', 3, 64) + "s"
-}
 
 // tracing reports whether a trace is written; hot paths check it before
 // building arguments.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,8 +23,8 @@ func runSimArgs(t *testing.T, args ...string) (string, int) {
 func TestSimSameSeedSameOutput(t *testing.T) {
 	dir := t.TempDir()
 	svgA, svgB := filepath.Join(dir, "a.svg"), filepath.Join(dir, "b.svg")
-	a, codeA := runSimArgs(t, "-seed", "5", "-duration", "4m", "-svg", svgA)
-	b, codeB := runSimArgs(t, "-seed", "5", "-duration", "4m", "-svg", svgB)
+	a, codeA := runSimArgs(t, "-seeds", "5", "-duration", "4m", "-svg", svgA)
+	b, codeB := runSimArgs(t, "-seeds", "5", "-duration", "4m", "-svg", svgB)
 	if a != b || codeA != codeB {
 		t.Fatalf("two runs of seed 5 differ:\n%s\n---\n%s", a, b)
 	}
@@ -41,8 +44,12 @@ func TestSimSameSeedSameOutput(t *testing.T) {
 	if err := xml.Unmarshal(sa, new(struct{})); err != nil {
 		t.Fatalf("the SVG is not well-formed XML: %v", err)
 	}
-	if c, _ := runSimArgs(t, "-seed", "6", "-duration", "4m"); c == a {
+	if c, _ := runSimArgs(t, "-seeds", "6", "-duration", "4m"); c == a {
 		t.Fatal("seeds 5 and 6 gave the same output")
+	}
+	// -seed N is -seeds N.
+	if c, _ := runSimArgs(t, "-seed", "5", "-duration", "4m"); c != a {
+		t.Fatal("-seed 5 and -seeds 5 differ")
 	}
 }
 
@@ -55,10 +62,30 @@ func TestSimCommand(t *testing.T) {
 	}{
 		{"help", []string{"-h"}, 0, "Examples:"},
 		{"calm run holds", []string{"-calm", "-nodes", "3", "-duration", "1m"}, 0, "checks: OK"},
-		{"drift past the bound makes two leaders", []string{"-seed", "3", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1, "one-leader check failed"},
+		{"drift past the bound makes two leaders", []string{"-seeds", "3", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1, "one-leader check failed"},
+		{"default faults are explicit", []string{"-seeds", "1-2", "-duration", "1m"}, 0, "faults drift,crash,pause,partition,loss,slow,release,"},
+		{"named faults only", []string{"-seeds", "1-2", "-duration", "1m", "-crash"}, 0, "faults crash,"},
+		{"dataloss implies a lossy store", []string{"-seeds", "1-2", "-duration", "1m", "-dataloss"}, 0, "faults dataloss, lossy store true"},
+		{"a sweep names the failing seed and how to replay it", []string{"-seeds", "1-4", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1,
+			"seed 3: VIOLATION"},
+		{"replay command", []string{"-seeds", "3,4", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1,
+			"replay: tenure sim -seeds 3 -crash=true -drift-beyond=true -duration=5m0s -nodes=3 -partition=true"},
 		{"bad timings", []string{"-lease", "5s", "-renew", "6s"}, 1, "RenewDeadline"},
 		{"bad width", []string{"-width", "3"}, 1, "-width"},
 		{"stray argument", []string{"extra"}, 1, "unexpected arguments"},
+		{"calm with a fault", []string{"-calm", "-crash"}, 1, "-calm runs no fault, but -crash"},
+		{"calm with data loss", []string{"-calm", "-dataloss"}, 1, "-calm runs no fault, but -dataloss"},
+		{"data loss in a store that never loses", []string{"-dataloss", "-lossy=false"}, 1, "-dataloss needs a store that may lose records"},
+		{"both drifts", []string{"-drift", "-drift-beyond"}, 1, "exclude each other"},
+		{"rho without drift", []string{"-crash", "-rho", "0.1"}, 1, "-rho is the bound of -drift"},
+		{"beyond-rho without drift-beyond", []string{"-beyond-rho", "0.3"}, 1, "-beyond-rho"},
+		{"seed and seeds", []string{"-seed", "1", "-seeds", "2"}, 1, "exclude each other"},
+		{"bad seed list", []string{"-seeds", "5-1"}, 1, "runs backwards"},
+		{"svg needs one seed", []string{"-seeds", "1-2", "-svg", "x.svg"}, 1, "single seed"},
+		{"json and trace", []string{"-json", "-trace"}, 1, "exclude each other"},
+		{"runtime mode explains itself", []string{"-runtime"}, 2, "TENURE_SIM_SEEDS=1 TENURE_SIM_FAULTS=drift,crash,pause,partition,loss,slow,release go test -run 'TestRuntimeSweep$'"},
+		{"runtime mode with seeds and faults", []string{"-runtime", "-seeds", "1-50", "-crash", "-partition"}, 2, "TENURE_SIM_SEEDS=1-50 TENURE_SIM_FAULTS=crash,partition go test"},
+		{"runtime mode with contradictions", []string{"-runtime", "-calm", "-crash"}, 1, "-calm runs no fault"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,5 +94,87 @@ func TestSimCommand(t *testing.T) {
 				t.Fatalf("exit %d (want %d), output lacks %q or is:\n%s", code, tt.code, tt.want, out)
 			}
 		})
+	}
+}
+
+// TestSimReadsTenureEnv: the timings come from TENURE_* as lead.New reads
+// them, per-name variables winning, and flags win over both.
+func TestSimReadsTenureEnv(t *testing.T) {
+	t.Setenv("TENURE_LEASE_DURATION", "6s")
+	t.Setenv("TENURE_RENEW_DEADLINE", "4s")
+	t.Setenv("TENURE_BACKEND_TIMEOUT", "1s")
+	out, code := runSimArgs(t, "-calm", "-duration", "1m")
+	if code != 0 || !strings.Contains(out, "L=6s R=4s I=2s J=0.10 T=1s") {
+		t.Fatalf("exit %d, want L=6s R=4s T=1s:\n%s", code, out)
+	}
+	t.Setenv("TENURE_JOBS_LEASE_DURATION", "8s")
+	if out, _ := runSimArgs(t, "-calm", "-duration", "1m", "-name", "jobs"); !strings.Contains(out, "L=8s R=4s") {
+		t.Fatalf("-name jobs does not read TENURE_JOBS_LEASE_DURATION:\n%s", out)
+	}
+	if out, _ := runSimArgs(t, "-calm", "-duration", "1m", "-lease", "7s"); !strings.Contains(out, "L=7s R=4s") {
+		t.Fatalf("-lease does not win over TENURE_LEASE_DURATION:\n%s", out)
+	}
+	t.Setenv("TENURE_RETRY_JITTER", "lots")
+	if out, code := runSimArgs(t, "-calm"); code != 1 || !strings.Contains(out, "TENURE_RETRY_JITTER") {
+		t.Fatalf("exit %d, want an error naming TENURE_RETRY_JITTER:\n%s", code, out)
+	}
+}
+
+// TestSimJSON: one verdict object per seed, in seed order, and a summary.
+func TestSimJSON(t *testing.T) {
+	out, code := runSimArgs(t, "-seeds", "1-3,7", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition", "-json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (seed 3 makes two leaders):\n%s", code, out)
+	}
+	var seeds []uint64
+	var summary map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("not a JSON object: %q: %v", sc.Text(), err)
+		}
+		switch v["type"] {
+		case "seed":
+			seeds = append(seeds, uint64(v["seed"].(float64)))
+			if v["seed"].(float64) == 3 {
+				viol, _ := v["violation"].(map[string]any)
+				if v["ok"] != false || viol["check"] != "one-leader" {
+					t.Errorf("seed 3: %v", v)
+				}
+			}
+		case "summary":
+			summary = v
+		default:
+			t.Fatalf("object of unknown type: %v", v)
+		}
+	}
+	if want := []uint64{1, 2, 3, 7}; len(seeds) != 4 || seeds[0] != 1 || seeds[2] != 3 || seeds[3] != 7 {
+		t.Fatalf("seeds %v, want %v", seeds, want)
+	}
+	if summary == nil || summary["seeds"].(float64) != 4 || summary["ok"] != false || summary["failed"].(float64) < 1 {
+		t.Fatalf("summary %v", summary)
+	}
+	again, _ := runSimArgs(t, "-seeds", "1-3,7", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition", "-json")
+	if again != out {
+		t.Fatal("two runs gave different JSON")
+	}
+}
+
+// TestCLIDoesNotLinkTesting: the tenure binary must not link package
+// testing (runtime mode, which needs it, lives in sim/simtest).
+func TestCLIDoesNotLinkTesting(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || p == "testing/synctest" {
+			t.Fatalf("the tenure command links %s", p)
+		}
 	}
 }

@@ -1,0 +1,51 @@
+package simtest
+
+import (
+	"math"
+	"time"
+
+	"github.com/tenure-go/tenure/lead"
+)
+
+// driftClock is a lead.Clock that runs at rate times the (virtual) real
+// time: a node whose clock drifts. It reads the bubble's time, so it
+// advances with synctest's clock.
+type driftClock struct {
+	base time.Time // real time at creation, with a monotonic reading
+	rate float64
+}
+
+var _ lead.Clock = (*driftClock)(nil)
+
+func newDriftClock(rate float64) *driftClock {
+	return &driftClock{base: time.Now(), rate: rate}
+}
+
+// local is the clock's reading after real of real time.
+func (c *driftClock) local(real time.Duration) time.Duration {
+	return time.Duration(float64(real) * c.rate)
+}
+
+// realFor is the least real time after which the clock reads at least
+// local.
+func (c *driftClock) realFor(local time.Duration) time.Duration {
+	r := time.Duration(math.Ceil(float64(local) / c.rate))
+	for c.local(r) < local {
+		r++
+	}
+	for r > 0 && c.local(r-1) >= local {
+		r--
+	}
+	return r
+}
+
+// Now returns the drifting time; its monotonic reading drifts too, since
+// Add keeps the base's.
+func (c *driftClock) Now() time.Time { return c.base.Add(c.local(time.Since(c.base))) }
+
+// AfterFunc calls f once the clock has advanced by d.
+func (c *driftClock) AfterFunc(d time.Duration, f func()) lead.Timer {
+	now := time.Since(c.base)
+	wait := c.realFor(c.local(now)+max(d, 0)) - now
+	return time.AfterFunc(max(wait, 0), f)
+}

@@ -1,0 +1,200 @@
+package simtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// TestRuntimeSweep is the library's own runtime-mode sweep: every fault
+// (drift within the bound, crashes, pauses, partitions, losses, a slow
+// store, watch chaos, data loss, releases, reconfiguration) on memstore,
+// 3 electors, 3 virtual minutes a seed, seeds 1-40. TENURE_SIM_SEEDS changes
+// the seeds, TENURE_SIM_BUDGET (alone) runs seeds for that long,
+// TENURE_SIM_FAULTS changes the faults (as sim.ParseFaults reads them) and
+// the TENURE_* timings apply: "tenure sim -runtime" points here.
+func TestRuntimeSweep(t *testing.T) {
+	faults := sim.AllFaults()
+	if v := os.Getenv("TENURE_SIM_FAULTS"); v != "" {
+		var err error
+		if faults, err = sim.ParseFaults(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seeds := "1-40"
+	switch {
+	case os.Getenv(sim.EnvBudget) != "":
+		seeds = "" // as many seeds as the budget allows
+	case testing.Short():
+		seeds = "1-10"
+	}
+	// The timings of the election "sim", as the tenure CLI reads them.
+	env, err := lease.Load("sim", lease.DefaultConfig(), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Check(t, Options[struct{}]{Config: env.Config, Faults: faults, Seeds: seeds})
+}
+
+// TestRuntimeDefaultFaultsFiveElectors: the default faults, five electors,
+// ten virtual minutes.
+func TestRuntimeDefaultFaultsFiveElectors(t *testing.T) {
+	Check(t, Options[struct{}]{Nodes: 5, Duration: 10 * time.Minute, Faults: sim.DefaultFaults(), Seeds: "1-5"})
+}
+
+// TestRuntimeDriftBeyondMakesTwoLeaders: the checks bite. With clocks
+// drifting by 40% against timings that tolerate 20%, some seed makes two
+// electors lead at once, and the check that sees it first says so.
+func TestRuntimeDriftBeyondMakesTwoLeaders(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		res, err := Run(t, Options[struct{}]{Seed: seed, Duration: 5 * time.Minute,
+			Faults: sim.Faults{DriftBeyond: true, Crash: true, Partition: true, Pause: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := res.Violation; v != nil {
+			if v.Check != sim.CheckOneLeader {
+				t.Fatalf("seed %d: want a one-leader violation, got %v", seed, v)
+			}
+			var b bytes.Buffer
+			if err := res.WriteTimeline(&b, 80); err != nil || !strings.Contains(b.String(), "checks: VIOLATION") {
+				t.Fatalf("timeline (%v):\n%s", err, b.String())
+			}
+			t.Logf("seed %d: %v", seed, v)
+			return
+		}
+	}
+	t.Fatal("no seed of 40 made two leaders with 40% drift")
+}
+
+// sloppyStore is a store that breaks the contract: its CompareAndSwap
+// ignores the expected revision (a "last write wins" store). Runtime mode
+// must catch it.
+type sloppyStore struct{ *memstore.Store[struct{}] }
+
+func (s sloppyStore) CompareAndSwap(ctx context.Context, name string, _ lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	_, rev, err := s.Store.Get(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		rev = 0
+	}
+	return s.Store.CompareAndSwap(ctx, name, rev, next)
+}
+
+func TestRuntimeCatchesABrokenStore(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		res, err := Run(t, Options[struct{}]{Seed: seed, Faults: sim.DefaultFaults(),
+			NewStore: func() store.Store[struct{}] { return sloppyStore{memstore.New[struct{}]()} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Logf("seed %d: %v", seed, res.Violation)
+			return
+		}
+	}
+	t.Fatal("a store whose CompareAndSwap ignores the revision passed 20 seeds")
+}
+
+// TestRuntimeCalmRun: no fault, one leader all along, a release at the
+// end; the timeline and the result say so.
+func TestRuntimeCalmRun(t *testing.T) {
+	var trace bytes.Buffer
+	res, err := Run(t, Options[struct{}]{Seed: 1, Duration: time.Minute, Trace: &trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil || res.Terms != 1 || res.FenceAccepted == 0 || res.FenceRejected != 0 {
+		t.Fatalf("%+v\n%s", res, trace.String())
+	}
+	if got := res.ElectorTime; got < 3*time.Minute-time.Second || got > 3*time.Minute+time.Second {
+		t.Errorf("ElectorTime %v, want about 3 electors × 1 minute", got)
+	}
+	for _, want := range []string{"boot", "observer: started token 1", "fenced write token 1 accepted", `holder=""`} {
+		if !strings.Contains(trace.String(), want) {
+			t.Errorf("trace lacks %q", want)
+		}
+	}
+}
+
+// watchless has neither Watch nor MayLoseRecords; lossyWatcher has both.
+type watchless struct{ s *memstore.Store[struct{}] }
+
+func (w watchless) Get(ctx context.Context, name string) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.Get(ctx, name)
+}
+
+func (w watchless) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.CompareAndSwap(ctx, name, exp, next)
+}
+
+type lossyWatcher struct{ *memstore.Store[struct{}] }
+
+func (lossyWatcher) MayLoseRecords() bool { return true }
+
+// TestRuntimeWrapperCapabilities: the fault wrapper has Watch and
+// MayLoseRecords exactly when the user's store does (or data loss is
+// injected), so that electors see the store's real capabilities.
+func TestRuntimeWrapperCapabilities(t *testing.T) {
+	tests := []struct {
+		name               string
+		st                 store.Store[struct{}]
+		dataLoss           bool
+		watch, lossy, says bool
+	}{
+		{"memstore", memstore.New[struct{}](), false, true, false, false},
+		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true},
+		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false},
+		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true},
+	}
+	for _, tt := range tests {
+		o := Options[struct{}]{NewStore: func() store.Store[struct{}] { return tt.st }}.withDefaults()
+		o.Faults.DataLoss = tt.dataLoss
+		var h *harness[struct{}]
+		var err error
+		if h, err = newHarness(o); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]})
+		_, watch := w.(store.Watcher[struct{}])
+		l, lossy := w.(store.Lossy)
+		if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
+			t.Errorf("%s: watch %v, lossy %v; want %v, %v (says %v)", tt.name, watch, lossy, tt.watch, tt.lossy, tt.says)
+		}
+	}
+}
+
+func TestRuntimeOptionsRejected(t *testing.T) {
+	bad := lease.DefaultConfig()
+	bad.RenewDeadline = bad.LeaseDuration
+	tests := []struct {
+		name string
+		o    Options[struct{}]
+	}{
+		{"too many electors", Options[struct{}]{Nodes: 17}},
+		{"invalid config", Options[struct{}]{Config: bad}},
+		{"both drifts", Options[struct{}]{Faults: sim.Faults{Drift: true, DriftBeyond: true}}},
+		{"fault on a missing node", Options[struct{}]{Schedule: []sim.Fault{{Kind: sim.FaultCrash, Node: 3}}}},
+		{"bad name", Options[struct{}]{Name: "a\x00b"}},
+		{"check interval", Options[struct{}]{CheckEvery: time.Hour}},
+	}
+	for _, tt := range tests {
+		if _, err := Run(t, tt.o); !errors.Is(err, sim.ErrInvalidOptions) {
+			t.Errorf("%s: Run = %v, want an error wrapping sim.ErrInvalidOptions", tt.name, err)
+		}
+	}
+	// Data loss needs a store that can lose a record.
+	_, err := Run(t, Options[struct{}]{Faults: sim.Faults{DataLoss: true},
+		NewStore: func() store.Store[struct{}] { return watchless{memstore.New[struct{}]()} }})
+	if !errors.Is(err, sim.ErrInvalidOptions) || !strings.Contains(err.Error(), "Delete") {
+		t.Errorf("data loss on a store without Delete: %v", err)
+	}
+}
