@@ -16,9 +16,10 @@ import (
 type MapStore[M any] struct {
 	codec store.JSONCodec[M]
 
-	mu   sync.Mutex
-	rev  lease.Revision
-	recs map[string]stored
+	mu     sync.Mutex
+	rev    lease.Revision
+	recs   map[string]stored
+	floors map[string]uint64 // the highest token each name has had
 }
 
 // stored is one record with its metadata encoded.
@@ -31,7 +32,7 @@ var _ store.Store[struct{}] = (*MapStore[struct{}])(nil)
 
 // NewMapStore returns an empty MapStore.
 func NewMapStore[M any]() *MapStore[M] {
-	return &MapStore[M]{recs: map[string]stored{}}
+	return &MapStore[M]{recs: map[string]stored{}, floors: map[string]uint64{}}
 }
 
 // Get returns the record of name and its revision, or an error wrapping
@@ -81,6 +82,17 @@ func (s *MapStore[M]) CompareAndSwap(ctx context.Context, name string, expected 
 		}
 		return rec, cur.rev, fmt.Errorf("mapstore: %q: revision %d, expected %d: %w", name, cur.rev, expected, store.ErrConflict)
 	}
+	if !ok || !store.Renews(cur.rec, enc) {
+		// A new term: its token goes above every token the name has had,
+		// whatever the caller proposed.
+		tok, err := store.NewToken(enc.Token, s.floors[name])
+		if err != nil {
+			s.mu.Unlock()
+			return lease.Record[M]{}, 0, fmt.Errorf("mapstore: %q: %w", name, err)
+		}
+		enc.Token = tok
+	}
+	s.floors[name] = max(s.floors[name], enc.Token)
 	s.rev++
 	s.recs[name] = stored{rec: enc, rev: s.rev}
 	rev := s.rev
