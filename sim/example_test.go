@@ -20,7 +20,7 @@ func ExampleRunSeed() {
 	fmt.Printf("seed %d: violation %v; %d events, %d terms, %d fenced writes accepted, %d refused\n",
 		res.Seed, res.Err(), res.Events, res.Terms, res.FenceAccepted, res.FenceRejected)
 	// Output:
-	// seed 42: violation <nil>; 6808 events, 7 terms, 304 fenced writes accepted, 0 refused
+	// seed 42: violation <nil>; 6599 events, 8 terms, 284 fenced writes accepted, 1 refused
 }
 
 // A run whose clocks drift past what the timings tolerate makes two
@@ -32,7 +32,7 @@ func ExampleRunSeed_driftBeyondTheBound() {
 	fmt.Println(res.Violation)
 	// Output:
 	// one-leader
-	// 80.747s: one-leader check failed: n0 started leading (token 2) while n1 believes it leads (token 1) until 86.662s
+	// 80.901s: one-leader check failed: n0 started leading (token 2) while n1 believes it leads (token 1) until 86.662s
 }
 
 // WriteTimeline draws a recorded run: one lane per node, the terms, the
@@ -54,21 +54,21 @@ func ExampleCluster_WriteTimeline() {
 	//
 	// time    |0s                 |20s                |40s
 	// faults                      c
-	// n0      CFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFLLLLLLLLLLLLLLLLLLLLLLLLLL
+	// n0      CFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFLLLLLLLLLLLLLLLLLLLLLLLLL
 	// n1      LLLLLLLLLLLLLLLLLLLLL         FFFFFFFFFFFFFFFFFFFFFFFFFFFFFF
 	//
 	// terms (2):
 	//       0.029s  n1 leads with token 1
-	//      34.044s  n0 leads with token 2
+	//      35.851s  n0 leads with token 2
 	//
 	// store (writes that change holder or token):
 	//       0.027s  rev 1 holder="n1" token=1 transitions=0 (written by n1)
-	//      34.042s  rev 11 holder="n0" token=2 transitions=1 (written by n0)
+	//      35.843s  rev 11 holder="n0" token=2 transitions=1 (written by n0)
 	//
 	// faults (1):
 	//      20.000s  crash n1 for 10s (new identity: false) [aimed at the leader]
 	//
-	// checks: OK: every check held (399 events, 2 terms, 26 fenced writes accepted, 0 refused)
+	// checks: OK: every check held (400 events, 2 terms, 26 fenced writes accepted, 0 refused)
 }
 
 // Check sweeps seeds from a test and fails it, with the seed, the

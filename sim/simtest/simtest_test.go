@@ -150,7 +150,7 @@ func TestRuntimeWrapperCapabilities(t *testing.T) {
 		dataLoss           bool
 		watch, lossy, says bool
 	}{
-		{"memstore", memstore.New[struct{}](), false, true, false, false},
+		{"memstore", memstore.New[struct{}](), false, true, true, false},
 		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true},
 		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false},
 		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true},
