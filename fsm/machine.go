@@ -544,16 +544,15 @@ func (m *Machine) stealable() bool {
 }
 
 // patience is how long a follower waits out the observed record: the
-// LeaseDuration its holder promised, and in a lossy store at least the
-// longest promise this node has seen (the record may stand in for one that
-// vanished, whose holder promised more) and its own.
+// LeaseDuration its holder promised, but never less than its own (anyone
+// who can write the store can shorten the promise on a live leader's
+// record, and the leader's belief still lasts its own RenewDeadline), and in
+// a lossy store at least the longest promise this node has seen (the record
+// may stand in for one that vanished, whose holder promised more).
 func (m *Machine) patience() time.Duration {
-	d := m.obs.LeaseDuration
-	if d <= 0 {
-		d = m.cfg.LeaseDuration
-	}
+	d := max(m.obs.LeaseDuration, m.cfg.LeaseDuration)
 	if m.lossy {
-		d = max(d, m.maxLease, m.cfg.LeaseDuration)
+		d = max(d, m.maxLease)
 	}
 	return d
 }

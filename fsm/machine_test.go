@@ -837,3 +837,42 @@ func BenchmarkStep(b *testing.B) {
 		b.Fatalf("state %v", m.State())
 	}
 }
+
+// A record whose LeaseDuration someone shortened (1ns, on a live leader's
+// record) is waited out for the follower's own LeaseDuration at least: the
+// leader believes for its own RenewDeadline whatever the record says.
+func TestPatienceIsAtLeastOwnLeaseDuration(t *testing.T) {
+	for _, d := range []time.Duration{1 * ns, 1 * s, 15*s - 1, 15 * s, 20 * s} {
+		m, _ := New(Options{Identity: "me", Config: testConfig()})
+		m.Step(tick(0))
+		short := other(4, 2)
+		short.LeaseDuration = d
+		m.Step(read(1*ms, short, 10))
+		want := 1*ms + max(d, 15*s)
+		acquiredAt := time.Duration(-1)
+		// Wake when the machine asks; answer every read 1ms later with
+		// the same record.
+		for acquiredAt < 0 {
+			now := m.NextWake()
+			if now == Never || now > time.Minute {
+				t.Fatalf("record LeaseDuration %v: the follower never acquires", d)
+			}
+			acts := m.Step(tick(now))
+			for len(acts) == 1 && acts[0].Kind == Read {
+				now += ms
+				acts = m.Step(read(now, short, 10))
+			}
+			for _, a := range acts {
+				if a.Kind == Swap && a.Swap == Acquire {
+					acquiredAt = now
+				}
+			}
+		}
+		if acquiredAt < want {
+			t.Errorf("record LeaseDuration %v: acquired at %v, before %v (own LeaseDuration 15s)", d, acquiredAt, want)
+		}
+		if acquiredAt > want+2*s+ms {
+			t.Errorf("record LeaseDuration %v: acquired at %v, want soon after %v", d, acquiredAt, want)
+		}
+	}
+}
