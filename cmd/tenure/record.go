@@ -32,7 +32,7 @@ type rawMeta = json.RawMessage
 // openStore opens the store of --store for raw metadata.
 func openStore(ctx context.Context, url string) (storeurl.Store[rawMeta], error) {
 	if url == "" {
-		return storeurl.Store[rawMeta]{}, errors.New("--store is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
+		return nil, errors.New("--store is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
 	}
 	return storeurl.Open[rawMeta](ctx, opener(ctx), url)
 }
@@ -174,8 +174,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newStoreFlags("watch", `usage: tenure watch --store URL [-o json] NAME
 
 Prints one line per change of the lease record of NAME (every renewal
-included) until interrupted. Stores that push changes are watched; others
-are polled every -interval.
+included) until interrupted. A watch that breaks (the server restarted,
+say) is started again after -interval.
 
 Examples:
   tenure watch --store redis://localhost:6379 nightly-report
@@ -183,7 +183,7 @@ Examples:
 
 Flags:
 `, "output format: text (one line per change) or json (one object per line)", stderr)
-	interval := fs.Duration("interval", time.Second, "poll interval for stores that cannot watch")
+	interval := fs.Duration("interval", time.Second, "time before watching again after the watch broke")
 	name, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -216,13 +216,12 @@ Flags:
 			name, ev.Revision, holder, r.Token, r.Transitions, formatTime(r.RenewedAt))
 		return err
 	}
-	if w, ok := st.Store.(store.Watcher[rawMeta]); ok {
-		return watchLoop(ctx, w, name, line)
-	}
-	return pollLoop(ctx, st, name, *interval, line)
+	return watchLoop(ctx, st, name, *interval, line)
 }
 
-func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, line func(store.Event[rawMeta]) error) error {
+// watchLoop watches name until ctx ends, passing every event to line. A
+// watch that breaks is started again after retry.
+func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, retry time.Duration, line func(store.Event[rawMeta]) error) error {
 	for {
 		ch, err := w.Watch(ctx, name)
 		if err != nil {
@@ -233,38 +232,10 @@ func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, line 
 				return err
 			}
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-}
-
-func pollLoop(ctx context.Context, st store.Store[rawMeta], name string, every time.Duration, line func(store.Event[rawMeta]) error) error {
-	var last lease.Revision
-	seen := false
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		rec, rev, err := st.Get(ctx, name)
-		ev := store.Event[rawMeta]{Record: rec, Revision: rev}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, store.ErrNotFound):
-			ev.Absent = true
-		case err != nil:
-			ev.Err = err
-		}
-		if !seen || rev != last || ev.Err != nil {
-			if err := line(ev); err != nil {
-				return err
-			}
-		}
-		seen, last = true, rev
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(retry):
 		}
 	}
 }

@@ -78,7 +78,7 @@ Flags:
 	if *identity != "" {
 		opts = append(opts, lead.WithIdentity(*identity))
 	}
-	e, err := lead.New(name, st.Store, opts...)
+	e, err := lead.New(name, st, opts...)
 	if err != nil {
 		return err
 	}
