@@ -28,6 +28,9 @@ func commands() []command {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:], os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -46,11 +49,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name == args[0] {
 			err := c.run(ctx, args[1:], stdout, stderr)
 			var code exitCode
+			var coded *exitError
 			switch {
 			case err == nil:
 				return 0
 			case errors.As(err, &code):
 				return int(code)
+			case errors.As(err, &coded):
+				fmt.Fprintf(stderr, "tenure %s: %v\n", c.name, err)
+				return coded.code
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			default:
