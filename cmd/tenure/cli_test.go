@@ -299,13 +299,14 @@ func TestGetAndWatchMemory(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
+	t.Setenv("TENURE_STORE", "")
 	o := &storeurl.Opener{}
 	tests := []struct {
 		args    []string
 		code    int
 		mention string
 	}{
-		{[]string{"get", "job"}, 1, "--store is required"},
+		{[]string{"get", "job"}, 1, "--store or TENURE_STORE is required"},
 		{[]string{"get", "--store", "nosuch://x", "job"}, 1, `unknown scheme: "nosuch"`},
 		{[]string{"get", "--store", "redis://user:hunter2@127.0.0.1:1/0", "job"}, 1, "xxxxx"},
 		{[]string{"get", "--store", "memory://x", "-o", "yaml", "job"}, 1, `-o is "yaml"`},

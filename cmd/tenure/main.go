@@ -31,6 +31,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == superviseArg {
 		os.Exit(supervise(os.Args[2:], os.Stderr))
 	}
+	routeLibraryLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -56,12 +57,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			case errors.As(err, &code):
 				return int(code)
 			case errors.As(err, &coded):
-				fmt.Fprintf(stderr, "tenure %s: %v\n", c.name, err)
+				fmt.Fprintf(stderr, "tenure %s: %s\n", c.name, oneLine(err.Error()))
 				return coded.code
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			default:
-				fmt.Fprintf(stderr, "tenure %s: %v\n", c.name, err)
+				fmt.Fprintf(stderr, "tenure %s: %s\n", c.name, oneLine(err.Error()))
 				return 1
 			}
 		}

@@ -33,13 +33,13 @@ func (e *exitError) Unwrap() error { return e.err }
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
+	url := fs.String("store", "", storeFlagHelp)
 	identity := fs.String("identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
 	repeat := fs.Bool("repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
 	grace := fs.Duration("grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
 	verbose := fs.Bool("v", false, "log the election's progress to stderr")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure run --store URL [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
+		fmt.Fprint(stderr, `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
 
 Takes part in the election NAME and runs COMMAND only while this process
 leads. The command gets TENURE_TOKEN (the term's fencing token), TENURE_NAME
@@ -63,9 +63,14 @@ is lost and the command had to be stopped, tenure run exits too, unless
 new term, until interrupted. Timings come from the TENURE_* environment
 variables (see docs/guide.md).
 
+The store URL comes from --store, or else from the TENURE_STORE
+environment variable, which keeps a password out of the process list.
+With -v, the client libraries' own log lines (go-redis, client-go) are
+shown too, at level INFO; without it they are dropped.
+
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
-  tenure run --store postgres://app@db/app --repeat --grace 4s compactor -- ./compact --all
+  TENURE_STORE=postgres://app@db/app tenure run --repeat --grace 4s compactor -- ./compact --all
 
 Flags:
 `)
@@ -87,17 +92,19 @@ Flags:
 	if _, code, err := lookCommand(command[0]); err != nil {
 		return &exitError{code: code, err: err}
 	}
+	logLevel := slog.LevelWarn
+	if *verbose {
+		logLevel = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	libraryLog.Store(logger)
 	st, err := openStore(ctx, *url)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	logLevel := slog.LevelWarn
-	if *verbose {
-		logLevel = slog.LevelInfo
-	}
-	opts := []lead.Option{lead.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel})))}
+	opts := []lead.Option{lead.WithLogger(logger)}
 	if *identity != "" {
 		opts = append(opts, lead.WithIdentity(*identity))
 	}
