@@ -125,9 +125,15 @@ func supervise(args []string, stderr io.Writer) int {
 
 	// Signals: SIGTERM ends the term. The others come from the terminal,
 	// to tenure run's whole process group, which the supervisor is in:
-	// tenure run ends the term itself (or dies, closing the lifeline).
+	// tenure run ends the term itself (or dies, closing the lifeline). One
+	// that was ignored stays ignored, for the command to inherit (nohup).
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Notify(sigs, syscall.SIGTERM)
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
 	lifeline := os.NewFile(3, "lifeline")
 	if lifeline == nil {
 		fmt.Fprintf(stderr, "tenure: %s: no lifeline (fd 3)\n", superviseArg)
