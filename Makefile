@@ -3,7 +3,7 @@ GO          ?= go
 GOTESTFLAGS ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test backends kube bench lint
+.PHONY: demo test backends kube bench lint cross
 
 ## demo: several workers on the in-memory store, leaders handing over
 demo:
@@ -32,6 +32,16 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd examples/simuser && $(GO) vet ./...
+
+## cross: go vet ./... (tests included) and go build ./cmd/tenure for Linux, macOS and Windows on amd64 and arm64
+CROSS_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; \
+		echo "cross: $$os/$$arch"; \
+		GOOS=$$os GOARCH=$$arch $(GO) vet ./...; \
+		GOOS=$$os GOARCH=$$arch $(GO) build -o /dev/null ./cmd/tenure; \
+	done
 
 .PHONY: sim
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -14,22 +15,37 @@ import (
 	"github.com/tenure-go/tenure/store/redisstore"
 )
 
+// opener opens the store of one network scheme from the parsed URL and the
+// text it came from (for messages).
+type opener[M any] func(ctx context.Context, u *url.URL, raw string) (Store[M], error)
+
 // backend returns the opener of a network scheme.
-func backend[M any](scheme string) (func(context.Context, *url.URL) (Store[M], error), bool) {
+func backend[M any](scheme string) (opener[M], bool) {
 	switch scheme {
 	case "redis", "rediss", "unix":
 		return openRedis[M], true
 	case "postgres", "postgresql":
 		return openPostgres[M], true
+	case "kubernetes", "k8s":
+		return openKubernetes[M], true
 	}
-	return openKube[M](scheme)
+	return nil, false
 }
 
 // openRedis opens redis://, rediss:// and unix:// URLs in go-redis's
 // syntax. Tenure's own query parameters are taken out first: prefix (the
 // key prefix) and may_lose_records (false when the server persists every
-// write, see docs/backends/redis.md).
-func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
+// write, see docs/backends/redis.md). A TCP URL needs a host and a unix://
+// URL a path: go-redis would otherwise dial localhost:6379.
+func openRedis[M any](ctx context.Context, u *url.URL, raw string) (Store[M], error) {
+	switch {
+	case u.Scheme == "unix" && u.Host != "":
+		return nil, fmt.Errorf("%w: %s: unix:// takes no host, only a socket path: want unix:///PATH/TO/redis.sock (three slashes)", ErrBadURL, display(raw))
+	case u.Scheme == "unix" && strings.Trim(u.Path, "/") == "":
+		return nil, fmt.Errorf("%w: %s: the socket path is empty: want unix:///PATH/TO/redis.sock", ErrBadURL, display(raw))
+	case u.Scheme != "unix" && u.Hostname() == "":
+		return nil, fmt.Errorf("%w: %s: the host is empty: want %s://HOST[:PORT][/DB]", ErrBadURL, display(raw), u.Scheme)
+	}
 	q := u.Query()
 	var opts []redisstore.Option
 	if p := q.Get("prefix"); p != "" {
@@ -38,7 +54,7 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	if v := q.Get("may_lose_records"); v != "" {
 		may, err := strconv.ParseBool(v)
 		if err != nil {
-			return Store[M]{}, fmt.Errorf("%w: may_lose_records=%q in %s is not a boolean", ErrBadURL, v, redacted(u))
+			return nil, fmt.Errorf("%w: %s: may_lose_records=%q is not a boolean (true or false)", ErrBadURL, display(raw), v)
 		}
 		opts = append(opts, redisstore.WithMayLoseRecords(may))
 	}
@@ -48,31 +64,46 @@ func openRedis[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	clean.RawQuery = q.Encode()
 	ropts, err := redis.ParseURL(clean.String())
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("%w: %s: %w", ErrBadURL, redacted(u), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadURL, display(raw), err)
 	}
 	client := redis.NewClient(ropts)
 	st, err := redisstore.New[M](client, opts...)
 	if err != nil {
 		_ = client.Close()
-		return Store[M]{}, err
+		return nil, err
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		return Store[M]{}, fmt.Errorf("storeurl: cannot reach Redis at %s: %w", redacted(u), err)
+		return nil, fmt.Errorf("%w: Redis at %s: %w", ErrConnect, display(raw), err)
 	}
-	return Store[M]{Store: st, Close: client.Close}, nil
+	return redisStore[M]{Store: st, client: client}, nil
 }
+
+// redisStore is a Redis store opened from a URL: every method of
+// redisstore's (Watch and MayLoseRecords included), and Close.
+type redisStore[M any] struct {
+	*redisstore.Store[M]
+	client *redis.Client
+}
+
+// Close closes the Redis client.
+func (s redisStore[M]) Close() error { return s.client.Close() }
 
 // openPostgres opens postgres:// URLs in pgx's syntax. The query parameter
 // tenure_table (TABLE or SCHEMA.TABLE, at most one dot) is Tenure's and is
-// taken out first.
-func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
+// taken out first. The URL needs a host, in its authority or as ?host=,
+// unless PGHOST names one: pgx would otherwise try a local socket or
+// localhost.
+func openPostgres[M any](ctx context.Context, u *url.URL, raw string) (Store[M], error) {
 	q := u.Query()
+	if u.Hostname() == "" && q.Get("host") == "" && os.Getenv("PGHOST") == "" {
+		return nil, fmt.Errorf("%w: %s: the host is empty: want %s://[USER@]HOST[:PORT]/DB, ?host=/SOCKET/DIR, or PGHOST set", ErrBadURL, display(raw), u.Scheme)
+	}
 	var opts []pgstore.Option
 	if t := q.Get("tenure_table"); t != "" {
 		parts, err := splitTable(t)
 		if err != nil {
-			return Store[M]{}, fmt.Errorf("%w: %w in %s", ErrBadURL, err, redacted(u))
+			return nil, fmt.Errorf("%w: %w in %s", ErrBadURL, err, display(raw))
 		}
 		opts = append(opts, pgstore.WithTable(parts...))
 	}
@@ -81,23 +112,39 @@ func openPostgres[M any](ctx context.Context, u *url.URL) (Store[M], error) {
 	clean.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(clean.String())
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL", ErrBadURL, redacted(u))
+		return nil, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL: %w", ErrBadURL, display(raw), err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("storeurl: cannot open PostgreSQL at %s: %w", redacted(u), err)
+		return nil, fmt.Errorf("%w: PostgreSQL at %s: %w", ErrConnect, display(raw), err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return Store[M]{}, fmt.Errorf("storeurl: cannot reach PostgreSQL at %s: %w", redacted(u), err)
+		return nil, fmt.Errorf("%w: PostgreSQL at %s: %w", ErrConnect, display(raw), err)
 	}
 	st, err := pgstore.New[M](pool, opts...)
 	if err != nil {
 		pool.Close()
-		return Store[M]{}, err
+		return nil, err
 	}
-	return Store[M]{Store: st, Close: func() error { pool.Close(); return nil }}, nil
+	return postgresStore[M]{Store: st, pool: pool}, nil
 }
+
+// postgresStore is a PostgreSQL store opened from a URL: every method of
+// pgstore's (Watch included), MayLoseRecords, and Close.
+type postgresStore[M any] struct {
+	*pgstore.Store[M]
+	pool *pgxpool.Pool
+}
+
+// Close closes the connection pool.
+func (s postgresStore[M]) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// MayLoseRecords is false: PostgreSQL keeps committed rows.
+func (s postgresStore[M]) MayLoseRecords() bool { return mayLose(s.Store, false) }
 
 // splitTable splits the value of tenure_table, "table" or "schema.table",
 // into its parts. More than one dot is refused: the value could not say

@@ -6,6 +6,12 @@
 //	postgres://user:pass@host:port/db     PostgreSQL (also postgresql://); ?tenure_table=T or SCHEMA.T sets the table
 //	kubernetes://NAMESPACE                Kubernetes Leases, in-cluster config or KUBECONFIG (?context=C)
 //
-// Unknown schemes and malformed URLs give errors that name the problem.
-// Credentials never appear in errors: URLs are shown redacted.
+// The Store that Open returns is the backend's own store with Close added:
+// it keeps every capability of the backend (store.Watcher, store.Lossy and
+// any other optional interface), so pass it to lead.New as it is.
+//
+// Unknown schemes, malformed URLs and URLs without the host their scheme
+// needs give errors that name the problem. Credentials never appear in
+// errors, whatever the form of the URL or keyword/value string: they are
+// shown as xxxxx.
 package storeurl

@@ -13,22 +13,18 @@ import (
 	"github.com/tenure-go/tenure/store/kubestore"
 )
 
-// openKube returns the opener of kubernetes:// URLs.
-func openKube[M any](scheme string) (func(context.Context, *url.URL) (Store[M], error), bool) {
-	if scheme != "kubernetes" && scheme != "k8s" {
-		return nil, false
-	}
-	return openKubernetes[M], true
-}
-
 // openKubernetes opens kubernetes://NAMESPACE: Leases in NAMESPACE, with
 // the in-cluster config when running in a pod, and otherwise the kubeconfig
 // that KUBECONFIG (or ~/.kube/config) names. The query parameter context
-// picks a kubeconfig context.
-func openKubernetes[M any](_ context.Context, u *url.URL) (Store[M], error) {
+// picks a kubeconfig context. Credentials come from that config, never from
+// the URL.
+func openKubernetes[M any](_ context.Context, u *url.URL, raw string) (Store[M], error) {
 	ns := u.Host
-	if ns == "" || strings.Trim(u.Path, "/") != "" {
-		return Store[M]{}, fmt.Errorf("%w: %s: want kubernetes://NAMESPACE", ErrBadURL, redacted(u))
+	switch {
+	case u.User != nil:
+		return nil, fmt.Errorf("%w: %s: kubernetes:// takes no user or password (credentials come from the in-cluster config or the kubeconfig)", ErrBadURL, display(raw))
+	case ns == "" || strings.Trim(u.Path, "/") != "":
+		return nil, fmt.Errorf("%w: %s: want kubernetes://NAMESPACE", ErrBadURL, display(raw))
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
@@ -36,16 +32,26 @@ func openKubernetes[M any](_ context.Context, u *url.URL) (Store[M], error) {
 		overrides := &clientcmd.ConfigOverrides{CurrentContext: u.Query().Get("context")}
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 		if err != nil {
-			return Store[M]{}, fmt.Errorf("storeurl: no in-cluster config and no usable kubeconfig (set KUBECONFIG): %w", err)
+			return nil, fmt.Errorf("%w: no in-cluster config and no usable kubeconfig (set KUBECONFIG): %w", ErrConnect, err)
 		}
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return Store[M]{}, fmt.Errorf("storeurl: Kubernetes client: %w", err)
+		return nil, fmt.Errorf("%w: Kubernetes client: %w", ErrConnect, err)
 	}
 	st, err := kubestore.New[M](client, ns)
 	if err != nil {
-		return Store[M]{}, err
+		return nil, err
 	}
-	return Store[M]{Store: st, Close: func() error { return nil }}, nil
+	return kubeStore[M]{st}, nil
 }
+
+// kubeStore is a Kubernetes store opened from a URL: every method of
+// kubestore's (Watch included), MayLoseRecords, and Close.
+type kubeStore[M any] struct{ *kubestore.Store[M] }
+
+// Close does nothing: the client holds no connection that needs closing.
+func (kubeStore[M]) Close() error { return nil }
+
+// MayLoseRecords is false: the API server keeps Leases in etcd.
+func (s kubeStore[M]) MayLoseRecords() bool { return mayLose(s.Store, false) }

@@ -12,12 +12,16 @@ import (
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
-// Errors returned by this package.
+// Errors returned by this package. Their messages never hold a credential
+// from the URL.
 var (
 	// ErrBadURL: the URL cannot be parsed or lacks a part its scheme needs.
 	ErrBadURL = errors.New("storeurl: bad store URL")
 	// ErrUnknownScheme: no backend serves the URL's scheme.
 	ErrUnknownScheme = errors.New("storeurl: unknown scheme")
+	// ErrConnect: the store's server cannot be reached or refused the
+	// connection.
+	ErrConnect = errors.New("storeurl: cannot connect to the store")
 )
 
 // Opener opens stores from URLs. Memory stores opened through the same
@@ -27,34 +31,56 @@ type Opener struct {
 	mem map[string]any // name -> *memstore.Store[M]
 }
 
-// Store is an opened store with the means to close its connections.
-type Store[M any] struct {
+// Store is a store opened from a URL. Its dynamic value is the backend's
+// own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store or
+// *memstore.Store) embedded with the means to close its connections, so it
+// keeps every method the backend has: pass it to lead.New as it is, and the
+// elector watches it, learns whether it may lose records, and finds any
+// other optional interface (see package store) the backend implements.
+type Store[M any] interface {
 	store.Store[M]
+	store.Watcher[M]
+	store.Lossy
 	// Close releases the store's connections.
-	Close func() error
+	Close() error
 }
 
-// Open opens the store that rawURL names, for metadata of type M.
+// Open opens the store that rawURL names, for metadata of type M. Errors
+// wrap ErrBadURL, ErrUnknownScheme, ErrConnect or the backend's own, and
+// show the URL with its credentials replaced by xxxxx.
 func Open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error) {
+	st, err := open[M](ctx, o, rawURL)
+	if err != nil {
+		// A last guard: no library's message may carry a credential out.
+		return nil, redactErr(err, rawURL)
+	}
+	return st, nil
+}
+
+func open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error) {
+	if looksKeywordValue(rawURL) {
+		return nil, fmt.Errorf("%w: %s is a keyword/value string, not a URL: write postgres://USER@HOST/DB (or redis://, kubernetes://, memory://)", ErrBadURL, display(rawURL))
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		// url.Parse errors quote the URL, password included: drop them.
-		return Store[M]{}, fmt.Errorf("%w: %s cannot be parsed", ErrBadURL, scrub(rawURL))
+		// url.Parse errors quote the URL, password included: never show them.
+		return nil, fmt.Errorf("%w: %s cannot be parsed as a URL", ErrBadURL, display(rawURL))
 	}
 	switch u.Scheme {
 	case "memory", "mem":
 		return openMemory[M](o, u)
 	case "":
-		return Store[M]{}, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, postgres:// or kubernetes://)", ErrBadURL, redacted(u))
+		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres:// or kubernetes://)", ErrBadURL, display(rawURL))
 	}
-	if open, ok := backend[M](u.Scheme); ok {
-		st, err := open(ctx, u)
-		if err != nil {
-			return Store[M]{}, redactErr(err, u)
-		}
-		return st, nil
+	open, ok := backend[M](u.Scheme)
+	if !ok {
+		// "localhost:6379" parses too, with the scheme "localhost".
+		return nil, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, display(rawURL))
 	}
-	return Store[M]{}, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, redacted(u))
+	if !strings.HasPrefix(rawURL[len(u.Scheme):], "://") {
+		return nil, fmt.Errorf("%w: %s: want %s:// followed by the address", ErrBadURL, display(rawURL), u.Scheme)
+	}
+	return open(ctx, u, rawURL)
 }
 
 func openMemory[M any](o *Opener, u *url.URL) (Store[M], error) {
@@ -67,85 +93,30 @@ func openMemory[M any](o *Opener, u *url.URL) (Store[M], error) {
 	if s, ok := o.mem[name]; ok {
 		ms, ok := s.(*memstore.Store[M])
 		if !ok {
-			return Store[M]{}, fmt.Errorf("%w: memory://%s is already open with another metadata type", ErrBadURL, name)
+			return nil, fmt.Errorf("%w: memory://%s is already open with another metadata type", ErrBadURL, name)
 		}
-		return Store[M]{Store: ms, Close: func() error { return nil }}, nil
+		return memoryStore[M]{ms}, nil
 	}
 	ms := memstore.New[M]()
 	o.mem[name] = ms
-	return Store[M]{Store: ms, Close: func() error { return nil }}, nil
+	return memoryStore[M]{ms}, nil
 }
 
-// secretParams are query parameters that carry credentials (libpq and pgx
-// accept them).
-var secretParams = []string{"password", "sslpassword"}
+// memoryStore is a memory:// store: memstore's methods, and Close.
+type memoryStore[M any] struct{ *memstore.Store[M] }
 
-// redacted returns u as text with every credential replaced by "xxxxx": the
-// userinfo password and the secret query parameters.
-func redacted(u *url.URL) string {
-	c := *u
-	if q := c.Query(); len(q) > 0 {
-		for _, k := range secretParams {
-			if q.Has(k) {
-				q.Set(k, "xxxxx")
-			}
-		}
-		c.RawQuery = q.Encode()
-	}
-	return c.Redacted()
-}
+// Close does nothing: the store lives as long as its Opener.
+func (memoryStore[M]) Close() error { return nil }
 
-// secrets returns the credentials in u, longest first.
-func secrets(u *url.URL) []string {
-	var out []string
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		out = append(out, pw)
-	}
-	q := u.Query()
-	for _, k := range secretParams {
-		if v := q.Get(k); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+// MayLoseRecords is false: a memory store keeps its records for as long as
+// it lives.
+func (s memoryStore[M]) MayLoseRecords() bool { return mayLose(s.Store, false) }
 
-// redactErr removes the URL's credentials from err's text, whatever
-// library produced it.
-func redactErr(err error, u *url.URL) error {
-	msg := err.Error()
-	changed := false
-	for _, s := range secrets(u) {
-		if strings.Contains(msg, s) {
-			msg, changed = strings.ReplaceAll(msg, s, "xxxxx"), true
-		}
+// mayLose is st's own answer when it has one, and otherwise what the
+// backend is known to do.
+func mayLose(st any, known bool) bool {
+	if l, ok := st.(store.Lossy); ok {
+		return l.MayLoseRecords()
 	}
-	if !changed {
-		return err
-	}
-	return &redactedErr{err: err, msg: msg}
-}
-
-type redactedErr struct {
-	err error
-	msg string
-}
-
-func (r *redactedErr) Error() string { return r.msg }
-func (r *redactedErr) Unwrap() error { return r.err }
-
-// scrub hides what may be credentials in a URL that did not parse: the
-// userinfo and the whole query.
-func scrub(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return "the URL"
-	}
-	if q := strings.IndexByte(rest, '?'); q >= 0 {
-		rest = rest[:q] + "?…"
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = "xxxxx@" + rest[at+1:]
-	}
-	return fmt.Sprintf("%q", scheme+"://"+rest)
+	return known
 }

@@ -28,10 +28,44 @@ import (
 // "start IDENTITY TOKEN" there, waits for SIGTERM, reports "stop IDENTITY
 // TOKEN" and exits with status 3.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:], os.Stderr))
+	}
 	if sock := os.Getenv("TENURE_TEST_CHILD"); sock != "" {
 		os.Exit(child(sock))
 	}
-	testcluster.Main(m)
+	testcluster.Main(m, func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	})
+}
+
+// The tenure binary the tests run as separate processes, built once.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// tenureBinary builds the tenure command once per test binary and returns
+// its path.
+func tenureBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "tenure-bin-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "tenure")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
 }
 
 func child(sock string) int {
@@ -265,13 +299,14 @@ func TestGetAndWatchMemory(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
+	t.Setenv("TENURE_STORE", "")
 	o := &storeurl.Opener{}
 	tests := []struct {
 		args    []string
 		code    int
 		mention string
 	}{
-		{[]string{"get", "job"}, 1, "--store is required"},
+		{[]string{"get", "job"}, 1, "--store or TENURE_STORE is required"},
 		{[]string{"get", "--store", "nosuch://x", "job"}, 1, `unknown scheme: "nosuch"`},
 		{[]string{"get", "--store", "redis://user:hunter2@127.0.0.1:1/0", "job"}, 1, "xxxxx"},
 		{[]string{"get", "--store", "memory://x", "-o", "yaml", "job"}, 1, `-o is "yaml"`},
@@ -297,10 +332,7 @@ func TestCommandErrors(t *testing.T) {
 // PostgreSQL servers: only one child runs; stopping the leader moves the
 // child to the other process within a second, with a larger token.
 func TestRunTwoProcesses(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := tenureBinary(t)
 	backends := []struct {
 		name string
 		url  func(t *testing.T) string
@@ -363,42 +395,6 @@ func TestRunTwoProcesses(t *testing.T) {
 				t.Fatalf("a exited %v, want status 3\n%s", err, aout.String())
 			}
 		})
-	}
-}
-
-// TestRunKilledTakesItsChild: when tenure run is SIGKILLed, its command dies
-// with it instead of running on without leadership.
-func TestRunKilledTakesItsChild(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	cmd := exec.Command(bin, "run", "--store", "memory://k", "job", "--", "sh", "-c", "echo $$ > "+pidFile+".tmp; mv "+pidFile+".tmp "+pidFile+"; exec sleep 600")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	deadline := time.Now().Add(30 * time.Second)
-	for pid == 0 { // no event to wait on: the file appears when the child runs
-		if b, err := os.ReadFile(pidFile); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		} else if time.Now().After(deadline) {
-			t.Fatal("child did not start")
-		} else {
-			<-time.After(20 * time.Millisecond)
-		}
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	deadline = time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("child %d outlived its killed tenure run", pid)
-		}
-		<-time.After(20 * time.Millisecond)
 	}
 }
 

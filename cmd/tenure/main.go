@@ -28,6 +28,10 @@ func commands() []command {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:], os.Stderr))
+	}
+	routeLibraryLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -46,15 +50,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name == args[0] {
 			err := c.run(ctx, args[1:], stdout, stderr)
 			var code exitCode
+			var coded *exitError
 			switch {
 			case err == nil:
 				return 0
 			case errors.As(err, &code):
 				return int(code)
+			case errors.As(err, &coded):
+				fmt.Fprintf(stderr, "tenure %s: %s\n", c.name, oneLine(err.Error()))
+				return coded.code
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			default:
-				fmt.Fprintf(stderr, "tenure %s: %v\n", c.name, err)
+				fmt.Fprintf(stderr, "tenure %s: %s\n", c.name, oneLine(err.Error()))
 				return 1
 			}
 		}

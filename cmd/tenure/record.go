@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -29,10 +30,27 @@ func opener(ctx context.Context) *storeurl.Opener {
 // rawMeta keeps whatever metadata a record holds, as JSON.
 type rawMeta = json.RawMessage
 
-// openStore opens the store of --store for raw metadata.
-func openStore(ctx context.Context, url string) (storeurl.Store[rawMeta], error) {
+// storeEnv is the environment variable that holds the store URL when
+// --store is not given: the URL, password included, then does not appear
+// in the process list (/proc/PID/cmdline is readable by every user, the
+// environment only by the process's owner).
+const storeEnv = "TENURE_STORE"
+
+// storeFlagHelp is the help of --store.
+const storeFlagHelp = "store URL (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE); default $" + storeEnv
+
+// errNoStore: neither --store nor TENURE_STORE names a store.
+var errNoStore = errors.New("--store or " + storeEnv + " is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
+
+// openStore opens the store that flag (--store) names, or else TENURE_STORE,
+// for raw metadata.
+func openStore(ctx context.Context, flag string) (storeurl.Store[rawMeta], error) {
+	url := flag
 	if url == "" {
-		return storeurl.Store[rawMeta]{}, errors.New("--store is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
+		url = os.Getenv(storeEnv)
+	}
+	if url == "" {
+		return nil, errNoStore
 	}
 	return storeurl.Open[rawMeta](ctx, opener(ctx), url)
 }
@@ -79,23 +97,18 @@ func formatTime(t time.Time) string {
 // printRecord writes a record as text or JSON.
 func printRecord(w io.Writer, format, name string, rec lease.Record[rawMeta], rev lease.Revision) error {
 	if format == "json" {
-		b, err := json.Marshal(toJSON(name, rec, rev))
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSONLine(w, toJSON(name, rec, rev))
 	}
-	holder := rec.Holder
-	if holder == "" {
+	holder := printable(rec.Holder)
+	if rec.Holder == "" {
 		holder = "(none: released)"
 	}
-	meta := string(rec.Metadata)
-	if meta == "" || meta == "null" {
-		meta = "-"
+	meta := "-"
+	if m := string(rec.Metadata); m != "" && m != "null" {
+		meta = safeJSON(rec.Metadata)
 	}
 	_, err := fmt.Fprintf(w, "name:         %s\nholder:       %s\ntoken:        %d\nacquired:     %s\nrenewed:      %s\nlease:        %v\ntransitions:  %d\nrevision:     %d\nmetadata:     %s\n",
-		name, holder, rec.Token, formatTime(rec.AcquiredAt), formatTime(rec.RenewedAt), rec.LeaseDuration, rec.Transitions, rev, meta)
+		printable(name), holder, rec.Token, formatTime(rec.AcquiredAt), formatTime(rec.RenewedAt), rec.LeaseDuration, rec.Transitions, rev, meta)
 	return err
 }
 
@@ -113,7 +126,7 @@ func newStoreFlags(command, usage, formatHelp string, stderr io.Writer) storeFla
 	fs.SetOutput(stderr)
 	f := storeFlags{
 		FlagSet: fs,
-		url:     fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)"),
+		url:     fs.String("store", "", storeFlagHelp),
 		format:  fs.String("o", "text", formatHelp),
 	}
 	fs.Usage = func() {
@@ -139,15 +152,21 @@ func (f storeFlags) parse(args []string) (string, error) {
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newStoreFlags("get", `usage: tenure get --store URL [-o json] NAME
+	fs := newStoreFlags("get", `usage: tenure get [--store URL] [-o json] NAME
 
 Prints the lease record of the election NAME: holder, fencing token, when
 the term was acquired and last renewed, the lease duration, the number of
-transitions and the leader's metadata.
+transitions and the leader's metadata. A holder or metadata with
+characters that are not printable (escape sequences, line breaks) is
+shown escaped: quoted, or with \u escapes inside JSON.
+
+The store URL comes from --store, or else from the TENURE_STORE
+environment variable, which keeps a password out of the process list.
 
 Examples:
   tenure get --store redis://localhost:6379 nightly-report
   tenure get --store postgres://app@db/app -o json nightly-report | jq .holder
+  TENURE_STORE=redis://:PASSWORD@localhost:6379 tenure get nightly-report
 
 Flags:
 `, "output format: text or json", stderr)
@@ -170,20 +189,41 @@ Flags:
 	return printRecord(stdout, *fs.format, name, rec, rev)
 }
 
+// watchEventJSON is the JSON shape of a watch event that carries no
+// record: absent, or unreadable.
+type watchEventJSON struct {
+	Name     string `json:"name"`
+	Revision uint64 `json:"revision,omitempty"`
+	Absent   bool   `json:"absent,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newStoreFlags("watch", `usage: tenure watch --store URL [-o json] NAME
+	fs := newStoreFlags("watch", `usage: tenure watch [--store URL] [-o json] NAME
 
 Prints one line per change of the lease record of NAME (every renewal
-included) until interrupted. Stores that push changes are watched; others
-are polled every -interval.
+included) until interrupted. A watch that breaks (the server restarted,
+say) is started again after -interval. Holders and metadata with
+characters that are not printable are shown escaped.
+
+With -o json, every line on stdout is one JSON object, and nothing else
+is printed there:
+  a record          as tenure get -o json prints it
+  no record         {"name":"NAME","absent":true}
+  unreadable record {"name":"NAME","revision":R,"error":"why"}
+Failures of tenure watch itself (the store cannot be opened, the watch
+cannot start) go to stderr, and it exits with status 1.
+
+The store URL comes from --store, or else from the TENURE_STORE
+environment variable, which keeps a password out of the process list.
 
 Examples:
   tenure watch --store redis://localhost:6379 nightly-report
-  tenure watch --store postgres://app@db/app -o json nightly-report
+  tenure watch --store postgres://app@db/app -o json nightly-report | jq -c 'select(.holder)'
 
 Flags:
-`, "output format: text (one line per change) or json (one object per line)", stderr)
-	interval := fs.Duration("interval", time.Second, "poll interval for stores that cannot watch")
+`, "output format: text (one line per change) or json (one object per line, see above)", stderr)
+	interval := fs.Duration("interval", time.Second, "time before watching again after the watch broke")
 	name, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -196,33 +236,39 @@ Flags:
 		return err
 	}
 	defer st.Close()
+	shown := printable(name)
 	line := func(ev store.Event[rawMeta]) error {
-		switch {
-		case ev.Err != nil:
-			_, err := fmt.Fprintf(stdout, "%s  error: %v\n", name, ev.Err)
-			return err
-		case ev.Absent:
-			_, err := fmt.Fprintf(stdout, "%s  no record\n", name)
-			return err
-		case *fs.format == "json":
+		if *fs.format == "json" {
+			switch {
+			case ev.Err != nil:
+				return writeJSONLine(stdout, watchEventJSON{Name: name, Revision: uint64(ev.Revision), Error: ev.Err.Error()})
+			case ev.Absent:
+				return writeJSONLine(stdout, watchEventJSON{Name: name, Absent: true})
+			}
 			return printRecord(stdout, "json", name, ev.Record, ev.Revision)
 		}
-		r := ev.Record
-		holder := r.Holder
-		if holder == "" {
-			holder = "(released)"
+		var err error
+		switch r := ev.Record; {
+		case ev.Err != nil:
+			_, err = fmt.Fprintf(stdout, "%s  rev=%d error: %s\n", shown, ev.Revision, oneLine(ev.Err.Error()))
+		case ev.Absent:
+			_, err = fmt.Fprintf(stdout, "%s  no record\n", shown)
+		default:
+			holder := printable(r.Holder)
+			if r.Holder == "" {
+				holder = "(released)"
+			}
+			_, err = fmt.Fprintf(stdout, "%s  rev=%d holder=%s token=%d transitions=%d renewed=%s\n",
+				shown, ev.Revision, holder, r.Token, r.Transitions, formatTime(r.RenewedAt))
 		}
-		_, err := fmt.Fprintf(stdout, "%s  rev=%d holder=%s token=%d transitions=%d renewed=%s\n",
-			name, ev.Revision, holder, r.Token, r.Transitions, formatTime(r.RenewedAt))
 		return err
 	}
-	if w, ok := st.Store.(store.Watcher[rawMeta]); ok {
-		return watchLoop(ctx, w, name, line)
-	}
-	return pollLoop(ctx, st, name, *interval, line)
+	return watchLoop(ctx, st, name, *interval, line)
 }
 
-func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, line func(store.Event[rawMeta]) error) error {
+// watchLoop watches name until ctx ends, passing every event to line. A
+// watch that breaks is started again after retry.
+func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, retry time.Duration, line func(store.Event[rawMeta]) error) error {
 	for {
 		ch, err := w.Watch(ctx, name)
 		if err != nil {
@@ -233,38 +279,10 @@ func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, line 
 				return err
 			}
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-}
-
-func pollLoop(ctx context.Context, st store.Store[rawMeta], name string, every time.Duration, line func(store.Event[rawMeta]) error) error {
-	var last lease.Revision
-	seen := false
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		rec, rev, err := st.Get(ctx, name)
-		ev := store.Event[rawMeta]{Record: rec, Revision: rev}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, store.ErrNotFound):
-			ev.Absent = true
-		case err != nil:
-			ev.Err = err
-		}
-		if !seen || rev != last || ev.Err != nil {
-			if err := line(ev); err != nil {
-				return err
-			}
-		}
-		seen, last = true, rev
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(retry):
 		}
 	}
 }

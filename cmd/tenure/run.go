@@ -6,12 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/tenure-go/tenure/lead"
@@ -22,32 +21,56 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
+// exitError makes run() print err and exit with code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("store", "", "store URL (memory://, redis://, postgres://, kubernetes://NAMESPACE)")
+	url := fs.String("store", "", storeFlagHelp)
 	identity := fs.String("identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
 	repeat := fs.Bool("repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
 	grace := fs.Duration("grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
 	verbose := fs.Bool("v", false, "log the election's progress to stderr")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure run --store URL [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
+		fmt.Fprint(stderr, `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
 
 Takes part in the election NAME and runs COMMAND only while this process
 leads. The command gets TENURE_TOKEN (the term's fencing token), TENURE_NAME
-and TENURE_IDENTITY in its environment. When leadership is lost, the
-command gets SIGTERM and, after --grace, SIGKILL. On exit the lease is
-released, so another "tenure run" takes over at once.
+and TENURE_IDENTITY in its environment. On exit the lease is released, so
+another "tenure run" takes over at once.
+
+The command runs in a process group of its own, under a small supervisor
+(a second copy of tenure). When the term ends, the command and every
+process it started get SIGTERM and, after --grace, SIGKILL; when the
+command exits by itself, whatever it left running is stopped the same way.
+Leadership is released only once none of them runs. If tenure run itself
+is killed (even with SIGKILL), they all get SIGKILL at once. As the command
+is not in the terminal's foreground group, it cannot read from a terminal.
+`+platformNote+`
 
 tenure run exits when the command exits by itself, with its status (128+N
-when signal N ended it). When leadership is lost and the command had to be
-stopped, tenure run exits too, unless --repeat: then it waits to lead again
-and runs the command again in the new term, until interrupted. Timings come from the TENURE_*
-environment variables (see docs/guide.md).
+when signal N ended it; 127 when COMMAND is not found and 126 when it
+cannot be run, as in a shell, checked before taking part). When leadership
+is lost and the command had to be stopped, tenure run exits too, unless
+--repeat: then it waits to lead again and runs the command again in the
+new term, until interrupted. Timings come from the TENURE_* environment
+variables (see docs/guide.md).
+
+The store URL comes from --store, or else from the TENURE_STORE
+environment variable, which keeps a password out of the process list.
+With -v, the client libraries' own log lines (go-redis, client-go) are
+shown too, at level INFO; without it they are dropped.
 
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
-  tenure run --store postgres://app@db/app --repeat --grace 4s compactor -- ./compact --all
+  TENURE_STORE=postgres://app@db/app tenure run --repeat --grace 4s compactor -- ./compact --all
 
 Flags:
 `)
@@ -64,21 +87,28 @@ Flags:
 	if *grace < 0 {
 		return fmt.Errorf("--grace is %v, must be >= 0", *grace)
 	}
+	// A command that cannot run fails now, as in a shell, rather than
+	// once this process leads.
+	if _, code, err := lookCommand(command[0]); err != nil {
+		return &exitError{code: code, err: err}
+	}
+	logLevel := slog.LevelWarn
+	if *verbose {
+		logLevel = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	libraryLog.Store(logger)
 	st, err := openStore(ctx, *url)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	logLevel := slog.LevelWarn
-	if *verbose {
-		logLevel = slog.LevelInfo
-	}
-	opts := []lead.Option{lead.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel})))}
+	opts := []lead.Option{lead.WithLogger(logger)}
 	if *identity != "" {
 		opts = append(opts, lead.WithIdentity(*identity))
 	}
-	e, err := lead.New(name, st.Store, opts...)
+	e, err := lead.New(name, st, opts...)
 	if err != nil {
 		return err
 	}
@@ -99,9 +129,15 @@ Flags:
 	status := 0
 	body := func(tctx context.Context, t lead.Term) error {
 		fmt.Fprintf(stderr, "tenure run: %s leads %q with token %d; starting %s\n", e.Identity(), name, t.Token, command[0])
-		code, err := runChild(tctx, command, t, *grace, stderr)
+		code, err := runChild(tctx, command, commandEnv(t), *grace, stderr)
 		status = code
-		return err
+		switch {
+		case err != nil:
+			return err
+		case code != 0:
+			return fmt.Errorf("%w: %s: exit status %d", errChildFailed, command[0], code)
+		}
+		return nil
 	}
 	for {
 		err := e.Lead(ctx, body)
@@ -113,6 +149,8 @@ Flags:
 		case errors.Is(err, lead.ErrLeadershipLost):
 			fmt.Fprintf(stderr, "tenure run: lost leadership of %q; the command was stopped\n", name)
 			return exitCode(status)
+		case errors.Is(err, errCommandNotFound), errors.Is(err, errCommandNotExecutable):
+			return &exitError{code: status, err: err}
 		case err != nil && !errors.Is(err, errChildFailed):
 			return err
 		default: // the command exited by itself
@@ -121,63 +159,45 @@ Flags:
 	}
 }
 
-// errChildFailed: the command exited with a non-zero status.
-var errChildFailed = errors.New("command failed")
+// Errors of tenure run.
+var (
+	// errChildFailed: the command exited with a non-zero status.
+	errChildFailed = errors.New("command failed")
+	// errCommandNotFound: the command does not exist (exit status 127).
+	errCommandNotFound = errors.New("command not found")
+	// errCommandNotExecutable: the command exists but cannot be run (exit
+	// status 126).
+	errCommandNotExecutable = errors.New("command cannot be run")
+	// errSupervisor: the supervisor of the command cannot be started.
+	errSupervisor = errors.New("cannot start the command's supervisor")
+)
 
-// runChild runs command until it exits or ctx ends; then it sends SIGTERM
-// and, after grace, SIGKILL. It returns the command's exit status.
-func runChild(ctx context.Context, command []string, t lead.Term, grace time.Duration, stderr io.Writer) (int, error) {
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
+// superviseArg, as the first argument, runs the tenure binary as the
+// supervisor of a command of tenure run (see supervise_unix.go). It is not
+// a command for people.
+const superviseArg = "__tenure-run-supervisor"
+
+// lookCommand finds the command name as a shell would, and when it cannot
+// be run returns the status a shell exits with: 127 when it does not
+// exist, 126 when it exists but cannot be run (no execute permission, a
+// directory).
+func lookCommand(name string) (path string, status int, err error) {
+	path, err = exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, 0, nil
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", 127, fmt.Errorf("%w: %w", errCommandNotFound, err)
+	default:
+		return "", 126, fmt.Errorf("%w: %w", errCommandNotExecutable, err)
+	}
+}
+
+// commandEnv is the environment of the command in term t.
+func commandEnv(t lead.Term) []string {
+	return append(os.Environ(),
 		"TENURE_TOKEN="+strconv.FormatUint(uint64(t.Token), 10),
 		"TENURE_NAME="+t.Name,
 		"TENURE_IDENTITY="+t.Identity,
 	)
-	// If tenure run dies without stopping the command (SIGKILL), the
-	// command must not run on without leadership: the kernel kills it when
-	// the thread that started it exits, so that thread stays locked to the
-	// goroutine that waits for the command.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		return 127, fmt.Errorf("cannot start %s: %w", command[0], err)
-	}
-	var werr error
-	select {
-	case werr = <-done:
-	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(grace)
-		select {
-		case werr = <-done:
-			timer.Stop()
-		case <-timer.C:
-			fmt.Fprintf(stderr, "tenure run: %s did not stop within %v; sending SIGKILL\n", command[0], grace)
-			_ = cmd.Process.Kill()
-			werr = <-done
-		}
-	}
-	code := cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		code = 128 + int(ws.Signal())
-	}
-	if werr != nil && code == 0 {
-		code = 1
-	}
-	if code != 0 {
-		return code, fmt.Errorf("%w: %s: exit status %d", errChildFailed, command[0], code)
-	}
-	return 0, nil
 }

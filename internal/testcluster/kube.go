@@ -173,6 +173,9 @@ func kubeExecutable(path string) bool {
 // is ready. The caller must Close it. Tests should rather use NewKube or
 // PackageKube, which turn a missing binary into a skip.
 func StartKube(opts KubeOptions) (*Kube, error) {
+	if err := serversSupported(); err != nil {
+		return nil, err
+	}
 	apiserver, etcd, err := KubeBinaries()
 	if err != nil {
 		return nil, err
@@ -264,8 +267,8 @@ func (k *Kube) spawn(name, bin string, args ...string) (*kubeProc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = k.dir
 	cmd.Stdout, cmd.Stderr = f, f
-	// The server dies with the test binary, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The server dies with the test binary, even when it is killed (Linux).
+	cmd.SysProcAttr = serverAttr(syscall.SIGKILL, nil)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("kube: starting %s: %w", bin, err)

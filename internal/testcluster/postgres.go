@@ -20,6 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// runAs is a user to run a server as.
+type runAs struct{ uid, gid uint32 }
+
 // PostgresBinEnv names an environment variable that, when set, is the
 // directory holding initdb and postgres. Otherwise the newest
 // /usr/lib/postgresql/*/bin is used.
@@ -34,10 +37,10 @@ const PostgresBinEnv = "TENURE_POSTGRES_BIN"
 // Its methods are safe for concurrent use. The port stays the same across
 // Stop and Start, so a DSN taken once stays valid.
 type Postgres struct {
-	bin  string              // directory of initdb and postgres
-	root string              // temporary directory: data/, the socket, the log
-	port int                 // TCP port on 127.0.0.1
-	cred *syscall.Credential // nil when not root
+	bin  string // directory of initdb and postgres
+	root string // temporary directory: data/, the socket, the log
+	port int    // TCP port on 127.0.0.1
+	as   *runAs // the postgres user when we are root, else nil
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // the running server, nil when stopped
@@ -50,6 +53,9 @@ type Postgres struct {
 // why, with the end of the server's log when there is one. Close it when
 // done. Most tests want PackagePostgres instead.
 func StartPostgres() (*Postgres, error) {
+	if err := serversSupported(); err != nil {
+		return nil, err
+	}
 	bin, err := postgresBin()
 	if err != nil {
 		return nil, err
@@ -65,7 +71,7 @@ func StartPostgres() (*Postgres, error) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("postgres: user postgres: %w", err)
 		}
-		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		p.as = &runAs{uid: uint32(uid), gid: uint32(gid)}
 	}
 	// Not t.TempDir: it lives under a directory only root may enter.
 	root, err := os.MkdirTemp("", "tenure-pg-*")
@@ -73,8 +79,8 @@ func StartPostgres() (*Postgres, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	p.root = root
-	if p.cred != nil {
-		if err := os.Chown(root, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+	if p.as != nil {
+		if err := os.Chown(root, int(p.as.uid), int(p.as.gid)); err != nil {
 			p.removeRoot()
 			return nil, fmt.Errorf("postgres: chown %s: %w", root, err)
 		}
@@ -147,13 +153,10 @@ func (p *Postgres) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(p.bin, name), args...)
 	cmd.Dir = p.root
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC", "PGTZ=UTC")
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: p.cred,
-		// If this test process dies without stopping the server, the
-		// server shuts down at once instead of lingering.
-		Pdeathsig: syscall.SIGQUIT,
-	}
-	if p.cred != nil {
+	// If this test process dies without stopping the server, the server
+	// shuts down at once instead of lingering (Linux).
+	cmd.SysProcAttr = serverAttr(syscall.SIGQUIT, p.as)
+	if p.as != nil {
 		cmd.Env = append(cmd.Env, "HOME="+p.root, "USER=postgres", "LOGNAME=postgres")
 	}
 	return cmd

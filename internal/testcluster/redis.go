@@ -62,6 +62,9 @@ func StartRedisCluster() (*Redis, error) {
 }
 
 func startRedis(cluster bool) (*Redis, error) {
+	if err := serversSupported(); err != nil {
+		return nil, err
+	}
 	bin := os.Getenv(RedisServerEnv)
 	if bin == "" {
 		var err error
@@ -266,19 +269,19 @@ func (r *Redis) Restart() error {
 // Pause stops the server process with SIGSTOP: it keeps its connections and
 // its data but answers nothing until Resume, as a server stalled by the
 // machine it runs on would.
-func (r *Redis) Pause() error { return r.signal(syscall.SIGSTOP) }
+func (r *Redis) Pause() error { return r.signal("pause", pauseProcess) }
 
 // Resume continues a server stopped by Pause.
-func (r *Redis) Resume() error { return r.signal(syscall.SIGCONT) }
+func (r *Redis) Resume() error { return r.signal("resume", resumeProcess) }
 
-func (r *Redis) signal(sig syscall.Signal) error {
+func (r *Redis) signal(what string, do func(*os.Process) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.runningLocked() {
-		return fmt.Errorf("redis: %v: the server is not running", sig)
+		return fmt.Errorf("redis: %s: the server is not running", what)
 	}
-	if err := r.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("redis: %v: %w", sig, err)
+	if err := do(r.cmd.Process); err != nil {
+		return fmt.Errorf("redis: %s: %w", what, err)
 	}
 	return nil
 }
@@ -338,8 +341,8 @@ func (r *Redis) startLocked() error {
 	}
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
-	// The server dies with the test binary, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The server dies with the test binary, even when it is killed (Linux).
+	cmd.SysProcAttr = serverAttr(syscall.SIGKILL, nil)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redis: starting %s: %w", r.bin, err)
 	}

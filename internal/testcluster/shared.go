@@ -61,11 +61,14 @@ func (sh *shared[S]) stop() {
 	sh.s, sh.up, sh.err = none, false, nil
 }
 
-// Main runs a test binary's tests, stops every shared server they started,
-// and exits with their status: the whole TestMain of a package whose tests
-// use PackageRedis, PackagePostgres or PackageKube.
-func Main(m *testing.M) {
+// Main runs a test binary's tests, runs cleanups, stops every shared server
+// they started, and exits with their status: the whole TestMain of a
+// package whose tests use PackageRedis, PackagePostgres or PackageKube.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	StopPackageRedis()
 	StopPackagePostgres()
 	StopPackageKube()
