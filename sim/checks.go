@@ -116,7 +116,7 @@ func b2i(b bool) int {
 func (c *checker) started(n *node, a fsm.Action) {
 	s := c.s
 	for _, o := range s.nodes {
-		if o != n && o.beliefEnd > s.now {
+		if o != n && o.beliefEnd > s.now && !s.excused(o, n) {
 			s.fail("one-leader", "%s started leading (token %d) while %s believes it leads (token %d) until %s",
 				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
 		}
@@ -160,10 +160,10 @@ func (c *checker) afterStep(n *node) {
 		n.beliefEnd = n.realAt(n.m.LeaderUntil())
 	}
 	l, rev, absent, ok := n.m.Observed()
-	if !ok || absent {
+	if !ok || absent || s.madeUp(rev, l) {
 		return
 	}
-	if rev < n.maxRev {
+	if rev < n.maxRev && !s.rewound(rev) {
 		s.fail("monotonic", "%s observes revision %d after revision %d", n.id, rev, n.maxRev)
 		return
 	}
@@ -186,7 +186,7 @@ func (c *checker) fenced(ev *simEvent) {
 		if s.tracing() {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
-		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now {
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) {
 			s.fail("fence", "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return
@@ -238,7 +238,7 @@ func (c *checker) liveness(starting bool) {
 		if starting {
 			what = "a node starts leading only now"
 		}
-		s.fail("liveness", "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
+		s.fail(s.livenessCheck(), "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
 			what, time.Duration(gap), fmtTime(c.calmFrom), fmtTime(c.lastLeader), time.Duration(c.bound))
 	}
 }

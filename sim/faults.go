@@ -32,9 +32,39 @@ const (
 	FaultRelease
 	// FaultReconfigure gives Node the timings Config.
 	FaultReconfigure
+	// FaultForge is an outside writer: it stores Record (its zero fields
+	// as stored) for Dur, then removes it if it still stands (see
+	// adversary.go).
+	FaultForge
+	// FaultForgeWatch pushes Record (its zero fields as stored) at
+	// Revision to the watch feeds of the nodes in Mask; the store does not
+	// hold it.
+	FaultForgeWatch
+	// FaultRollback rewinds the store by Revision revisions (Touch: to the
+	// first revision of the current term), as a replica failover or an AOF
+	// rollback does.
+	FaultRollback
+	// FaultRestore restores a stale backup: revision 1, holder cleared.
+	FaultRestore
+	// FaultRenewCut waits up to Window for the leader to send a renewal,
+	// reconfigures it with Config while the renewal is in flight, then cuts
+	// it off both ways for Dur.
+	FaultRenewCut
+	// FaultHold waits up to Window for a follower's read or losing swap
+	// while a node leads, holds that operation in flight for Dur (its
+	// request if Requests, else its reply), then cuts the leader off both
+	// ways for Cut.
+	FaultHold
+	// FaultJitter delays each message, with probability Prob, by up to
+	// Latency more, for Dur.
+	FaultJitter
 )
 
-var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure"}
+// lastFaultKind is the largest FaultKind.
+const lastFaultKind = FaultJitter
+
+var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter"}
 
 func (k FaultKind) String() string {
 	if int(k) < len(faultNames) && k > 0 {
@@ -59,6 +89,22 @@ type Fault struct {
 	Prob        float64
 	Latency     time.Duration
 	Config      lease.Config
+	// Record is the forged record (forge, forgewatch); a zero Holder,
+	// Token or Transitions means the stored one.
+	Record fsm.Lease
+	// Touch makes a rollback go back to the first revision of the current
+	// term (same holder and token).
+	Touch bool
+	// Revision is the revision of a forged watch event, or how many
+	// revisions a rollback goes back.
+	Revision lease.Revision
+	// Window is how long a targeted fault waits for its trigger.
+	Window time.Duration
+	// Cut is how long a hold cuts the leader off.
+	Cut time.Duration
+	// Mask is the set of nodes (bit i for node i) that receive a forged
+	// watch event.
+	Mask uint64
 }
 
 func (f Fault) String() string {
@@ -83,18 +129,21 @@ func (f Fault) String() string {
 		c := f.Config
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
 	}
+	if f.Kind > FaultReconfigure && f.Kind <= lastFaultKind {
+		return advString(f)
+	}
 	return f.Kind.String()
 }
 
 func (f Fault) validate(nodes int) error {
 	switch {
-	case f.Kind < FaultCrash || f.Kind > FaultReconfigure:
+	case f.Kind < FaultCrash || f.Kind > lastFaultKind:
 		return fmt.Errorf("sim: unknown fault kind %d", f.Kind)
 	case f.Node < 0 || f.Node >= nodes:
 		return fmt.Errorf("sim: fault %v: no node %d", f.Kind, f.Node)
 	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || f.Prob < 0 || f.Prob > 1:
 		return fmt.Errorf("sim: fault %v: negative time or probability out of [0, 1]", f)
-	case f.Kind == FaultReconfigure:
+	case f.Kind == FaultReconfigure || f.Kind == FaultRenewCut:
 		return f.Config.Validate()
 	}
 	return nil
@@ -159,6 +208,8 @@ func (s *Cluster) applyFault(i int) {
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Reconfigure, Config: f.Config})
 		}
+	default:
+		s.applyAdv(i, &end)
 	}
 	if s.tl != nil {
 		s.tl.fault(s.now, f)
@@ -195,6 +246,8 @@ func (s *Cluster) endFault(ev *simEvent) {
 		c.active--
 		// Messages sent during the spike still arrive late.
 		c.disturbed(s.now + s.net.slowLat)
+	default:
+		s.endAdv(ev)
 	}
 }
 
@@ -202,6 +255,9 @@ func (s *Cluster) endFault(ev *simEvent) {
 // first 80% of the run, so that the rest is calm and liveness is checked.
 func randomSchedule(s *Cluster) []Fault {
 	f := s.opt.Faults
+	if f.adversarial() {
+		return advSchedule(s)
+	}
 	var kinds []FaultKind
 	add := func(on bool, k FaultKind) {
 		if on {
@@ -263,10 +319,12 @@ func randomSchedule(s *Cluster) []Fault {
 // a vanished record takes its holder's promise with it, so the design
 // requires (docs/design.md) that every elector's LeaseDuration exceed every
 // other's RenewDeadline there, which one shared LeaseDuration guarantees.
+// The same holds when an adversary writes the store: a forged or
+// rolled-back record replaces its holder's promise too.
 func randomConfig(s *Cluster) lease.Config {
 	for {
 		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
-		if s.opt.Faults.DataLoss {
+		if s.opt.Faults.DataLoss || s.opt.Faults.adversarial() {
 			l = int64(s.opt.Config.LeaseDuration)
 		}
 		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))

@@ -35,6 +35,7 @@ type node struct {
 	beliefEnd int64 // real time at which the current belief ends
 	token     uint64
 	maxRev    lease.Revision
+	adv       nodeAdv // the checks of budget.go
 }
 
 // local is the node's monotonic clock at real time real.
@@ -89,6 +90,7 @@ func (s *Cluster) boot(n *node) {
 	}
 	n.m, n.up, n.gen = m, true, n.gen+1
 	n.opPending, n.timerAt, n.maxRev, n.token, n.beliefEnd = false, -1, 0, 0, 0
+	s.advBoot(n)
 	s.tracef(n.idx, "boot as %s", n.id)
 	s.chk.disturbed(s.now)
 	if s.tl != nil {
@@ -131,6 +133,7 @@ func (s *Cluster) step(n *node, ev fsm.Event) {
 		s.traceStep(n, ev, acts, before, after)
 	}
 	s.chk.transition(n, before, after, acts)
+	s.advStepped(n, &ev)
 	for _, a := range acts {
 		s.perform(n, a)
 	}
@@ -161,6 +164,7 @@ func (s *Cluster) arm(n *node) {
 
 // perform carries out one action as lead's driver does.
 func (s *Cluster) perform(n *node, a fsm.Action) {
+	s.advAction(n, a)
 	switch a.Kind {
 	case fsm.Read, fsm.Swap:
 		n.op++
@@ -211,6 +215,10 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 	n.opPending = false
 	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
 	switch {
+	case ev.result == resFailed && ev.opKind == opRead:
+		e = fsm.Event{Kind: fsm.ReadFailed, Err: errRefused}
+	case ev.result == resFailed:
+		e = fsm.Event{Kind: fsm.SwapFailed, Err: errRefused}
 	case ev.opKind == opRead:
 		e.Kind = fsm.ReadDone
 	case ev.result == resDone:

@@ -44,6 +44,41 @@ type Faults struct {
 	Release bool
 	// Reconfigure gives nodes other valid timings.
 	Reconfigure bool
+
+	// The adversary (adversary.go, targeted.go). While any of Forge,
+	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
+	// random schedule is drawn by advSchedule, on a time scale set by the
+	// lease, and every reconfiguration keeps the initial LeaseDuration.
+
+	// Forge lets an outside writer store forged records for a while:
+	// extreme LeaseDurations (1ns to math.MaxInt64), tokens near
+	// lease.MaxToken and beyond it, foreign and invalid holders. At the end
+	// of its window it removes its record if it still stands.
+	Forge bool
+	// ForgeWatch pushes records the store does not hold, with huge
+	// revisions, to some nodes' watch feeds.
+	ForgeWatch bool
+	// Rollback rewinds the store's record and revision to an earlier
+	// revision (a replica failover, an AOF rollback).
+	Rollback bool
+	// Restore restores a stale backup: revision 1, holder cleared.
+	Restore bool
+	// CorruptAsValid makes the store and the node driver hand records that
+	// fail store.ValidateStored to the machine as valid observations, so
+	// that the machine itself must defend against them. Otherwise the
+	// simulation does what a validating store and lead do: a read or a
+	// swap of such a record fails (ErrCorruptRecord, nothing written), and
+	// a watch event carrying it is dropped.
+	CorruptAsValid bool
+	// Targeted aims faults at the leader when events trigger them: a
+	// reconfiguration while a renewal is in flight followed by a cut, and a
+	// follower's operation held in flight before the leader goes silent.
+	Targeted bool
+	// Jitter delays single messages, each drawn on its own.
+	Jitter bool
+	// Extreme draws reconfigurations over the whole valid range of
+	// lease.Config (see ExtremeConfig).
+	Extreme bool
 }
 
 // AllFaults returns every fault switched on, except DriftBeyond.
@@ -94,7 +129,8 @@ type Violation struct {
 	// At is the real time of the failure.
 	At time.Duration
 	// Check names the check: "one-leader", "tokens", "fence", "liveness",
-	// "handover", "monotonic", "transition", "livelock".
+	// "handover", "monotonic", "transition", "livelock", and those of
+	// budget.go: "budget", "overflow", "recovery".
 	Check string
 	// Msg says what went wrong.
 	Msg string
@@ -147,6 +183,7 @@ type Cluster struct {
 	faults []Fault
 	res    Result
 	buf    []byte // trace line buffer
+	adv    adversary
 }
 
 // New validates o, fills in defaults and builds a simulation.
@@ -222,13 +259,14 @@ func New(o Options) (*Cluster, error) {
 		if err := f.validate(o.Nodes); err != nil {
 			return nil, err
 		}
-		if f.Kind == FaultReconfigure {
+		if f.Kind == FaultReconfigure || f.Kind == FaultRenewCut {
 			cfgs = append(cfgs, f.Config)
 		}
 		s.push(simEvent{at: int64(f.At), kind: evFault, count: i})
 	}
 	s.faults = schedule
 	s.chk.setBounds(cfgs)
+	s.advInit(cfgs)
 	for _, n := range s.nodes {
 		s.boot(n)
 	}
@@ -303,6 +341,9 @@ func (s *Cluster) dispatch(ev *simEvent) {
 		return
 	case evHandover:
 		s.chk.handover(ev)
+		return
+	case evAdv:
+		s.advEvent(ev)
 		return
 	}
 	// The rest is delivered to a node.
