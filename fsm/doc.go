@@ -35,4 +35,43 @@
 // revision. Since RenewDeadline < LeaseDuration, the leader's belief ends
 // before any follower's patience does, whatever the offset between clocks;
 // their rates may drift apart by a bounded margin (see docs/design.md).
+//
+// # Untrusted input
+//
+// Whatever a store returns, and whatever a driver feeds it, the machine
+// neither overflows nor panics: every sum of times saturates (a wait that
+// does not fit in a time.Duration never ends; a leader's belief still does),
+// and nothing it writes leaves the bounds of a stored record.
+//
+//   - Watch events are hints. They never change what the node believes or
+//     waits for; one that claims something that would change what the node
+//     does (another holder or token, a record gone) makes it read the
+//     record (a leader renews instead), at once or after the request in
+//     flight, and the answer is what counts. An answer that does not
+//     confirm the hint (the record it claimed, or a newer revision someone
+//     else wrote) proves it stale or forged: hints are then ignored for a
+//     RetryInterval.
+//   - A record out of bounds (see InBounds) or flagged Event.Corrupt is
+//     refused: none of its fields enters the state, a leader that meets it
+//     steps down, and nobody takes the lease over until the record is
+//     replaced or removed. The machine reports ProblemCorrupt.
+//   - Answers (reads and swap replies) come one at a time, each sent after
+//     the previous one returned, so a revision older than one accepted (or
+//     no record after one, in a store that keeps its records) means the
+//     store went back in time. The machine reports ProblemRollback, steps
+//     down if it leads, follows what the store holds now, and starts no
+//     term before a full lease has passed (HoldUntil).
+//   - A new term's token is one above the largest token accepted. When that
+//     is lease.MaxToken no new term starts (TokensExhausted), and the
+//     machine reports ProblemTokensExhausted whenever it would have started
+//     one.
+//
+// # Request budget
+//
+// One request is scheduled per retry pause (at least RetryInterval). Before
+// the next one is due, at most two more may follow an answer (an acquire
+// after a read showed the lease free, one retry after a conflict, a release
+// after a term ended), and one read per watch hint; a hint contradicted by
+// the store mutes hints for a RetryInterval. No store behaviour makes the
+// machine loop. docs/design.md states the bound.
 package fsm

@@ -114,6 +114,12 @@ type Event struct {
 	Lease    Lease
 	Revision lease.Revision
 	Absent   bool
+	// Corrupt says that the store answered, but with a record that cannot
+	// be read or breaks the bounds of a stored record (store.ValidateStored);
+	// Lease is then ignored. The machine refuses such a record on its own
+	// too: a Lease out of bounds (see InBounds), or a record at Revision 0,
+	// counts as Corrupt.
+	Corrupt bool
 	// Release asks a stopping leader to release the lease (Stop).
 	Release bool
 	// Config holds the new timings (Reconfigure).
@@ -139,6 +145,9 @@ const (
 	StoppedLeading
 	// Done: the machine has stopped; it ignores every later event.
 	Done
+	// Report: the machine met something its driver should tell the
+	// operator about (Problem says what). It asks for no store operation.
+	Report
 )
 
 func (k ActionKind) String() string {
@@ -153,6 +162,8 @@ func (k ActionKind) String() string {
 		return "StoppedLeading"
 	case Done:
 		return "Done"
+	case Report:
+		return "Report"
 	}
 	return fmt.Sprintf("ActionKind(%d)", uint8(k))
 }
@@ -210,6 +221,48 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
+// Problem says what a Report is about.
+type Problem uint8
+
+// The problems a Machine reports.
+const (
+	// ProblemCorrupt: the store answered with a record the machine refused
+	// (Event.Corrupt, or out of bounds). Revision is the record's. The
+	// machine starts no term and waits for nothing on account of it: it
+	// polls until the store holds a valid record or none.
+	ProblemCorrupt Problem = iota + 1
+	// ProblemRollback: the store showed a revision older than one the
+	// machine had accepted (or, in a store that keeps its records, no record
+	// after one), in a read or a swap's reply. Revision is what it shows
+	// now (0: no record), Newest the newest revision accepted before. The
+	// machine steps down if it leads and starts no term before Until: a full
+	// lease of what it last saw, counted from now.
+	ProblemRollback
+	// ProblemTokensExhausted: the lease is free or expired, but the largest
+	// token seen (Token) is lease.MaxToken, so no new term can start. The
+	// machine keeps polling; see also Machine.TokensExhausted.
+	ProblemTokensExhausted
+	// ProblemLongWait: the machine waits Wait (longer than its own
+	// LeaseDuration) before it may take over the record it observes, because
+	// of a longer lease it saw; the wait ends at Until.
+	ProblemLongWait
+)
+
+// String names the problem for logs.
+func (p Problem) String() string {
+	switch p {
+	case ProblemCorrupt:
+		return "corrupt record"
+	case ProblemRollback:
+		return "revision rollback"
+	case ProblemTokensExhausted:
+		return "tokens exhausted"
+	case ProblemLongWait:
+		return "long wait"
+	}
+	return fmt.Sprintf("Problem(%d)", uint8(p))
+}
+
 // Action is one output of a Machine.
 type Action struct {
 	Kind ActionKind
@@ -217,12 +270,31 @@ type Action struct {
 	Swap     SwapKind
 	Expected lease.Revision
 	Next     Lease
-	// Token is the term's token (StartedLeading, StoppedLeading).
+	// Token is the term's token (StartedLeading, StoppedLeading), or the
+	// largest token seen (ProblemTokensExhausted).
 	Token uint64
 	// Since is when the term began (StartedLeading).
 	Since time.Duration
 	// Reason is why the term ended (StoppedLeading).
 	Reason Reason
+	// Problem, Revision, Newest, Until and Wait describe a Report (see the
+	// Problem constants for which fields each fills in).
+	Problem  Problem
+	Revision lease.Revision
+	Newest   lease.Revision
+	Until    time.Duration
+	Wait     time.Duration
+}
+
+// InBounds reports whether l lies within the bounds of a stored record: its
+// LeaseDuration in [0, lease.MaxDuration] and positive while l has a
+// holder, its Token and Transitions at most lease.MaxToken. A Machine
+// refuses an observed Lease out of these bounds, as store.ValidateStored
+// does for whole records (which also checks the holder's spelling).
+func InBounds(l Lease) bool {
+	return l.LeaseDuration >= 0 && l.LeaseDuration <= lease.MaxDuration &&
+		(l.Holder == "" || l.LeaseDuration > 0) &&
+		l.Token <= lease.MaxToken && l.Transitions <= lease.MaxToken
 }
 
 // Rand is a source of uniform numbers in [0, 1). *math/rand/v2.Rand is one.

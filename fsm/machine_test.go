@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -79,6 +80,34 @@ func stopped(token uint64, r Reason) Action {
 	return Action{Kind: StoppedLeading, Token: token, Reason: r}
 }
 func aDone() Action { return Action{Kind: Done} }
+func rolledBack(to, newest lease.Revision, until, wait time.Duration) Action {
+	return Action{Kind: Report, Problem: ProblemRollback, Revision: to, Newest: newest, Until: until, Wait: wait}
+}
+func corrupt(rev lease.Revision) Action {
+	return Action{Kind: Report, Problem: ProblemCorrupt, Revision: rev}
+}
+func exhausted(token uint64) Action {
+	return Action{Kind: Report, Problem: ProblemTokensExhausted, Token: token}
+}
+func longWait(rev lease.Revision, wait, until time.Duration) Action {
+	return Action{Kind: Report, Problem: ProblemLongWait, Revision: rev, Wait: wait, Until: until}
+}
+func readCorrupt(t time.Duration, rev lease.Revision) Event {
+	return Event{Kind: ReadDone, Now: t, Revision: rev, Corrupt: true}
+}
+func watchedCorrupt(t time.Duration, rev lease.Revision) Event {
+	return Event{Kind: Watched, Now: t, Revision: rev, Corrupt: true}
+}
+
+// polls returns the steps of a follower polling every 9s (the slow config)
+// from first until before end, each read answered 1ms later with l at rev.
+func polls(first, end time.Duration, l Lease, rev lease.Revision) []step {
+	var out []step
+	for t := first; t < end; t += 9 * s {
+		out = append(out, step{tick(t), []Action{aRead()}, Follower}, step{read(t+ms, l, rev), nil, Follower})
+	}
+	return out
+}
 
 type step struct {
 	ev    Event
@@ -171,15 +200,63 @@ func TestTransitions(t *testing.T) {
 			{tick(24*s + 1*ms - ns), nil, Follower},
 			{tick(24*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
 		})},
-		{"an older revision is ignored", false, true, join(followOther(), []step{
+		{"a watched renewal is not news: no read, and patience is not restarted", false, true, join(followOther(), []step{
 			{watched(3*s, other(4, 2), 12), nil, Follower},
 			{tick(9 * s), []Action{aRead()}, Follower},
-			{read(9*s+ms, released(4, 2), 11), nil, Follower},
-			{tick(18*s - ns), nil, Follower},
-			{tick(18 * s), []Action{acquire(12, me(5, 3))}, Candidate},
+			{read(9*s+ms, other(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms - ns), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
-		{"a watched release is taken at once", false, false, join(followOther(), []step{
-			{watched(500*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		{"a watched revision older than the one accepted is not news", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 9), nil, Follower},
+			{watched(1*s, released(4, 2), 10), nil, Follower},
+			{tick(2*s - ns), nil, Follower},
+		})},
+		{"a watched release is read, then taken: one round trip more", false, false, join(followOther(), []step{
+			{watched(500*ms, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(501*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a hint during a read in flight is settled by a read that follows", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{watched(2*s+1*ms, released(4, 2), 11), nil, Follower},
+			{read(2*s+2*ms, other(4, 2), 10), []Action{aRead()}, Follower},
+			{read(2*s+3*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a hint the answer in flight covers needs no read", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{watched(2*s+1*ms, released(4, 2), 11), nil, Follower},
+			{read(2*s+2*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a failed hinted read drops the hint; polling goes on", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{readFailed(1*s + 1*ms), nil, Follower},
+			{tick(2*s - ns), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+		})},
+		{"a forged hint costs one read, then hints are ignored for a RetryInterval", false, false, join(followOther(), []step{
+			{watched(1*s, Lease{Holder: "evil", Token: lease.MaxToken, LeaseDuration: lease.MaxDuration}, math.MaxUint64), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, other(4, 2), 10), nil, Follower},
+			{watched(1*s+2*ms, released(4, 2), math.MaxUint64), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, other(4, 2), 10), nil, Follower},
+			{watchedAbsent(3*s + 1*ms - ns), nil, Follower},
+			{watchedCorrupt(3*s+1*ms, 11), []Action{aRead()}, Follower},
+			{read(3*s+2*ms, other(4, 2), 10), nil, Follower},
+			// The forged events changed nothing: patience counts from the
+			// first read of revision 10.
+			{tick(4 * s), []Action{aRead()}, Follower},
+			{read(4*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(6 * s), []Action{aRead()}, Follower},
+			{read(6*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(8 * s), []Action{aRead()}, Follower},
+			{read(8*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(12 * s), []Action{aRead()}, Follower},
+			{read(12*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(14 * s), []Action{aRead()}, Follower},
+			{read(14*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"own record after a restart is waited out, not trusted", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
@@ -207,25 +284,28 @@ func TestTransitions(t *testing.T) {
 			{done(2*ms, me(1_000_000, 0), 3), []Action{started(1_000_000, 1*ms)}, Leader},
 		}},
 		{"candidate conflict follows the winner", false, true, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
-			{conflict(1*s+ms, other(5, 3), 12), nil, Follower},
-			{tick(10 * s), []Action{aRead()}, Follower},
-			{read(10*s+ms, other(5, 3), 12), nil, Follower},
-			{tick(16*s + ms - ns), nil, Follower},
-			{tick(16*s + ms), []Action{acquire(12, me(6, 4))}, Candidate},
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{conflict(1*s+2*ms, other(5, 3), 12), nil, Follower},
+			{tick(10*s + 1*ms), []Action{aRead()}, Follower},
+			{read(10*s+2*ms, other(5, 3), 12), nil, Follower},
+			{tick(16*s + 2*ms - ns), nil, Follower},
+			{tick(16*s + 2*ms), []Action{acquire(12, me(6, 4))}, Candidate},
 		})},
 		{"candidate failure forgets, reads after the pause, then confirms its own write", false, false, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
 			{failed(1*s + 200*ms), nil, Follower},
-			{tick(3*s - ns), nil, Follower},
-			{tick(3 * s), []Action{aRead()}, Follower},
+			{tick(3*s + 1*ms - ns), nil, Follower},
+			{tick(3*s + 1*ms), []Action{aRead()}, Follower},
 			{read(3*s+100*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Candidate},
 			{done(3*s+200*ms, me(5, 3), 13), []Action{started(5, 3*s+100*ms)}, Leader},
 		})},
 		{"candidate failure: someone else won", false, false, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
 			{failed(1*s + 200*ms), nil, Follower},
-			{tick(3 * s), []Action{aRead()}, Follower},
+			{tick(3*s + 1*ms), []Action{aRead()}, Follower},
 			{read(3*s+100*ms, other(5, 3), 12), nil, Follower},
 		})},
 		{"leader renews every RetryInterval from the last send", false, false, join(leaderAt(), []step{
@@ -256,7 +336,15 @@ func TestTransitions(t *testing.T) {
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
 			{conflict(2*s+2*ms, other(6, 4), 13), []Action{stopped(5, ReasonLost)}, Follower},
 		})},
-		{"leader conflict on a vanished record steps down", false, false, join(leaderAt(), []step{
+		{"a record vanishing from a store that keeps records is a rollback: the leader steps down, nobody leads for a lease", false, true, join(leaderAt(), []step{
+			{tick(9*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflictAbsent(9*s + 2*ms), []Action{rolledBack(0, 11, 24*s+2*ms, 15*s), stopped(5, ReasonLost)}, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(18*s + 2*ms), nil, Follower},
+			{tick(24*s + 2*ms - ns), nil, Follower},
+			{tick(24*s + 2*ms), []Action{acquire(0, me(6, 4))}, Candidate},
+		})},
+		{"leader conflict on a vanished record in a lossy store steps down and claims", true, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
 			{conflictAbsent(2*s + 2*ms), []Action{stopped(5, ReasonLost), acquire(0, me(6, 4))}, Candidate},
 		})},
@@ -269,19 +357,70 @@ func TestTransitions(t *testing.T) {
 			{tick(6*s + 2*ms - ns), nil, Leader},
 			{tick(6*s + 2*ms), []Action{renew(13, me(5, 3))}, Leader},
 		})},
-		{"leader watching another holder steps down at once", false, false, join(leaderAt(), []step{
-			{watched(1*s, other(6, 4), 12), []Action{stopped(5, ReasonLost)}, Follower},
+		{"leader watching another holder renews at once, and steps down on the conflict", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), 12), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(1*s+1*ms, other(6, 4), 12), []Action{stopped(5, ReasonLost)}, Follower},
 		})},
-		{"leader ignores a watched absence (it cannot be ordered)", false, false, join(leaderAt(), []step{
-			{watchedAbsent(1 * s), nil, Leader},
+		{"leader keeps leading after a forged watch event; the renewal it cost moves the pace on", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), math.MaxUint64), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{watched(1*s+2*ms, other(6, 4), math.MaxUint64), nil, Leader},
+			{tick(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"a forged event claiming the next revision is not confirmed by the renewal it caused", false, false, join(leaderAt(), []step{
+			{watched(1*s, other(6, 4), 12), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{watched(1*s+2*ms, other(6, 4), 13), nil, Leader},
+			{watchedAbsent(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"forged absences cost a leader one renewal per RetryInterval", false, false, join(leaderAt(), []step{
+			{watchedAbsent(1 * s), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{watchedAbsent(1*s + 2*ms), nil, Leader},
+			{watchedAbsent(2 * s), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+			{done(3*s+1*ms-2*ns, me(5, 3), 13), nil, Leader},
+			{watchedAbsent(3*s + 1*ms - ns), nil, Leader},
+			{watchedAbsent(3*s + 1*ms), []Action{renew(13, me(5, 3))}, Leader},
+		})},
+		{"a read confirming a hint at its revision with its record does not mute hints", false, false, join(followOther(), []step{
+			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, other(5, 3), 11), nil, Follower},
+			{watched(1*s+2*ms, released(5, 3), 12), []Action{aRead()}, Follower},
+		})},
+		{"a read showing the hinted revision with another record mutes hints", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, other(4, 2), 11), nil, Follower},
+			{watched(1*s+2*ms, released(4, 2), 12), nil, Follower},
+		})},
+		{"leader checks a watched absence with a renewal", false, false, join(leaderAt(), []step{
+			{watchedAbsent(1 * s), []Action{renew(11, me(5, 3))}, Leader},
+			{done(1*s+1*ms, me(5, 3), 12), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"a hint during a leader's renewal that its answer does not cover: one more renewal", false, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, other(6, 4), 13), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Leader},
+			{done(2*s+4*ms, me(5, 3), 13), nil, Leader},
+			{tick(4*s + 3*ms), []Action{renew(13, me(5, 3))}, Leader},
 		})},
-		{"a read sent before the newest observation cannot report absence", false, false, join(followOther(), []step{
-			{tick(2 * s), []Action{aRead()}, Follower},
-			{watched(2*s+1*ms, other(4, 2), 11), nil, Follower},
-			{readAbsent(2*s + 2*ms), nil, Follower},
-			{tick(4 * s), []Action{aRead()}, Follower},
-			{readAbsent(4*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+		{"a leader's own renewal seen through the watch is not news", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, me(5, 3), 12), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), nil, Leader},
+			{watched(2*s+4*ms, me(5, 3), 12), nil, Leader},
+			{tick(4*s + 1*ms - ns), nil, Leader},
+		})},
+		{"a read showing no record after one, in a store that keeps records, is a rollback", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 1*ms), []Action{rolledBack(0, 10, 24*s+1*ms, 15*s)}, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{readAbsent(18*s + 1*ms), nil, Follower},
+			{tick(24*s + 1*ms - ns), nil, Follower},
+			{tick(24*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
 		})},
 		{"leader watching its own renewal stays", false, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
@@ -303,7 +442,8 @@ func TestTransitions(t *testing.T) {
 			{conflict(2*s+4*ms, other(6, 4), 13), []Action{aDone()}, Follower},
 		})},
 		{"stop as candidate gives back what it won", false, false, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
 			{stop(1*s+ms, true), nil, Candidate},
 			{done(1*s+2*ms, me(5, 3), 12), []Action{release(12, released(5, 3))}, Expiring},
 			{done(1*s+3*ms, released(5, 3), 13), []Action{aDone()}, Follower},
@@ -358,43 +498,206 @@ func TestTransitions(t *testing.T) {
 			{tick(24*s + 2*ms), []Action{acquire(1, me(2, 0))}, Candidate},
 		}},
 		{"lossy store: an older unknown acquire does not make a later claim confirmable", true, true, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
-			{failed(1*s + 200*ms), nil, Follower},
-			{tick(10 * s), []Action{aRead()}, Follower},
-			{readAbsent(10*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{failed(10*s + 500*ms), nil, Follower},
-			{tick(19*s + 1*ms), []Action{aRead()}, Follower},
-			{read(19*s+2*ms, me(5, 3), 12), nil, Follower},
-			{tick(28*s + 1*ms), []Action{aRead()}, Follower},
-			{read(28*s+2*ms, me(5, 3), 12), nil, Follower},
-			{tick(34*s + 2*ms - ns), nil, Follower},
-			{tick(34*s + 2*ms), []Action{acquire(12, me(6, 3))}, Candidate},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(9*s + 200*ms), nil, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(18*s + 2*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{failed(18*s + 500*ms), nil, Follower},
+			{tick(27*s + 2*ms), []Action{aRead()}, Follower},
+			{read(27*s+3*ms, me(5, 3), 12), nil, Follower},
+			{tick(36*s + 2*ms), []Action{aRead()}, Follower},
+			{read(36*s+3*ms, me(5, 3), 12), nil, Follower},
+			{tick(42*s + 3*ms - ns), nil, Follower},
+			{tick(42*s + 3*ms), []Action{acquire(12, me(6, 3))}, Candidate},
 		})},
-		{"a read sent at the instant of a newer observation cannot report absence", false, false, []step{
+		{"a read's absence counts even after a watched record; the conflict shows the record", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
 			{watched(0, other(1, 0), 1), nil, Follower},
-			{readAbsent(0), nil, Follower},
+			{readAbsent(0), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflict(0, other(1, 0), 1), nil, Follower},
+			{tick(2*s - ns), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
 		}},
-		{"a conflict's reply brings back a record an older read called absent", false, true, join(followOther(), []step{
+		{"lossy store: a record back after a read found none is a rollback", true, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{conflict(9*s+2*ms, other(4, 2), 10), nil, Follower},
-			{tick(9*s + 3*ms), nil, Follower},
-		})},
-		{"a revision seen to vanish is not news again", false, true, join(followOther(), []step{
-			{tick(9 * s), []Action{aRead()}, Follower},
-			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{conflict(9*s+2*ms, other(5, 3), 12), nil, Follower},
-			{watched(9*s+3*ms, other(4, 2), 10), nil, Follower},
-			{watched(9*s+4*ms, other(5, 3), 12), nil, Follower},
-			{tick(24*s + 2*ms), []Action{acquire(12, me(6, 4))}, Candidate},
+			{conflict(9*s+2*ms, other(4, 2), 10), []Action{rolledBack(10, 10, 24*s+2*ms, 15*s)}, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{read(18*s+2*ms, other(4, 2), 10), nil, Follower},
+			{tick(24*s + 2*ms - ns), nil, Follower},
+			{tick(24*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"after an unknown outcome the newest revision is news again, an older one is not", false, true, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
-			{failed(1*s + 200*ms), nil, Follower},
-			{watched(2*s, other(4, 2), 10), nil, Follower},
-			{tick(10 * s), []Action{aRead()}, Follower},
-			{read(10*s+ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(9*s + 200*ms), nil, Follower},
+			{watched(10*s, other(4, 2), 10), nil, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{read(18*s+2*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		// Revisions that go backwards (restore from a backup, replica
+		// promotion, hand edit).
+		{"a read older than the newest accepted is a rollback: no term before a full lease from then", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, other(4, 2), 1), []Action{rolledBack(1, 10, 24*s+1*ms, 15*s)}, Follower},
+			{tick(15*s + 1*ms), nil, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{read(18*s+1*ms, other(4, 2), 1), nil, Follower},
+			{tick(24*s + 1*ms - ns), nil, Follower},
+			{tick(24*s + 1*ms), []Action{acquire(1, me(5, 3))}, Candidate},
+			{done(24*s+2*ms, me(5, 3), 2), []Action{started(5, 24*s+1*ms)}, Leader},
+		})},
+		{"a rollback to a free record (revision 1, no holder) is not taken before a full lease; the token stays above all seen", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(1, 0), 1), []Action{rolledBack(1, 10, 24*s+1*ms, 15*s)}, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{read(18*s+1*ms, released(1, 0), 1), nil, Follower},
+			{tick(24*s + 1*ms - ns), nil, Follower},
+			{tick(24*s + 1*ms), []Action{acquire(1, me(5, 3))}, Candidate},
+		})},
+		{"the same revision holding another record is a rollback", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 10), []Action{rolledBack(10, 10, 24*s+1*ms, 15*s)}, Follower},
+		})},
+		{"a rollback waits the longer of the last record's lease and its own", false, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, Lease{Holder: "other", Token: 4, Transitions: 2, LeaseDuration: 40 * s}, 10), []Action{longWait(10, 40*s, 40*s+1*ms)}, Follower},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 3), []Action{rolledBack(3, 10, 49*s+1*ms, 40*s)}, Follower},
+		}},
+		{"a leader whose renewal meets its own record at an older revision steps down: a rollback", false, true, join(leaderAt(), []step{
+			{tick(9*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(9*s+2*ms, me(5, 3), 3), []Action{rolledBack(3, 11, 24*s+2*ms, 15*s), stopped(5, ReasonLost)}, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{read(18*s+2*ms, me(5, 3), 3), nil, Follower},
+			{tick(24*s + 2*ms - ns), nil, Follower},
+			{tick(24*s + 2*ms), []Action{acquire(3, me(6, 3))}, Candidate},
+		})},
+		{"a swap reported done at an older revision is a rollback, not a term", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{done(9*s+2*ms, me(5, 3), 7), []Action{rolledBack(7, 11, 24*s+2*ms, 15*s)}, Follower},
+		})},
+		{"a rollback forgets an acquire with an unknown outcome", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(9*s + 500*ms), nil, Follower},
+			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
+			{read(18*s+2*ms, me(5, 3), 5), []Action{rolledBack(5, 11, 33*s+2*ms, 15*s)}, Follower},
+			{tick(27*s + 1*ms), []Action{aRead()}, Follower},
+			{read(27*s+2*ms, me(5, 3), 5), nil, Follower},
+			{tick(33*s + 2*ms), []Action{acquire(5, me(6, 3))}, Candidate},
+		})},
+		// The request budget: no store behaviour makes a loop.
+		{"a conflict showing the revision it expected gets one retry, then the retry pause", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{conflict(9*s+2*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{conflict(9*s+3*ms, released(4, 2), 11), nil, Follower},
+			{tick(18*s + 2*ms - ns), nil, Follower},
+			{tick(18*s + 2*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a leader's renewals meeting its own record again and again pause after two retries", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{conflict(2*s+2*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Leader},
+			{conflict(2*s+3*ms, me(5, 3), 13), []Action{renew(13, me(5, 3))}, Leader},
+			{conflict(2*s+4*ms, me(5, 3), 14), nil, Leader},
+			{tick(4*s + 3*ms - ns), nil, Leader},
+			{tick(4*s + 3*ms), []Action{renew(14, me(5, 3))}, Leader},
+		})},
+		// Records out of bounds are refused.
+		{"a record out of bounds is refused: no takeover, no token or wait from it; a valid one is taken at once", false, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, Lease{Holder: "evil", Token: lease.MaxToken + 1, LeaseDuration: math.MaxInt64}, 11), []Action{corrupt(11)}, Follower},
+			{tick(15*s + 1*ms), nil, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{readCorrupt(18*s+1*ms, 11), []Action{corrupt(11)}, Follower},
+			{tick(27 * s), []Action{aRead()}, Follower},
+			{read(27*s+1*ms, released(4, 2), 12), []Action{acquire(12, me(5, 3))}, Candidate},
+		})},
+		{"a leader whose renewal meets a corrupt record steps down", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{Event{Kind: SwapConflict, Now: 2*s + 2*ms, Revision: 12, Corrupt: true}, []Action{corrupt(12), stopped(5, ReasonLost)}, Follower},
+			{tick(4*s + 1*ms), []Action{aRead()}, Follower},
+		})},
+		{"a candidate whose swap is reported done with a record out of bounds does not lead", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{done(2*s+2*ms, Lease{Holder: "me", Token: 5, Transitions: 3}, 12), []Action{corrupt(12)}, Follower},
+		})},
+		{"a swap reported done with no record is not led on", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{Event{Kind: SwapDone, Now: 2*s + 2*ms, Lease: me(5, 3), Absent: true}, []Action{corrupt(0)}, Follower},
+		})},
+		{"confirming an acquire with an unknown outcome promises its own LeaseDuration, whatever the store shows", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{failed(2*s + 200*ms), nil, Follower},
+			{tick(4*s + 1*ms), []Action{aRead()}, Follower},
+			{read(4*s+2*ms, Lease{Holder: "me", Token: 5, Transitions: 3, LeaseDuration: 1}, 12), []Action{renew(12, me(5, 3))}, Candidate},
+		})},
+		{"a store that lowers the token of a new term is not led on", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{done(2*s+2*ms, me(4, 3), 12), nil, Follower},
+		})},
+		// Token exhaustion.
+		{"the last token is issued", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(lease.MaxToken-1, 2), 10), []Action{acquire(10, me(lease.MaxToken, 3))}, Candidate},
+			{done(2*ms, me(lease.MaxToken, 3), 11), []Action{started(lease.MaxToken, 1*ms)}, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(lease.MaxToken, 3))}, Leader},
+		}},
+		{"tokens exhausted: no new term, a report per answer, polling goes on", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(lease.MaxToken, 2), 10), []Action{exhausted(lease.MaxToken)}, Follower},
+			{tick(2*s - ns), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, released(lease.MaxToken, 2), 10), []Action{exhausted(lease.MaxToken)}, Follower},
+			{tick(3 * s), nil, Follower},
+		}},
+		{"tokens exhausted: a held record is not taken over when it expires", false, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, other(lease.MaxToken, 2), 10), nil, Follower},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, other(lease.MaxToken, 2), 10), nil, Follower},
+			{tick(15*s + 1*ms), []Action{exhausted(lease.MaxToken)}, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+		}},
+		{"Transitions stops at its bound", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, lease.MaxToken), 10), []Action{acquire(10, Lease{Holder: "me", Token: 5, Transitions: lease.MaxToken, LeaseDuration: 15 * s})}, Candidate},
+		}},
+		// maxLease (lossy stores) comes from accepted records only and
+		// decays once an absence has been waited out in full.
+		{"lossy store: a longer lease seen is waited out after a loss, then forgotten", true, true, join([]step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, Lease{Holder: "other", Token: 4, Transitions: 2, LeaseDuration: 60 * s}, 10), []Action{longWait(10, 60*s, 60*s+1*ms)}, Follower},
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{done(9*s+2*ms, me(5, 3), 11), []Action{longWait(11, 60*s, 69*s+2*ms)}, Follower},
+		}, polls(18*s+1*ms, 69*s+2*ms, me(5, 3), 11), []step{
+			{tick(69*s + 2*ms - ns), nil, Follower},
+			{tick(69*s + 2*ms), []Action{acquire(11, me(6, 3))}, Candidate},
+			{done(69*s+3*ms, me(6, 3), 12), []Action{started(6, 69*s+2*ms)}, Leader},
+			{tick(78*s + 2*ms), []Action{renew(12, me(6, 3))}, Leader},
+			{conflictAbsent(78*s + 3*ms), []Action{stopped(6, ReasonLost), acquire(0, me(7, 4))}, Candidate},
+			{done(78*s+4*ms, me(7, 4), 13), nil, Follower},
+		}, polls(87*s+3*ms, 93*s+4*ms, me(7, 4), 13), []step{
+			{tick(93*s + 4*ms - ns), nil, Follower},
+			{tick(93*s + 4*ms), []Action{acquire(13, me(8, 4))}, Candidate},
+		})},
+		{"lossy store: a refused record's LeaseDuration is never waited for", true, true, join(followOther(), []step{
+			{tick(9 * s), []Action{aRead()}, Follower},
+			{read(9*s+1*ms, Lease{Holder: "evil", Token: 5, LeaseDuration: lease.MaxDuration + 1}, 11), []Action{corrupt(11)}, Follower},
+			{tick(18 * s), []Action{aRead()}, Follower},
+			{readAbsent(18*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{done(18*s+2*ms, me(5, 3), 12), nil, Follower},
+			{tick(27*s + 1*ms), []Action{aRead()}, Follower},
+			{read(27*s+2*ms, me(5, 3), 12), nil, Follower},
+			{tick(33*s + 2*ms), []Action{acquire(12, me(6, 3))}, Candidate},
 		})},
 		{"reconfigure applies to the next pause", false, false, join(followOther(), []step{
 			{reconfigure(1*s, func() lease.Config { c := testConfig(); c.RetryInterval = 5 * s; return c }()), nil, Follower},

@@ -20,4 +20,10 @@
 // successful renewal; its work is cancelled at that moment even if the
 // store cannot be reached. Each term carries a fencing token (see package
 // fence) that a resource can use to refuse writes from a term that ended.
+//
+// What a store returns is untrusted: every record is checked with
+// store.ValidateStored, a record out of bounds is reported (Err, and the
+// log at Error) and never led on, a store that goes back in time is
+// reported as ErrRevisionRollback and waited out for a full lease, and watch
+// events only make the elector read the record (see docs/design.md).
 package lead

@@ -33,6 +33,13 @@ var (
 	ErrLeadershipLost = errors.New("lead: leadership lost")
 	// ErrNotLeader: this elector does not lead now (see Gate).
 	ErrNotLeader = errors.New("lead: not the leader")
+	// ErrRevisionRollback: the store showed a revision older than one this
+	// elector had accepted, or no record after one (a restore from a
+	// backup, a failover to a replica that lagged, a hand edit). The
+	// elector stepped down if it led, and starts no term until it has
+	// waited out a full lease of what it last saw; Err reports it until
+	// then.
+	ErrRevisionRollback = errors.New("lead: store revision went back")
 )
 
 // Term is one period of leadership.
@@ -103,6 +110,11 @@ type Elector[M any] struct {
 	lastErr  error
 	readyNow bool
 	state    fsm.State
+	// Conditions that keep this elector from leading while the store
+	// answers fine (see errLocked).
+	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
+	holdUntil    time.Duration // rollbackErr stands until then (monotonic since epoch)
+	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -248,7 +260,7 @@ type Status struct {
 	LastRenewal time.Time
 	// Deadline is when the open term's belief ends unless renewed.
 	Deadline time.Time
-	// Err is the last store error (nil if the last operation succeeded).
+	// Err is what Elector.Err returns.
 	Err error
 }
 
@@ -256,7 +268,7 @@ type Status struct {
 func (e *Elector[M]) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := Status{State: e.state, Err: e.lastErr}
+	s := Status{State: e.state, Err: e.errLocked()}
 	if t := e.term; t != nil {
 		s.InTerm, s.Term = true, t.term
 		s.Leading = e.sinceEpoch() < t.until
@@ -286,12 +298,28 @@ func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 	return e.rec, e.haveRec
 }
 
-// Err returns the last error met talking to the store, or nil if the last
-// operation succeeded.
+// Err returns the last error met talking to the store (an error wrapping
+// store.ErrCorruptRecord when the store holds a record out of bounds or
+// unreadable), or, when the last operation succeeded, what keeps this
+// elector from starting a term: an error wrapping ErrRevisionRollback while
+// it waits out a rollback of the store, or one wrapping
+// store.ErrTokenExhausted once the largest token seen is lease.MaxToken.
+// It returns nil otherwise.
 func (e *Elector[M]) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.lastErr
+	return e.errLocked()
+}
+
+// errLocked is Err. e.mu must be held.
+func (e *Elector[M]) errLocked() error {
+	switch {
+	case e.lastErr != nil:
+		return e.lastErr
+	case e.rollbackErr != nil && e.sinceEpoch() < e.holdUntil:
+		return e.rollbackErr
+	}
+	return e.exhaustedErr
 }
 
 // SetMetadata sets the metadata this elector writes when it acquires or

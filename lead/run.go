@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -152,9 +153,14 @@ func (r *runner[M]) step(ev fsm.Event) {
 		r.perform(a)
 	}
 	r.refreshTerm()
-	r.e.mu.Lock()
-	r.e.state = r.m.State()
-	r.e.mu.Unlock()
+	e := r.e
+	e.mu.Lock()
+	e.state = r.m.State()
+	e.holdUntil = r.m.HoldUntil()
+	if r.m.TokensExhausted() && e.exhaustedErr == nil {
+		e.exhaustedErr = fmt.Errorf("lead: %q: %w: the largest token seen is lease.MaxToken (%d); no new term can start", e.name, store.ErrTokenExhausted, lease.MaxToken)
+	}
+	e.mu.Unlock()
 	r.arm()
 }
 
@@ -195,7 +201,40 @@ func (r *runner[M]) perform(a fsm.Action) {
 		r.startTerm(a)
 	case fsm.StoppedLeading:
 		r.endTerm(a.Reason)
+	case fsm.Report:
+		r.report(a)
 	case fsm.Done:
+	}
+}
+
+// report logs what the machine reported, rate-limited per ErrorInterval,
+// and keeps a rollback for Err. A corrupt record was logged already when
+// its answer was checked.
+func (r *runner[M]) report(a fsm.Action) {
+	e := r.e
+	switch a.Problem {
+	case fsm.ProblemRollback:
+		var err error
+		if a.Revision == 0 {
+			err = fmt.Errorf("lead: %q: %w: the store holds no record after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Newest, a.Wait)
+		} else {
+			err = fmt.Errorf("lead: %q: %w: the store shows revision %d after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Revision, a.Newest, a.Wait)
+		}
+		e.mu.Lock()
+		e.rollbackErr = err
+		e.mu.Unlock()
+		r.logAt(slog.LevelError, "rollback", "store revision went back", "revision", uint64(a.Revision), "newest", uint64(a.Newest), "wait", a.Wait, "error", err)
+	case fsm.ProblemTokensExhausted:
+		e.mu.Lock()
+		err := e.exhaustedErr
+		e.mu.Unlock()
+		if err == nil {
+			err = store.ErrTokenExhausted
+		}
+		r.logAt(slog.LevelError, "tokens", "fencing tokens exhausted", "token", a.Token, "error", err)
+	case fsm.ProblemLongWait:
+		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
+			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
 	}
 }
 
@@ -253,71 +292,126 @@ func permanent(err error) bool {
 func (r *runner[M]) handleResult(res result[M]) {
 	e := r.e
 	defer e.markReady()
+	op := OpRead
+	if !res.read {
+		op = opName(r.swapKind)
+	}
 	ev := fsm.Event{Err: res.err}
+	var bad error // the store answered with a corrupt record
 	switch {
 	case res.read && errors.Is(res.err, store.ErrNotFound):
 		ev.Kind, ev.Absent, ev.Err = fsm.ReadDone, true, nil
-		r.remember(res.rec, 0, true)
+	case res.read && errors.Is(res.err, store.ErrCorruptRecord):
+		ev.Kind, ev.Corrupt, bad = fsm.ReadDone, true, res.err
 	case res.read && res.err != nil:
 		ev.Kind = fsm.ReadFailed
-		r.logError("read", res.err)
+		r.logError(op, res.err)
 	case res.read:
-		ev.Kind, ev.Lease, ev.Revision = fsm.ReadDone, leaseOf(res.rec), res.rev
-		r.remember(res.rec, res.rev, false)
+		ev.Kind = fsm.ReadDone
+		bad = r.fill(&ev, res.rec, res.rev)
 	case res.err == nil:
-		ev.Kind, ev.Lease, ev.Revision = fsm.SwapDone, leaseOf(res.rec), res.rev
-		r.remember(res.rec, res.rev, false)
+		ev.Kind = fsm.SwapDone
+		bad = r.fill(&ev, res.rec, res.rev)
+	case errors.Is(res.err, store.ErrConflict) && res.rev == 0:
+		ev.Kind, ev.Absent = fsm.SwapConflict, true
 	case errors.Is(res.err, store.ErrConflict):
-		ev.Kind, ev.Lease, ev.Revision, ev.Absent = fsm.SwapConflict, leaseOf(res.rec), res.rev, res.rev == 0
-		r.remember(res.rec, res.rev, res.rev == 0)
+		ev.Kind = fsm.SwapConflict
+		bad = r.fill(&ev, res.rec, res.rev)
+	case errors.Is(res.err, store.ErrCorruptRecord):
+		// The store refused to overwrite a record it cannot read: the swap
+		// was not applied, and the store holds something unusable.
+		ev.Kind, ev.Corrupt, bad = fsm.SwapConflict, true, res.err
 	default:
 		ev.Kind = fsm.SwapFailed
-		r.logError(r.swapKind.String(), res.err)
+		r.logError(op, res.err)
 		if permanent(res.err) {
 			r.fatal = fmt.Errorf("lead: %s of %q refused by the store: %w", r.swapKind, e.name, res.err)
 		}
 	}
-	if ev.Err == nil || ev.Kind == fsm.SwapConflict {
+	switch {
+	case bad != nil:
+		ev.Err = bad
+		r.logCorrupt(op, bad)
+	case ev.Kind != fsm.ReadFailed && ev.Kind != fsm.SwapFailed:
 		// The store answered (a record, its absence, or a conflict).
 		e.mu.Lock()
 		e.lastErr = nil
 		e.mu.Unlock()
 	}
 	r.step(ev)
+	if bad == nil && ev.Kind != fsm.ReadFailed && ev.Kind != fsm.SwapFailed {
+		r.remember(ev, res.rec)
+	}
 }
 
+// fill puts the record a store answered with into ev, after checking it as
+// untrusted input: a record outside store.ValidateStored, or one at revision
+// 0, is marked corrupt and the error returned.
+func (r *runner[M]) fill(ev *fsm.Event, rec lease.Record[M], rev lease.Revision) error {
+	ev.Revision = rev
+	if err := checkStored(rec, rev); err != nil {
+		ev.Corrupt = true
+		return fmt.Errorf("lead: record of %q at revision %d: %w", r.e.name, rev, err)
+	}
+	ev.Lease = leaseOf(rec)
+	return nil
+}
+
+// checkStored checks a record read from a store, which anyone with access to
+// the store (or a custom store itself) may have made up.
+func checkStored[M any](rec lease.Record[M], rev lease.Revision) error {
+	if err := store.ValidateStored(rec); err != nil {
+		return err
+	}
+	if rev == 0 {
+		return fmt.Errorf("%w: a record at revision 0 (the revision of no record)", store.ErrCorruptRecord)
+	}
+	return nil
+}
+
+// handleWatch passes a watch event to the machine as a hint: it may make the
+// machine read the record, and the read's answer is what counts. Record()
+// too is left to reads and swaps: anyone who can publish on the store's
+// channel can forge an event.
 func (r *runner[M]) handleWatch(ev store.Event[M]) {
-	if ev.Err != nil {
+	w := fsm.Event{Kind: fsm.Watched, Absent: ev.Absent, Revision: ev.Revision}
+	switch {
+	case ev.Err != nil && errors.Is(ev.Err, store.ErrCorruptRecord):
+		// The record may have changed into something unreadable: a read
+		// tells, and reports it.
+		w.Corrupt = true
+	case ev.Err != nil:
 		r.logError("watch", ev.Err)
 		return
+	case !ev.Absent:
+		if checkStored(ev.Record, ev.Revision) != nil {
+			w.Corrupt = true
+		} else {
+			w.Lease = leaseOf(ev.Record)
+		}
 	}
-	if ev.Absent {
-		// Absence cannot be ordered against what reads and swaps saw; the
-		// machine weighs it, and Record() is left to reads and swaps.
-		r.step(fsm.Event{Kind: fsm.Watched, Absent: true})
-		return
-	}
-	r.remember(ev.Record, ev.Revision, false)
-	r.step(fsm.Event{Kind: fsm.Watched, Lease: leaseOf(ev.Record), Revision: ev.Revision})
+	r.step(w)
 }
 
-// remember keeps the newest record seen, for Record().
-func (r *runner[M]) remember(rec lease.Record[M], rev lease.Revision, absent bool) {
+// remember keeps the record the machine accepted from the answer ev (rec),
+// for Record(): what a read or a swap showed, never a pushed event, and
+// after a rollback what the store holds now.
+func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
+	l, rev, absent, ok := r.m.Observed()
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if absent {
+	switch {
+	case !ok:
+	case absent:
 		if e.haveRec {
 			e.haveRec, e.rec, e.rev = false, lease.Record[M]{}, 0
 			e.notifyLocked()
 		}
-		return
+	case !ev.Absent && rev == ev.Revision && l == ev.Lease && (!e.haveRec || e.rev != rev):
+		e.rec, e.rev, e.haveRec = rec, rev, true
+		e.notifyLocked()
 	}
-	if e.haveRec && rev <= e.rev {
-		return
-	}
-	e.rec, e.rev, e.haveRec = rec, rev, true
-	e.notifyLocked()
 }
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
@@ -433,19 +527,40 @@ func (r *runner[M]) refreshTerm() {
 	}
 }
 
-// logError logs err at most once per ErrorInterval for each operation, and
-// keeps it for Err().
+// logError logs a failed store operation at most once per ErrorInterval for
+// each operation, and keeps err for Err(). The store refusing to issue a
+// token above lease.MaxToken is logged at Error, the rest at Warn.
 func (r *runner[M]) logError(op string, err error) {
 	e := r.e
 	e.mu.Lock()
 	e.lastErr = err
 	e.mu.Unlock()
+	level := slog.LevelWarn
+	if errors.Is(err, store.ErrTokenExhausted) {
+		level = slog.LevelError
+	}
+	r.logAt(level, op, "store operation failed", "op", op, "error", err)
+}
+
+// logCorrupt reports a corrupt record the store answered with: kept for
+// Err() and logged at Error, at most once per ErrorInterval.
+func (r *runner[M]) logCorrupt(op string, err error) {
+	e := r.e
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
+	r.logAt(slog.LevelError, "corrupt", "store holds a corrupt record; not overwriting it, and not leading until it is replaced or removed", "op", op, "error", err)
+}
+
+// logAt logs msg at most once per ErrorInterval for each key, with the
+// machine's state.
+func (r *runner[M]) logAt(level slog.Level, key, msg string, args ...any) {
 	now := r.now()
-	if last, ok := r.errLog[op]; ok && now-last < r.cfg.ErrorInterval {
+	if last, ok := r.errLog[key]; ok && now-last < r.cfg.ErrorInterval {
 		return
 	}
-	r.errLog[op] = now
-	e.log.Warn("store operation failed", "op", op, "error", err, "state", r.m.State().String())
+	r.errLog[key] = now
+	r.e.log.Log(context.Background(), level, msg, append(args, "state", r.m.State().String())...)
 }
 
 // logErrorAsync logs from the watch goroutine; it does not rate-limit

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -232,13 +231,13 @@ func testFieldsRoundTrip(e *env) {
 		change func(r *lease.Record[Meta])
 	}{
 		{"large", func(r *lease.Record[Meta]) {
-			r.Token, r.Transitions, r.LeaseDuration = 1<<63+5, math.MaxUint64, 90*24*time.Hour
+			r.Token, r.Transitions, r.LeaseDuration = lease.MaxToken, lease.MaxToken, lease.MaxDuration
 		}},
 		{"small", func(r *lease.Record[Meta]) {
-			r.Token, r.Transitions, r.LeaseDuration = 0, 0, 0
+			r.Holder, r.Token, r.Transitions, r.LeaseDuration = "", 0, 0, 0
 		}},
 		{"milliseconds", func(r *lease.Record[Meta]) {
-			r.Token, r.Transitions, r.LeaseDuration = math.MaxInt64, 1<<32+1, 1500*time.Millisecond
+			r.Token, r.Transitions, r.LeaseDuration = 1<<52+3, 1<<32+1, 1500*time.Millisecond
 		}},
 		{"zone", func(r *lease.Record[Meta]) {
 			r.AcquiredAt, r.RenewedAt = r.AcquiredAt.In(zone), r.RenewedAt.In(zone)
