@@ -18,12 +18,15 @@ package sim
 //   - A record that fails store.ValidateStored (LeaseDuration outside
 //     [0, lease.MaxDuration] or zero with a holder, a token or Transitions
 //     above lease.MaxToken, a holder that is not a valid name) is refused
-//     by default, as a validating store and lead do after issue 10: a
-//     read or a swap of it fails with ErrCorruptRecord and writes nothing
-//     (the driver feeds the machine ReadFailed or SwapFailed), and a watch
-//     event carrying it is dropped. With Faults.CorruptAsValid the store
-//     and the driver pass it on as a valid observation, as lead did before
-//     issue 10: the machine itself must defend.
+//     by default, as a validating store (redisstore) and lead do: a read
+//     or a swap of it fails with ErrCorruptRecord and the swap writes
+//     nothing; the driver feeds the machine ReadDone or SwapConflict with
+//     Event.Corrupt, and a watch event carrying it as Watched with
+//     Corrupt (a hint), as lead does since issue 10. With
+//     Faults.CorruptAsValid the store and the driver pass it on as a valid
+//     observation, as a store that does not validate what it reads and a
+//     driver that does not check it would: the machine itself must
+//     defend (fsm.InBounds).
 //   - Every write is validated as store.ValidateRecord does: a token or
 //     Transitions above lease.MaxToken is refused (ErrTokenExhausted),
 //     and never wraps.
@@ -31,10 +34,13 @@ package sim
 //     stands: DEL in a store that can lose records (the machines treat
 //     absence as a claim there), otherwise it writes back the last record
 //     the nodes wrote before it, as an operator repairing the damage
-//     would. Recovery is checked from then on.
+//     would, or, if there was none or it was released, a valid record
+//     held by nobody the nodes know, with the honest lease. Recovery is checked
+//     from then on. (A DEL in a store that keeps its records is a
+//     rollback to the machines: see TestSimOpenDeletedLongLease.)
 //   - A rollback makes an earlier revision current again, with the record
 //     it held; a restore makes revision 1 current, holding a stale backup
-//     with the holder cleared. Neither is announced on the watch feed. The
+//     (the first record the nodes wrote) with the holder cleared. Neither is announced on the watch feed. The
 //     store's revision counter and token floor are not rewound (later
 //     writes get revisions above every one issued, and new terms tokens
 //     above every one stored, as redisstore's clock floor does): a store
@@ -43,13 +49,15 @@ package sim
 //   - A rollback or restore can hand the lease to a node behind a live
 //     leader's back: a node whose stale observation becomes current again
 //     wins its swap (an ABA no elector can see), and a node that never saw
-//     a newer revision takes a released record at once. Two leaders made
-//     that way are excused (excused); a node that saw a newer revision
-//     and still takes over without waiting is not.
+//     the store go back takes a released record (a restored backup, a
+//     later genuine release) at once. Two leaders made that way are
+//     excused (excused); a node that saw the store go back and still
+//     takes a released record without waiting is not.
 //   - Recovery: once the forger is gone, or after a rollback, restore or
-//     forged watch event, a node leads within the liveness bound, counted
-//     after a rollback, a restore or a forged event from one more
-//     LeaseDuration (what the nodes last saw) past the action.
+//     forged watch event, a node leads within the liveness bound, counted,
+//     while every node that could lead waits out a rollback it saw, from
+//     the earliest end of those waits: a full lease of what the node last
+//     saw (or its own), from when it saw the store go back.
 
 import (
 	"fmt"
@@ -64,8 +72,11 @@ import (
 // mallory holds the forged records that name no node.
 const mallory = "mallory"
 
-// errRefused is the error behind a refused read or swap.
-const errRefused = simError("store refused the request: a corrupt record, or a token past lease.MaxToken")
+// Errors behind refused requests.
+const (
+	errRefused = simError("store refused to write a token or Transitions past lease.MaxToken")
+	errCorrupt = simError("the stored record is corrupt (store.ErrCorruptRecord)")
+)
 
 // adversary is what the simulation keeps about the adversary's actions.
 type adversary struct {
@@ -93,6 +104,8 @@ type adversary struct {
 	// calmAt is the calm time the adversary last set: a liveness failure
 	// counted from it is a failed recovery.
 	calmAt int64
+	// The last rollback, restore or forged watch event (-1: none).
+	backAt int64
 	// Targeted faults (targeted.go).
 	armed     []int
 	hold      holdState
@@ -101,6 +114,7 @@ type adversary struct {
 	jitterMax int64
 	// Bounds of the checks (budget.go), from every config in use.
 	minRetry time.Duration
+	maxRetry time.Duration // RetryInterval·(1+RetryJitter)
 	maxRenew time.Duration
 	maxLease time.Duration
 }
@@ -129,11 +143,12 @@ func AdversaryFaults() Faults {
 // advInit sets the bounds the checks use from every config of the run.
 func (s *Cluster) advInit(cfgs []lease.Config) {
 	a := &s.adv
-	a.releasedAt = -1
+	a.releasedAt, a.backAt = -1, -1
 	a.hold.node = -1
 	a.minRetry = math.MaxInt64
 	for _, c := range cfgs {
 		a.minRetry = min(a.minRetry, c.RetryInterval)
+		a.maxRetry = max(a.maxRetry, c.MaxRetryInterval())
 		a.maxRenew = max(a.maxRenew, c.RenewDeadline)
 		a.maxLease = max(a.maxLease, c.LeaseDuration)
 	}
@@ -147,11 +162,45 @@ func (s *Cluster) advDisturbed(t int64) {
 	}
 }
 
-// recoverAfter is when the liveness bound starts counting after a
-// rollback, a restore or a forged watch event at t: one more lease, which
-// a node may wait out before it trusts a revision that went backwards.
-func (s *Cluster) recoverAfter(t int64) int64 {
-	return t + int64(float64(s.adv.maxLease)/(1-s.rho)) + 4*s.net.max
+// holdEnd is when node n may lead again after it saw the store go back:
+// the fixed machine starts no term before a full lease of what it last saw
+// (or its own, if longer) has passed since.
+func (s *Cluster) holdEnd(n *node, lastLease time.Duration) int64 {
+	l := max(lastLease, n.m.Config().LeaseDuration)
+	return s.now + int64(float64(l)/(1-s.rho)) + 2*s.net.max
+}
+
+// livenessExtra is what the liveness bound grows by while every node that
+// could lead waits out a rollback it saw: up to the earliest end of their
+// waits.
+func (s *Cluster) livenessExtra() int64 {
+	c := &s.chk
+	end := int64(math.MaxInt64)
+	for _, n := range s.nodes {
+		if n.up && n.pausedUntil <= s.now && !n.reqCut && !n.respCut {
+			end = min(end, n.adv.holdEnd)
+		}
+	}
+	if from := max(c.calmFrom, c.lastLeader); end != math.MaxInt64 && end > from {
+		return end - from
+	}
+	return 0
+}
+
+// holding reports whether some node waits out a rollback it saw, or may
+// ignore watch events after one contradicted the store (for a
+// RetryInterval after a rollback, a restore or a forged event): a handover
+// is not checked meanwhile.
+func (s *Cluster) holding() bool {
+	if s.adv.backAt >= 0 && s.now < s.adv.backAt+int64(float64(s.adv.maxRetry)/(1-s.rho))+4*s.net.max {
+		return true
+	}
+	for _, n := range s.nodes {
+		if n.up && n.adv.holdEnd > s.now {
+			return true
+		}
+	}
+	return false
 }
 
 // livenessCheck names a liveness failure: "recovery" when the adversary's
@@ -253,12 +302,22 @@ func (s *Cluster) unforge(i int) {
 		s.tracef(-1, "adversary gone; its record was replaced")
 		return
 	}
-	if s.lossy || !fs.prevPresent {
+	switch {
+	case s.lossy:
 		s.tracef(-1, "adversary deletes its record")
 		s.loseData()
-		return
+	case !fs.prevPresent || fs.prev.Holder == "":
+		// No record, or a released one (a restored backup, say) while a
+		// node may still believe it leads: writing a released record now
+		// would hand the lease over behind its back, and a DEL is a
+		// rollback to the machines (TestSimOpenDeletedLongLease). A valid
+		// record of nobody's, with the honest lease, is waited out and
+		// taken over like any expired lease.
+		s.advWrite(fsm.Lease{Holder: mallory, Token: max(st.floor, 1), Transitions: fs.prev.Transitions,
+			LeaseDuration: s.opt.Config.LeaseDuration}, "replaced")
+	default:
+		s.advWrite(fs.prev, "written back")
 	}
-	s.advWrite(fs.prev, "written back")
 }
 
 // advWrite stores r as a new revision written by the adversary (no
@@ -291,6 +350,8 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 	}
 	if !bad || s.opt.Faults.CorruptAsValid {
 		s.broadcast(simEvent{lease: r, rev: st.rev})
+	} else {
+		s.broadcast(simEvent{rev: st.rev, result: resCorrupt})
 	}
 	return st.rev
 }
@@ -300,9 +361,10 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 func (s *Cluster) forgeWatch(f Fault) {
 	r := s.forged(f.Record)
 	rev := f.Revision
+	var res result
 	if invalid(r) && !s.opt.Faults.CorruptAsValid {
-		s.tracef(-1, "forged watch event rev %d dropped: the record is corrupt", rev)
-		return
+		// The driver cannot read it: it passes on a corrupt hint.
+		r, res = fsm.Lease{}, resCorrupt
 	}
 	if s.adv.madeUp == nil {
 		s.adv.madeUp = make(map[lease.Revision][]fsm.Lease)
@@ -315,14 +377,15 @@ func (s *Cluster) forgeWatch(f Fault) {
 		if f.Mask&(1<<n.idx) == 0 || !n.up {
 			continue
 		}
-		w := simEvent{kind: evWatch, node: int32(n.idx), gen: n.gen, lease: r, rev: rev, at: s.now + s.latency()}
+		w := simEvent{kind: evWatch, node: int32(n.idx), gen: n.gen, lease: r, rev: rev, result: res, at: s.now + s.latency()}
 		if !s.opt.Faults.WatchChaos {
 			w.at = max(w.at, n.watchLast)
 			n.watchLast = w.at
 		}
 		s.push(w)
 	}
-	s.advDisturbed(s.recoverAfter(s.now))
+	s.adv.backAt = s.now
+	s.advDisturbed(s.now)
 }
 
 // rollback rewinds the store to an earlier revision.
@@ -368,19 +431,21 @@ func (s *Cluster) rollback(f Fault) {
 	}
 }
 
-// restore makes a stale backup current: revision 1, holder cleared.
+// restore makes a stale backup current: revision 1 holding the first
+// record the nodes wrote, holder cleared.
 func (s *Cluster) restore() {
 	st := &s.store
-	if len(st.history) < 2 {
-		return // nothing was ever written
+	first := lease.Revision(1)
+	for int(first) < len(st.history) && s.adv.forgedRev[first] {
+		first++
 	}
-	r := st.history[1]
+	if int(first) >= len(st.history) {
+		return // the nodes never wrote
+	}
+	r := st.history[first]
 	r.Holder = ""
 	st.present, st.rec, st.rev = true, r, 1
 	s.adv.corruptRev = 0
-	if invalid(r) {
-		s.adv.corruptRev = 1
-	}
 	if s.adv.madeUp == nil {
 		s.adv.madeUp = make(map[lease.Revision][]fsm.Lease)
 	}
@@ -400,28 +465,29 @@ func (s *Cluster) rewind(r lease.Revision) {
 		s.adv.back = make(map[lease.Revision]bool)
 	}
 	s.adv.back[r] = true
-	s.adv.releasedAt = s.now
-	s.advDisturbed(s.recoverAfter(s.now))
+	s.adv.releasedAt, s.adv.backAt = s.now, s.now
+	s.advDisturbed(s.now)
 }
 
-// refused reports whether the store refuses the request ev: a read or swap
-// of a corrupt record (unless Faults.CorruptAsValid), or a swap whose
-// record breaks store.ValidateRecord's bounds.
-func (s *Cluster) refused(ev *simEvent) bool {
+// refused says whether the store refuses the request ev, and how:
+// resCorrupt for a read or swap of a corrupt record (unless
+// Faults.CorruptAsValid), resFailed for a swap whose record breaks
+// store.ValidateRecord's bounds; 0 if it does not.
+func (s *Cluster) refused(ev *simEvent) result {
 	st := &s.store
 	switch {
 	case s.adv.corruptRev != 0 && st.present && st.rev == s.adv.corruptRev && !s.opt.Faults.CorruptAsValid:
 		if s.tracing() {
 			s.tracef(int(ev.node), "request %d refused: the stored record is corrupt", ev.op)
 		}
-		return true
+		return resCorrupt
 	case ev.opKind == opSwap && (ev.lease.Token > lease.MaxToken || ev.lease.Transitions > lease.MaxToken):
 		if s.tracing() {
 			s.tracef(int(ev.node), "request %d refused: token %d or transitions %d above lease.MaxToken", ev.op, ev.lease.Token, ev.lease.Transitions)
 		}
-		return true
+		return resFailed
 	}
-	return false
+	return 0
 }
 
 // madeUp reports whether l at rev is a record the adversary made up (a
@@ -442,11 +508,14 @@ func (s *Cluster) madeUp(rev lease.Revision, l fsm.Lease) bool {
 func (s *Cluster) rewound(rev lease.Revision) bool { return s.adv.back[rev] }
 
 // excused reports whether o may still believe it leads while another
-// node starts a term: o's term started before a rollback or restore, and
-// the new leader n (nil for a fenced write) could not have known better:
-// it acquired on an observation it had before that action (a stale
-// revision made current again), or on a released record without ever
-// having seen a newer revision.
+// node starts a term: o's term started before the last rollback or
+// restore (its record was wiped behind its back), and the new leader n
+// (nil for a fenced write) could not have known better: it acquired on an
+// observation it had before that action (a stale revision made current
+// again), or on a released record without having seen the store go back
+// since that action. A node that did see it go back must wait a lease
+// before it acquires; one that acquires a held record waits out its
+// patience, which outlasts o's belief.
 func (s *Cluster) excused(o, n *node) bool {
 	r := s.adv.releasedAt
 	if r < 0 || o.adv.termStart >= r {
@@ -455,7 +524,22 @@ func (s *Cluster) excused(o, n *node) bool {
 	if n == nil {
 		return true
 	}
-	return n.adv.acqBasis < r || n.adv.acqFree && !n.adv.acqBelow
+	return n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r
+}
+
+// overlapExcused reports whether the terms of a and b may overlap: one
+// began before the last rollback or restore and the other's leader could
+// not have known better (excused). The earlier term may start second, when
+// its acquire landed before the rollback and its reply came late.
+func (s *Cluster) overlapExcused(a, b *node) bool {
+	return s.excused(a, b) || s.excused(b, a)
+}
+
+// lateTerm reports whether n's term, starting now, was acquired before the
+// last rollback or restore: terms acquired after it may have started
+// first, with larger tokens.
+func (s *Cluster) lateTerm(n *node) bool {
+	return s.adv.releasedAt >= 0 && n.adv.termStart < s.adv.releasedAt
 }
 
 // advString describes a fault of the adversary.

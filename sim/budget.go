@@ -9,10 +9,11 @@ package sim
 //     most budgetCap requests and refills one per RetryInterval (the
 //     smallest of the run's configs). Every new observation (the machine
 //     accepted another revision, or absence), unless it is a watch event
-//     showing the node's own record, adds budgetNews; a watch event that
-//     claims something newer than the machine accepted (a higher revision
-//     held by another, or absence) adds one, for the read that may check
-//     it; a Stop or a Reconfigure adds one. So over any window W of local
+//     showing the record the node itself last wrote, adds budgetNews; a
+//     watch event that claims something newer than the machine accepted
+//     (a higher revision the node did not write, absence, a corrupt
+//     record) adds one, for the read that may check it; a Stop or a
+//     Reconfigure adds one. So over any window W of local
 //     time a node sends at most
 //
 //     budgetCap + W/RetryInterval + budgetNews·news + hints + stops and reconfigurations
@@ -28,8 +29,9 @@ package sim
 //     between the node's boot and now (Since first), and the belief lasts
 //     no longer after LastConfirmed than the largest RenewDeadline.
 //   - "tokens": an acquiring swap proposes a token in [1, lease.MaxToken]
-//     above every valid token the store answered the node with (a read,
-//     a swap's reply; a watch event is only a hint); a term starts with a
+//     above the token of every valid record the store answered the node
+//     with (a read, a swap's reply; a watch event is only a hint, and a
+//     record that fails store.ValidateStored is refused); a term starts with a
 //     token in [1, lease.MaxToken], not below the one its acquire proposed
 //     (the store may raise it, never lower it).
 //   - "recovery" is the liveness check when it counts from the end of an
@@ -60,21 +62,25 @@ type nodeAdv struct {
 	obsRev                    lease.Revision
 	obsFirst                  int64          // real time it accepted obsRev
 	maxRev                    lease.Revision // newest revision it ever accepted
+	sawBackAt                 int64          // real time its observed revision last went down (-1: never)
+	holdEnd                   int64          // real time it may lead again after that (holdEnd)
 	maxToken                  uint64         // largest valid token the store answered with
+	lastLease                 time.Duration  // LeaseDuration of the last valid record it accepted
 	// Tokens and terms.
 	proposed  uint64
 	bootLocal time.Duration
-	termStart int64 // real time the current term's acquiring swap was sent
+	termStart int64     // real time the current term's acquiring swap was sent
+	wrote     fsm.Lease // the record of the last swap it sent
 	// What the last acquiring swap was based on (for excused).
 	acqBasis int64
 	acqFree  bool
-	acqBelow bool
+	acqBack  int64 // sawBackAt when it was sent
 }
 
 // advBoot resets the checks for a new process on n.
 func (s *Cluster) advBoot(n *node) {
 	now := n.local(s.now)
-	n.adv = nodeAdv{bucket: budgetCap, bucketAt: now, bootLocal: now, obsFirst: -1, termStart: -1}
+	n.adv = nodeAdv{bucket: budgetCap, bucketAt: now, bootLocal: now, obsFirst: -1, termStart: -1, sawBackAt: -1}
 }
 
 // advStepped runs after n's machine handled ev, before its actions are
@@ -85,19 +91,21 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 	case fsm.ReadDone, fsm.SwapDone, fsm.SwapConflict:
 		// Tokens the store answered with; a watch event is a hint (anyone
 		// may forge one), its token need not be exceeded.
-		if !ev.Absent && ev.Lease.Token <= lease.MaxToken && ev.Revision != 0 {
+		if !ev.Absent && !ev.Corrupt && ev.Revision != 0 && !invalid(ev.Lease) {
 			a.maxToken = max(a.maxToken, ev.Lease.Token)
 		}
 	case fsm.Stop, fsm.Reconfigure:
 		a.credit(1)
 	}
-	if ev.Kind == fsm.Watched && (ev.Absent || ev.Revision > a.maxRev && ev.Lease.Holder != n.id) {
+	// The node's own write coming back on the watch feed.
+	own := ev.Kind == fsm.Watched && !ev.Absent && !ev.Corrupt && ev.Lease == a.wrote
+	if ev.Kind == fsm.Watched && (ev.Absent || ev.Corrupt || ev.Revision > a.maxRev && !own) {
 		// A watch event that claims news may prompt a read to check it.
 		a.credit(1)
 	}
 	l, rev, absent, ok := n.m.Observed()
 	if ok != a.obsOK || rev != a.obsRev || absent != a.obsAbsent {
-		if ok && !(ev.Kind == fsm.Watched && !absent && l.Holder == n.id) {
+		if ok && !own {
 			// News. The node's own record coming back on the watch feed
 			// earns nothing: a node that answers its own writes with more
 			// writes loops.
@@ -108,6 +116,13 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			a.obsFree = absent || l.Holder == ""
 			if !absent {
 				a.maxRev = max(a.maxRev, rev)
+				if a.obsOK && !a.obsAbsent && rev < a.obsRev {
+					// The machine followed the store back.
+					a.sawBackAt, a.holdEnd = s.now, max(a.holdEnd, s.holdEnd(n, a.lastLease))
+				}
+				if l.LeaseDuration > 0 && l.LeaseDuration <= lease.MaxDuration {
+					a.lastLease = l.LeaseDuration
+				}
 			}
 		}
 		a.obsOK, a.obsRev, a.obsAbsent = ok, rev, absent
@@ -149,6 +164,9 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 	switch a.Kind {
 	case fsm.Read, fsm.Swap:
 		s.spend(n)
+		if a.Kind == fsm.Swap {
+			n.adv.wrote = a.Next
+		}
 		if a.Kind == fsm.Swap && a.Swap == fsm.Acquire {
 			t := a.Next.Token
 			if t == 0 || t > lease.MaxToken || t <= n.adv.maxToken {
@@ -158,7 +176,7 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 		}
 		if a.Kind == fsm.Swap && a.Swap != fsm.Release && n.m.State() == fsm.Candidate {
 			na := &n.adv
-			na.acqBasis, na.acqFree, na.acqBelow = na.obsFirst, na.obsFree, na.obsRev < na.maxRev
+			na.acqBasis, na.acqFree, na.acqBack = na.obsFirst, na.obsFree, na.sawBackAt
 		}
 		if len(s.adv.armed) > 0 {
 			s.trigger(n, a)

@@ -116,14 +116,14 @@ func b2i(b bool) int {
 func (c *checker) started(n *node, a fsm.Action) {
 	s := c.s
 	for _, o := range s.nodes {
-		if o != n && o.beliefEnd > s.now && !s.excused(o, n) {
+		if o != n && o.beliefEnd > s.now && !s.overlapExcused(o, n) {
 			s.fail("one-leader", "%s started leading (token %d) while %s believes it leads (token %d) until %s",
 				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
 		}
 	}
 	if prev, ok := c.owners[a.Token]; ok {
 		s.fail("tokens", "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
-	} else if a.Token <= c.maxStarted {
+	} else if a.Token <= c.maxStarted && !s.lateTerm(n) {
 		s.fail("tokens", "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
 	}
 	c.liveness(true)
@@ -233,7 +233,7 @@ func (c *checker) liveness(starting bool) {
 		return
 	}
 	from := max(c.calmFrom, c.lastLeader)
-	if gap := s.now - from; gap > c.bound {
+	if gap := s.now - from; gap > c.bound+s.livenessExtra() {
 		what := "no node leads"
 		if starting {
 			what = "a node starts leading only now"
@@ -267,7 +267,7 @@ func (c *checker) final() { c.periodic() }
 // store, some node leads within HandoverBound.
 func (c *checker) released(by int) {
 	s := c.s
-	if s.opt.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle {
+	if s.opt.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() {
 		return
 	}
 	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})

@@ -37,7 +37,8 @@ type result uint8
 const (
 	resDone result = iota + 1
 	resConflict
-	resFailed // the store refused: a corrupt record, a token past lease.MaxToken
+	resFailed  // the store refused to write: a token or Transitions past lease.MaxToken
+	resCorrupt // the store holds a record it cannot read (ErrCorruptRecord); on a watch event: it changed into one
 )
 
 // simEvent is one entry of the event queue. It is a plain value: pushing and

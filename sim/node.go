@@ -215,8 +215,12 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 	n.opPending = false
 	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
 	switch {
-	case ev.result == resFailed && ev.opKind == opRead:
-		e = fsm.Event{Kind: fsm.ReadFailed, Err: errRefused}
+	case ev.result == resCorrupt && ev.opKind == opRead:
+		// As lead does: the store answered, with a record it cannot read.
+		e = fsm.Event{Kind: fsm.ReadDone, Corrupt: true, Err: errCorrupt}
+	case ev.result == resCorrupt:
+		// The store refused to overwrite it: not applied.
+		e = fsm.Event{Kind: fsm.SwapConflict, Corrupt: true, Err: errCorrupt}
 	case ev.result == resFailed:
 		e = fsm.Event{Kind: fsm.SwapFailed, Err: errRefused}
 	case ev.opKind == opRead:

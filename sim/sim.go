@@ -369,7 +369,7 @@ func (s *Cluster) dispatch(ev *simEvent) {
 	case evReply:
 		s.reply(n, ev)
 	case evWatch:
-		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent})
+		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Corrupt: ev.result == resCorrupt})
 	case evWork:
 		s.work(n, ev)
 	}

@@ -67,8 +67,8 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	st := &s.store
 	reply := simEvent{kind: evReply, node: ev.node, gen: ev.gen, op: ev.op, opKind: ev.opKind}
 	kind := ev.opKind
-	if s.refused(ev) {
-		kind, reply.result = 0, resFailed
+	if r := s.refused(ev); r != 0 {
+		kind, reply.result = 0, r
 	}
 	switch kind {
 	case opRead:
