@@ -51,7 +51,7 @@ type Faults struct {
 	// lease, and every reconfiguration keeps the initial LeaseDuration.
 
 	// Forge lets an outside writer store forged records for a while:
-	// extreme LeaseDurations (1ns to math.MaxInt64), tokens near
+	// extreme LeaseDurations (math.MinInt64 to math.MaxInt64), tokens near
 	// lease.MaxToken and beyond it, foreign and invalid holders. At the end
 	// of its window it removes its record if it still stands.
 	Forge bool
@@ -67,8 +67,9 @@ type Faults struct {
 	// fail store.ValidateStored to the machine as valid observations, so
 	// that the machine itself must defend against them. Otherwise the
 	// simulation does what a validating store and lead do: a read or a
-	// swap of such a record fails (ErrCorruptRecord, nothing written), and
-	// a watch event carrying it is dropped.
+	// swap of such a record fails with ErrCorruptRecord (nothing written)
+	// and the machine gets the answer with Event.Corrupt; a watch event
+	// carrying it is a corrupt hint.
 	CorruptAsValid bool
 	// Targeted aims faults at the leader when events trigger them: a
 	// reconfiguration while a renewal is in flight followed by a cut, and a
@@ -77,7 +78,7 @@ type Faults struct {
 	// Jitter delays single messages, each drawn on its own.
 	Jitter bool
 	// Extreme draws reconfigurations over the whole valid range of
-	// lease.Config (see ExtremeConfig).
+	// lease.Config, keeping the initial LeaseDuration (advschedule.go).
 	Extreme bool
 }
 
