@@ -16,7 +16,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-var flagAdvSeed = flag.Uint64("sim.advseed", 0, "the seed of TestSimAdversarySweep that TestSimAdversarySeed runs with a trace")
+var flagAdvSeed = flag.Uint64("sim.advseed", 0, "the seed of TestSimSeedSweepAdversary that TestSimAdversarySeed runs with a trace")
 
 // issueConfig is the configuration of issue 10's servers: L=2s, R=1.5s,
 // RetryInterval 200ms.
@@ -91,12 +91,12 @@ func sweep(t *testing.T, first uint64, n int, opts func(uint64) Options) ([]Resu
 	return failed, events.Load()
 }
 
-// TestSimAdversarySweep runs the adversary's schedules: forged records and
+// TestSimSeedSweepAdversary runs the adversary's schedules: forged records and
 // watch events, rollbacks and restores, faults aimed at the leader,
 // per-message jitter and extreme configs, on top of every other fault. It
 // runs a quarter as many seeds as TestSimSeedSweep (500 by default, 25,000
 // in make sim).
-func TestSimAdversarySweep(t *testing.T) {
+func TestSimSeedSweepAdversary(t *testing.T) {
 	n := sweepSeeds(t) / 4
 	start := time.Now()
 	failed, events := sweep(t, *flagFirst, n, advSweepOptions)
