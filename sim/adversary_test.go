@@ -117,11 +117,13 @@ func TestSimSeedSweepAdversary(t *testing.T) {
 // TestSimAdversarySeed replays one seed of the adversary's sweep with its
 // trace: -sim.advseed=N. Without the flag it replays seeds that once failed
 // because the simulator's own adversary went too far (it wrote a released
-// record behind a leader's back: 14690), or because its checks did not
-// excuse what no elector can see after a restore (2426, 2793).
+// record behind a leader's back: 14690), because its checks did not
+// excuse what no elector can see after a restore (2426, 2793), or did not
+// see a restore that brought back a revision with another record as the
+// store going back (23336).
 func TestSimAdversarySeed(t *testing.T) {
 	if *flagAdvSeed == 0 {
-		for _, seed := range []uint64{2426, 2793, 14690} {
+		for _, seed := range []uint64{2426, 2793, 14690, 23336} {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) { replayAdvSeed(t, seed, false) })
 		}
 		return

@@ -60,6 +60,7 @@ type nodeAdv struct {
 	// What the machine observes.
 	obsOK, obsAbsent, obsFree bool
 	obsRev                    lease.Revision
+	obsLease                  fsm.Lease
 	obsFirst                  int64          // real time it accepted obsRev
 	maxRev                    lease.Revision // newest revision it ever accepted
 	sawBackAt                 int64          // real time its observed revision last went down (-1: never)
@@ -104,7 +105,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 		a.credit(1)
 	}
 	l, rev, absent, ok := n.m.Observed()
-	if ok != a.obsOK || rev != a.obsRev || absent != a.obsAbsent {
+	if ok != a.obsOK || rev != a.obsRev || absent != a.obsAbsent || l != a.obsLease {
 		if ok && !own {
 			// News. The node's own record coming back on the watch feed
 			// earns nothing: a node that answers its own writes with more
@@ -116,8 +117,9 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			a.obsFree = absent || l.Holder == ""
 			if !absent {
 				a.maxRev = max(a.maxRev, rev)
-				if a.obsOK && !a.obsAbsent && rev < a.obsRev {
-					// The machine followed the store back.
+				if a.obsOK && !a.obsAbsent && (rev < a.obsRev || rev == a.obsRev && l != a.obsLease) {
+					// The machine followed the store back (a restore may
+					// bring back a revision with another record).
 					a.sawBackAt, a.holdEnd = s.now, max(a.holdEnd, s.holdEnd(n, a.lastLease))
 				}
 				if l.LeaseDuration > 0 && l.LeaseDuration <= lease.MaxDuration {
@@ -125,7 +127,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 				}
 			}
 		}
-		a.obsOK, a.obsRev, a.obsAbsent = ok, rev, absent
+		a.obsOK, a.obsRev, a.obsAbsent, a.obsLease = ok, rev, absent, l
 	}
 	s.checkTimes(n, ev.Now)
 }
