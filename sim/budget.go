@@ -92,7 +92,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 	case fsm.ReadDone, fsm.SwapDone, fsm.SwapConflict:
 		// Tokens the store answered with; a watch event is a hint (anyone
 		// may forge one), its token need not be exceeded.
-		if !ev.Absent && !ev.Corrupt && ev.Revision != 0 && !invalid(ev.Lease) {
+		if !ev.Absent && !ev.Corrupt && ev.Revision != 0 && fsm.InBounds(ev.Lease) {
 			a.maxToken = max(a.maxToken, ev.Lease.Token)
 		}
 	case fsm.Stop, fsm.Reconfigure:
