@@ -29,9 +29,10 @@ package sim
 //     between the node's boot and now (Since first), and the belief lasts
 //     no longer after LastConfirmed than the largest RenewDeadline.
 //   - "tokens": an acquiring swap proposes a token in [1, lease.MaxToken]
-//     above the token of every valid record the store answered the node
-//     with (a read, a swap's reply; a watch event is only a hint, and a
-//     record that fails store.ValidateStored is refused); a term starts with a
+//     above the token of every record in bounds (fsm.InBounds) that the
+//     store answered the node with (a read, a swap's reply; a watch event
+//     is only a hint, and the machine refuses a record out of bounds); a
+//     term starts with a
 //     token in [1, lease.MaxToken], not below the one its acquire proposed
 //     (the store may raise it, never lower it).
 //   - "recovery" is the liveness check when it counts from the end of an
