@@ -117,14 +117,14 @@ func b2i(b bool) int {
 func (c *checker) started(n *node, a fsm.Action) {
 	s := c.s
 	for _, o := range s.nodes {
-		if o != n && o.beliefEnd > s.now {
+		if o != n && o.beliefEnd > s.now && !s.overlapExcused(o, n) {
 			s.fail(CheckOneLeader, "%s started leading (token %d) while %s believes it leads (token %d) until %s",
 				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
 		}
 	}
 	if prev, ok := c.owners[a.Token]; ok {
 		s.fail(CheckTokens, "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
-	} else if a.Token <= c.maxStarted {
+	} else if a.Token <= c.maxStarted && !s.lateTerm(n) {
 		s.fail(CheckTokens, "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
 	}
 	c.liveness(true)
@@ -161,10 +161,10 @@ func (c *checker) afterStep(n *node) {
 		n.beliefEnd = n.realAt(n.m.LeaderUntil())
 	}
 	l, rev, absent, ok := n.m.Observed()
-	if !ok || absent {
+	if !ok || absent || s.madeUp(rev, l) {
 		return
 	}
-	if rev < n.maxRev {
+	if rev < n.maxRev && !s.rewound(rev) {
 		s.fail(CheckMonotonic, "%s observes revision %d after revision %d", n.id, rev, n.maxRev)
 		return
 	}
@@ -187,7 +187,7 @@ func (c *checker) fenced(ev *simEvent) {
 		if s.tracing() {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
-		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now {
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) {
 			s.fail(CheckFence, "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return
@@ -231,12 +231,12 @@ func (c *checker) liveness(starting bool) {
 		return
 	}
 	from := max(c.calmFrom, c.lastLeader)
-	if gap := s.now - from; gap > c.bound {
+	if gap := s.now - from; gap > c.bound+s.livenessExtra() {
 		what := "no node leads"
 		if starting {
 			what = "a node starts leading only now"
 		}
-		s.fail(CheckLiveness, "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
+		s.fail(s.livenessCheck(), "%s, %s after faults healed (at %s) and the last leader (at %s); bound %s",
 			what, time.Duration(gap), fmtTime(c.calmFrom), fmtTime(c.lastLeader), time.Duration(c.bound))
 	}
 }
@@ -265,7 +265,7 @@ func (c *checker) final() { c.periodic() }
 // store, some node leads within HandoverBound.
 func (c *checker) released(by int) {
 	s := c.s
-	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle {
+	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() {
 		return
 	}
 	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})

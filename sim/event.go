@@ -20,6 +20,7 @@ const (
 	evFaultEnd                     // a fault with a duration ends
 	evCheck                        // the periodic liveness check
 	evHandover                     // the deadline of a release's handover
+	evAdv                          // a step of a targeted fault (targeted.go)
 )
 
 // opKind is a store operation.
@@ -36,6 +37,8 @@ type result uint8
 const (
 	resDone result = iota + 1
 	resConflict
+	resFailed  // the store refused to write: a token or Transitions past lease.MaxToken
+	resCorrupt // the store holds a record it cannot read (ErrCorruptRecord); on a watch event: it changed into one
 )
 
 // simEvent is one entry of the event queue. It is a plain value: pushing and

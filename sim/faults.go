@@ -32,9 +32,39 @@ const (
 	FaultRelease
 	// FaultReconfigure gives Node the timings Config.
 	FaultReconfigure
+	// FaultForge is an outside writer: it stores Record (its zero fields
+	// as stored) for Dur, then removes it if it still stands (see
+	// adversary.go).
+	FaultForge
+	// FaultForgeWatch pushes Record (its zero fields as stored) at
+	// Revision to the watch feeds of the nodes in Mask; the store does not
+	// hold it.
+	FaultForgeWatch
+	// FaultRollback rewinds the store by Revision revisions (Touch: to the
+	// first revision of the current term), as a replica failover or an AOF
+	// rollback does.
+	FaultRollback
+	// FaultRestore restores a stale backup: revision 1, holder cleared.
+	FaultRestore
+	// FaultRenewCut waits up to Window for the leader to send a renewal,
+	// reconfigures it with Config while the renewal is in flight, then cuts
+	// it off both ways for Dur.
+	FaultRenewCut
+	// FaultHold waits up to Window for a follower's read or losing swap
+	// while a node leads, holds that operation in flight for Dur (its
+	// request if Requests, else its reply), then cuts the leader off both
+	// ways for Cut.
+	FaultHold
+	// FaultJitter delays each message, with probability Prob, by up to
+	// Latency more, for Dur.
+	FaultJitter
 )
 
-var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure"}
+// lastFaultKind is the largest FaultKind.
+const lastFaultKind = FaultJitter
+
+var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -71,6 +101,22 @@ type Fault struct {
 	Latency time.Duration
 	// Config is the timings FaultReconfigure gives the node.
 	Config lease.Config
+	// Record is the forged record (forge, forgewatch); a zero Holder,
+	// Token or Transitions means the stored one.
+	Record fsm.Lease
+	// Touch makes a rollback go back to the first revision of the current
+	// term (same holder and token).
+	Touch bool
+	// Revision is the revision of a forged watch event, or how many
+	// revisions a rollback goes back.
+	Revision lease.Revision
+	// Window is how long a targeted fault waits for its trigger.
+	Window time.Duration
+	// Cut is how long a hold cuts the leader off.
+	Cut time.Duration
+	// Mask is the set of nodes (bit i for node i) that receive a forged
+	// watch event.
+	Mask uint64
 }
 
 // String describes the fault in words.
@@ -96,6 +142,9 @@ func (f Fault) String() string {
 		c := f.Config
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
 	}
+	if f.Kind > FaultReconfigure && f.Kind <= lastFaultKind {
+		return advString(f)
+	}
 	return f.Kind.String()
 }
 
@@ -111,13 +160,13 @@ func (f Fault) text() string {
 // validate checks one fault of a schedule for a cluster of nodes nodes.
 func (f Fault) validate(nodes int) error {
 	switch {
-	case f.Kind < FaultCrash || f.Kind > FaultReconfigure:
+	case f.Kind < FaultCrash || f.Kind > lastFaultKind:
 		return fmt.Errorf("%w: unknown fault kind %d", ErrInvalidOptions, f.Kind)
 	case f.Node < 0 || f.Node >= nodes:
 		return fmt.Errorf("%w: fault %v: no node %d", ErrInvalidOptions, f.Kind, f.Node)
 	case f.At < 0 || f.Dur < 0 || f.Latency < 0 || !(f.Prob >= 0 && f.Prob <= 1):
 		return fmt.Errorf("%w: fault %v: negative time or probability out of [0, 1]", ErrInvalidOptions, f)
-	case f.Kind == FaultReconfigure:
+	case f.Kind == FaultReconfigure || f.Kind == FaultRenewCut:
 		if err := f.Config.Validate(); err != nil {
 			return fmt.Errorf("%w: fault %v: %w", ErrInvalidOptions, f.Kind, err)
 		}
@@ -203,6 +252,8 @@ func (s *Cluster) applyFault(i int) {
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Reconfigure, Config: f.Config})
 		}
+	default:
+		s.applyAdv(i, &end)
 	}
 	if s.tl != nil {
 		s.tl.AddFault(faultMark(s.now, f))
@@ -239,6 +290,8 @@ func (s *Cluster) endFault(ev *simEvent) {
 		c.active--
 		// Messages sent during the spike still arrive late.
 		c.disturbed(s.now + s.net.slowLat)
+	default:
+		s.endAdv(ev)
 	}
 }
 
@@ -246,6 +299,9 @@ func (s *Cluster) endFault(ev *simEvent) {
 // first 80% of the run, so that the rest is calm and liveness is checked.
 func randomSchedule(s *Cluster) []Fault {
 	f := s.opt.Faults
+	if f.adversarial() {
+		return advSchedule(s)
+	}
 	var kinds []FaultKind
 	add := func(on bool, k FaultKind) {
 		if on {
@@ -307,10 +363,12 @@ func randomSchedule(s *Cluster) []Fault {
 // a vanished record takes its holder's promise with it, so the design
 // requires (docs/design.md) that every elector's LeaseDuration exceed every
 // other's RenewDeadline there, which one shared LeaseDuration guarantees.
+// The same holds when an adversary writes the store: a forged or
+// rolled-back record replaces its holder's promise too.
 func randomConfig(s *Cluster) lease.Config {
 	for {
 		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
-		if s.lossy {
+		if s.lossy || s.opt.Faults.adversarial() {
 			l = int64(s.opt.Config.LeaseDuration)
 		}
 		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))

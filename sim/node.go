@@ -36,6 +36,7 @@ type node struct {
 	beliefEnd int64 // real time at which the current belief ends
 	token     uint64
 	maxRev    lease.Revision
+	adv       nodeAdv // the checks of budget.go
 }
 
 // local is the node's monotonic clock at real time real.
@@ -90,6 +91,7 @@ func (s *Cluster) boot(n *node) {
 	}
 	n.m, n.up, n.gen = m, true, n.gen+1
 	n.opPending, n.timerAt, n.maxRev, n.token, n.beliefEnd = false, -1, 0, 0, 0
+	s.advBoot(n)
 	s.tracef(n.idx, "boot as %s", n.id)
 	s.chk.disturbed(s.now)
 	if s.tl != nil {
@@ -132,6 +134,7 @@ func (s *Cluster) step(n *node, ev fsm.Event) {
 		s.traceStep(n, ev, acts, before, after)
 	}
 	s.chk.transition(n, before, after, acts)
+	s.advStepped(n, &ev)
 	for _, a := range acts {
 		s.perform(n, a)
 	}
@@ -162,6 +165,7 @@ func (s *Cluster) arm(n *node) {
 
 // perform carries out one action as lead's driver does.
 func (s *Cluster) perform(n *node, a fsm.Action) {
+	s.advAction(n, a)
 	switch a.Kind {
 	case fsm.Read, fsm.Swap:
 		n.op++
@@ -212,6 +216,14 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 	n.opPending = false
 	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
 	switch {
+	case ev.result == resCorrupt && ev.opKind == opRead:
+		// As lead does: the store answered, with a record it cannot read.
+		e = fsm.Event{Kind: fsm.ReadDone, Corrupt: true, Err: errCorrupt}
+	case ev.result == resCorrupt:
+		// The store refused to overwrite it: not applied.
+		e = fsm.Event{Kind: fsm.SwapConflict, Corrupt: true, Err: errCorrupt}
+	case ev.result == resFailed:
+		e = fsm.Event{Kind: fsm.SwapFailed, Err: errRefused}
 	case ev.opKind == opRead:
 		e.Kind = fsm.ReadDone
 	case ev.result == resDone:

@@ -109,6 +109,42 @@ type Faults struct {
 	Release bool
 	// Reconfigure gives nodes other valid timings (lead's Reconfigure).
 	Reconfigure bool
+
+	// The adversary (adversary.go, targeted.go). While any of Forge,
+	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
+	// random schedule is drawn by advSchedule, on a time scale set by the
+	// lease, and every reconfiguration keeps the initial LeaseDuration.
+
+	// Forge lets an outside writer store forged records for a while:
+	// extreme LeaseDurations (math.MinInt64 to math.MaxInt64), tokens near
+	// lease.MaxToken and beyond it, foreign and invalid holders. At the end
+	// of its window it removes its record if it still stands.
+	Forge bool
+	// ForgeWatch pushes records the store does not hold, with huge
+	// revisions, to some nodes' watch feeds.
+	ForgeWatch bool
+	// Rollback rewinds the store's record and revision to an earlier
+	// revision (a replica failover, an AOF rollback).
+	Rollback bool
+	// Restore restores a stale backup: revision 1, holder cleared.
+	Restore bool
+	// CorruptAsValid makes the store and the node driver hand records that
+	// fail store.ValidateStored to the machine as valid observations, so
+	// that the machine itself must defend against them. Otherwise the
+	// simulation does what a validating store and lead do: a read or a
+	// swap of such a record fails with ErrCorruptRecord (nothing written)
+	// and the machine gets the answer with Event.Corrupt; a watch event
+	// carrying it is a corrupt hint.
+	CorruptAsValid bool
+	// Targeted aims faults at the leader when events trigger them: a
+	// reconfiguration while a renewal is in flight followed by a cut, and a
+	// follower's operation held in flight before the leader goes silent.
+	Targeted bool
+	// Jitter delays single messages, each drawn on its own.
+	Jitter bool
+	// Extreme draws reconfigurations over the whole valid range of
+	// lease.Config, keeping the initial LeaseDuration (advschedule.go).
+	Extreme bool
 }
 
 // DefaultFaults returns the faults every deployment meets, the set the

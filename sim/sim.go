@@ -72,6 +72,7 @@ type Cluster struct {
 	faults []Fault
 	res    Result
 	buf    []byte // trace line buffer
+	adv    adversary
 }
 
 // New validates o, fills in defaults and builds a simulation. An error
@@ -102,13 +103,17 @@ func New(o Options) (*Cluster, error) {
 	}
 	cfgs := []lease.Config{o.Config}
 	for i, f := range schedule {
-		if f.Kind == FaultReconfigure {
+		if err := f.validate(o.Nodes); err != nil {
+			return nil, err
+		}
+		if f.Kind == FaultReconfigure || f.Kind == FaultRenewCut {
 			cfgs = append(cfgs, f.Config)
 		}
 		s.push(simEvent{at: int64(f.At), kind: evFault, count: i})
 	}
 	s.faults = schedule
 	s.chk.setBounds(cfgs)
+	s.advInit(cfgs)
 	for _, n := range s.nodes {
 		s.boot(n)
 	}
@@ -184,6 +189,9 @@ func (s *Cluster) dispatch(ev *simEvent) {
 	case evHandover:
 		s.chk.handover(ev)
 		return
+	case evAdv:
+		s.advEvent(ev)
+		return
 	}
 	// The rest is delivered to a node.
 	n := s.nodes[ev.node]
@@ -208,7 +216,7 @@ func (s *Cluster) dispatch(ev *simEvent) {
 	case evReply:
 		s.reply(n, ev)
 	case evWatch:
-		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent})
+		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Corrupt: ev.result == resCorrupt})
 	case evWork:
 		s.work(n, ev)
 	}

@@ -42,6 +42,9 @@ func (s *Cluster) latency() int64 {
 	if s.net.slow > 0 {
 		l += s.uniform(s.net.slowLat/2, s.net.slowLat)
 	}
+	if s.adv.jitter > 0 {
+		l += s.jitterDelay()
+	}
 	return l
 }
 
@@ -59,7 +62,7 @@ func (s *Cluster) send(n *node, ev simEvent) {
 		return
 	}
 	ev.kind, ev.node, ev.gen = evStoreReq, int32(n.idx), n.gen
-	ev.at = s.now + s.latency()
+	ev.at = s.now + s.latency() + s.heldRequest(n, &ev)
 	s.push(ev)
 }
 
@@ -68,7 +71,11 @@ func (s *Cluster) send(n *node, ev simEvent) {
 func (s *Cluster) storeRequest(ev *simEvent) {
 	st := &s.store
 	reply := simEvent{kind: evReply, node: ev.node, gen: ev.gen, op: ev.op, opKind: ev.opKind}
-	switch ev.opKind {
+	kind := ev.opKind
+	if r := s.refused(ev); r != 0 {
+		kind, reply.result = 0, r
+	}
+	switch kind {
 	case opRead:
 		reply.result = resDone
 		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
@@ -88,15 +95,18 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 		}
 		return
 	}
-	reply.at = s.now + s.latency()
+	reply.at = s.now + s.latency() + s.heldReply(ev)
 	s.push(reply)
 }
 
 // write stores next as a new revision and tells every watcher.
 func (s *Cluster) write(next fsm.Lease, by int) {
 	st := &s.store
-	if !st.present && next.Token <= st.floor {
-		next.Token = st.floor + 1 // created after a data loss
+	if (!st.present || next.Token != st.rec.Token) && next.Token <= st.floor {
+		// Created after a data loss, or a new term after a rollback or a
+		// forged lower token: the floor survives both (redisstore floors
+		// on its clock). Without an adversary only a create gets here.
+		next.Token = st.floor + 1
 	}
 	if st.present && next.Transitions < st.rec.Transitions {
 		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)

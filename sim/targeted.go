@@ -1,0 +1,156 @@
+package sim
+
+// Faults aimed at the leader, triggered by what the nodes do rather than
+// drawn at a random time, and per-message latency.
+//
+//   - FaultRenewCut waits for the leader to send a renewal; while it is in
+//     flight, the leader is reconfigured, then cut off both ways (the
+//     renewal lands, its reply is lost).
+//   - FaultHold waits for a follower to send a read, or a swap that will
+//     lose, while some node leads; it holds that operation in flight (the
+//     request, applied late, or the reply, delivered late) for about
+//     LeaseDuration − RenewDeadline while the leader goes on renewing, and
+//     then silences the leader (cut off both ways).
+//   - FaultJitter draws a delay for each message on its own.
+//
+// A trigger acts once; a fault whose Window passes without its trigger
+// does nothing.
+
+import (
+	"github.com/tenure-go/tenure/fsm"
+)
+
+// holdState is the one operation held in flight.
+type holdState struct {
+	node int // -1: none
+	gen  uint32
+	op   uint32
+	req  bool // hold the request (else the reply)
+	d    int64
+}
+
+// Phases of a targeted fault (simEvent.token of evAdv).
+const (
+	phaseReconfigure uint64 = iota + 1 // reconfigure and cut the leader
+	phaseSilence                       // cut the leader off after a hold
+	phaseHeal                          // end the cut
+)
+
+// trigger checks the armed faults against the action n is about to
+// perform.
+func (s *Cluster) trigger(n *node, a fsm.Action) {
+	armed := s.adv.armed
+	for j := 0; j < len(armed); j++ {
+		i := armed[j]
+		f := s.faults[i]
+		if s.now > int64(f.At+f.Window) {
+			armed = append(armed[:j], armed[j+1:]...)
+			j--
+			continue
+		}
+		fired := false
+		switch f.Kind {
+		case FaultRenewCut:
+			if a.Kind == fsm.Swap && a.Swap == fsm.Renew && n.m.State() == fsm.Leader {
+				s.push(simEvent{at: s.now, kind: evAdv, node: int32(n.idx), gen: n.gen, count: i, token: phaseReconfigure})
+				fired = true
+			}
+		case FaultHold:
+			losing := a.Kind == fsm.Swap && a.Swap == fsm.Acquire && a.Expected != s.store.rev
+			if (a.Kind == fsm.Read || losing) && n.m.State() != fsm.Leader && s.adv.hold.node < 0 {
+				if l := s.leaderOtherThan(n); l >= 0 {
+					s.adv.hold = holdState{node: n.idx, gen: n.gen, op: n.op + 1, req: f.Requests, d: int64(f.Dur)}
+					s.chk.active++
+					s.push(simEvent{at: s.now + int64(f.Dur), kind: evAdv, node: int32(l), count: i, token: phaseSilence})
+					s.tracef(n.idx, "TARGETED: its %v is held in flight for %v", a.Kind, f.Dur)
+					fired = true
+				}
+			}
+		}
+		if fired {
+			armed = append(armed[:j], armed[j+1:]...)
+			break
+		}
+	}
+	s.adv.armed = armed
+}
+
+// leaderOtherThan returns a node other than n that believes it leads, or -1.
+func (s *Cluster) leaderOtherThan(n *node) int {
+	for _, o := range s.nodes {
+		if o != n && o.up && o.beliefEnd > s.now {
+			return o.idx
+		}
+	}
+	return -1
+}
+
+// advEvent runs a phase of a targeted fault.
+func (s *Cluster) advEvent(ev *simEvent) {
+	f := s.faults[ev.count]
+	n := s.nodes[ev.node]
+	c := &s.chk
+	switch ev.token {
+	case phaseReconfigure:
+		if !n.up || n.gen != ev.gen {
+			return
+		}
+		s.tracef(n.idx, "TARGETED: reconfigured during its renewal, then cut off for %v", f.Dur)
+		n.cfg = f.Config
+		if n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Reconfigure, Config: f.Config})
+		}
+		s.cut(n, ev.count, int64(f.Dur))
+	case phaseSilence:
+		// The hold is over; silence whoever leads now (or the leader of
+		// the trigger).
+		s.adv.hold.node = -1
+		c.active--
+		if l := s.leaderOtherThan(nil); l >= 0 {
+			n = s.nodes[l]
+		}
+		s.tracef(n.idx, "TARGETED: the leader is cut off for %v", f.Cut)
+		s.cut(n, ev.count, int64(f.Cut))
+	case phaseHeal:
+		n.reqCut, n.respCut = false, false
+		c.active--
+		s.tracef(n.idx, "targeted cut heals")
+		s.advDisturbed(s.now)
+	}
+}
+
+// cut cuts n off both ways for d.
+func (s *Cluster) cut(n *node, i int, d int64) {
+	n.reqCut, n.respCut = true, true
+	s.chk.active++
+	s.advDisturbed(s.now)
+	s.push(simEvent{at: s.now + d, kind: evAdv, node: int32(n.idx), count: i, token: phaseHeal})
+}
+
+// heldRequest is the extra delay of n's request ev if it is held.
+func (s *Cluster) heldRequest(n *node, ev *simEvent) int64 {
+	h := &s.adv.hold
+	if h.node != n.idx || h.gen != n.gen || h.op != ev.op || !h.req {
+		return 0
+	}
+	h.op = 0
+	return h.d
+}
+
+// heldReply is the extra delay of the reply to request ev if it is held.
+func (s *Cluster) heldReply(ev *simEvent) int64 {
+	h := &s.adv.hold
+	if h.node != int(ev.node) || h.gen != ev.gen || h.op != ev.op || h.req {
+		return 0
+	}
+	h.op = 0
+	return h.d
+}
+
+// jitterDelay draws the extra delay of one message in a jitter window.
+func (s *Cluster) jitterDelay() int64 {
+	if !s.chance(s.adv.jitterP) {
+		return 0
+	}
+	return s.uniform(0, s.adv.jitterMax)
+}
