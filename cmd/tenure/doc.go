@@ -6,6 +6,9 @@
 //	tenure watch   print a line per change of a lease record
 //	tenure run     run a command only while this process leads
 //
+// get, watch and run take the store URL from --store or, when it is not
+// given, from the TENURE_STORE environment variable.
+//
 // Run "tenure help" for the list and "tenure CMD -h" for each command's
 // flags.
 package main
