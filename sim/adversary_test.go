@@ -96,10 +96,13 @@ func advSweep(t *testing.T, first uint64, n int, opts func(uint64) Options) ([]R
 // watch events, rollbacks and restores, faults aimed at the leader,
 // per-message jitter and extreme configs, on top of every other fault. It
 // runs a quarter as many seeds as TestSimSeedSweep (500 by default, 25,000
-// in make sim).
+// in make sim), a twentieth with the race detector.
 func TestSimSeedSweepAdversary(t *testing.T) {
 	seeds := sweepSeeds(t)
 	n := int(max(seeds.Len()/4, 1))
+	if raceOn {
+		n = int(max(seeds.Len()/20, 1))
+	}
 	var first uint64
 	for seed := range seeds.All() {
 		first = seed
@@ -197,8 +200,12 @@ func kindOptions(seed uint64, f Faults) Options {
 // the first seed of each: this is how the kinds' findings on the fsm before
 // issue 10's fixes were attributed (docs/design.md).
 func TestSimAdversaryFindings(t *testing.T) {
+	n := *flagFindings
+	if raceOn {
+		n = max(n/4, 1)
+	}
 	for _, k := range findingKinds {
-		failed, _ := advSweep(t, 1, *flagFindings, k.opts)
+		failed, _ := advSweep(t, 1, n, k.opts)
 		first := map[string]Result{}
 		count := map[string]int{}
 		var checks []string
@@ -210,7 +217,7 @@ func TestSimAdversaryFindings(t *testing.T) {
 			}
 			count[c]++
 		}
-		t.Logf("%s: %d of %d seeds fail", k.name, len(failed), *flagFindings)
+		t.Logf("%s: %d of %d seeds fail", k.name, len(failed), n)
 		for _, c := range checks {
 			t.Errorf("%s: %-10s %4d seeds, first %d: %v", k.name, c, count[c], first[c].Seed, first[c].Violation)
 		}
