@@ -30,16 +30,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("store", "", storeFlagHelp)
-	identity := fs.String("identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
-	repeat := fs.Bool("repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
-	grace := fs.Duration("grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
-	verbose := fs.Bool("v", false, "log the election's progress to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
+// runUsage is the help text of tenure run; the flags follow it.
+const runUsage = `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
 
 Takes part in the election NAME and runs COMMAND only while this process
 leads. The command gets TENURE_TOKEN (the term's fencing token), TENURE_NAME
@@ -53,7 +45,7 @@ command exits by itself, whatever it left running is stopped the same way.
 Leadership is released only once none of them runs. If tenure run itself
 is killed (even with SIGKILL), they all get SIGKILL at once. As the command
 is not in the terminal's foreground group, it cannot read from a terminal.
-`+platformNote+`
+` + platformNote + `
 
 tenure run exits when the command exits by itself, with its status (128+N
 when signal N ended it; 127 when COMMAND is not found and 126 when it
@@ -73,48 +65,79 @@ Examples:
   TENURE_STORE=postgres://app@db/app tenure run --repeat --grace 4s compactor -- ./compact --all
 
 Flags:
-`)
+`
+
+// runFlags are the parsed arguments of tenure run.
+type runFlags struct {
+	url, identity string
+	repeat        bool
+	grace         time.Duration
+	verbose       bool
+	name          string
+	command       []string
+}
+
+// parseRunFlags parses the arguments of tenure run and checks that the
+// command can be run (127 or 126 otherwise, as in a shell, rather than
+// once this process leads).
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.url, "store", "", storeFlagHelp)
+	fs.StringVar(&f.identity, "identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
+	fs.BoolVar(&f.repeat, "repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
+	fs.DurationVar(&f.grace, "grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
+	fs.BoolVar(&f.verbose, "v", false, "log the election's progress to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return f, err
 	}
-	name, command, err := splitCommand(fs.Args())
-	if err != nil {
+	var err error
+	if f.name, f.command, err = splitCommand(fs.Args()); err != nil {
 		fs.Usage()
+		return f, err
+	}
+	if f.grace < 0 {
+		return f, fmt.Errorf("--grace is %v, must be >= 0", f.grace)
+	}
+	if _, code, err := lookCommand(f.command[0]); err != nil {
+		return f, &exitError{code: code, err: err}
+	}
+	return f, nil
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseRunFlags(args, stderr)
+	if err != nil {
 		return err
-	}
-	if *grace < 0 {
-		return fmt.Errorf("--grace is %v, must be >= 0", *grace)
-	}
-	// A command that cannot run fails now, as in a shell, rather than
-	// once this process leads.
-	if _, code, err := lookCommand(command[0]); err != nil {
-		return &exitError{code: code, err: err}
 	}
 	logLevel := slog.LevelWarn
-	if *verbose {
+	if f.verbose {
 		logLevel = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 	libraryLog.Store(logger)
-	st, err := openStore(ctx, *url)
+	st, err := openStore(ctx, f.url)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
 	opts := []lead.Option{lead.WithLogger(logger)}
-	if *identity != "" {
-		opts = append(opts, lead.WithIdentity(*identity))
+	if f.identity != "" {
+		opts = append(opts, lead.WithIdentity(f.identity))
 	}
-	e, err := lead.New(name, st, opts...)
+	e, err := lead.New(f.name, st, opts...)
 	if err != nil {
 		return err
 	}
-	if cfg := e.Config(); *grace >= cfg.LeaseDuration-cfg.RenewDeadline {
+	if cfg := e.Config(); f.grace >= cfg.LeaseDuration-cfg.RenewDeadline {
 		fmt.Fprintf(stderr, "tenure run: warning: --grace %v is not below LeaseDuration - RenewDeadline (%v): a command slow to stop may still run when the next leader starts its own\n",
-			*grace, cfg.LeaseDuration-cfg.RenewDeadline)
+			f.grace, cfg.LeaseDuration-cfg.RenewDeadline)
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runErr := make(chan error, 1)
@@ -125,17 +148,22 @@ Flags:
 			fmt.Fprintf(stderr, "tenure run: %v\n", err)
 		}
 	}()
+	return leadCommand(ctx, e, f, stderr)
+}
 
+// leadCommand runs the command in each term e leads, until the command
+// exits by itself, leadership is lost (without --repeat), or ctx ends.
+func leadCommand(ctx context.Context, e *lead.Elector[rawMeta], f runFlags, stderr io.Writer) error {
 	status := 0
 	body := func(tctx context.Context, t lead.Term) error {
-		fmt.Fprintf(stderr, "tenure run: %s leads %q with token %d; starting %s\n", e.Identity(), name, t.Token, command[0])
-		code, err := runChild(tctx, command, commandEnv(t), *grace, stderr)
+		fmt.Fprintf(stderr, "tenure run: %s leads %q with token %d; starting %s\n", e.Identity(), f.name, t.Token, f.command[0])
+		code, err := runChild(tctx, f.command, commandEnv(t), f.grace, stderr)
 		status = code
 		switch {
 		case err != nil:
 			return err
 		case code != 0:
-			return fmt.Errorf("%w: %s: exit status %d", errChildFailed, command[0], code)
+			return fmt.Errorf("%w: %s: exit status %d", errChildFailed, f.command[0], code)
 		}
 		return nil
 	}
@@ -144,10 +172,10 @@ Flags:
 		switch {
 		case ctx.Err() != nil:
 			return exitCode(status)
-		case errors.Is(err, lead.ErrLeadershipLost) && *repeat:
-			fmt.Fprintf(stderr, "tenure run: lost leadership of %q; the command was stopped; waiting to lead again\n", name)
+		case errors.Is(err, lead.ErrLeadershipLost) && f.repeat:
+			fmt.Fprintf(stderr, "tenure run: lost leadership of %q; the command was stopped; waiting to lead again\n", f.name)
 		case errors.Is(err, lead.ErrLeadershipLost):
-			fmt.Fprintf(stderr, "tenure run: lost leadership of %q; the command was stopped\n", name)
+			fmt.Fprintf(stderr, "tenure run: lost leadership of %q; the command was stopped\n", f.name)
 			return exitCode(status)
 		case errors.Is(err, errCommandNotFound), errors.Is(err, errCommandNotExecutable):
 			return &exitError{code: status, err: err}
