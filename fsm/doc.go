@@ -4,9 +4,9 @@
 // A [Machine] is one node's view of one election. The driver (package lead,
 // or the simulator in package sim) feeds it [Event]s stamped with
 // the node's monotonic time, performs the [Action]s that [Machine.Step]
-// returns (read the record, compare-and-swap it, wake me at T, started
-// leading with token N, stopped leading because ...), and feeds the results
-// back. The machine starts no goroutine, does no I/O, reads no clock and
+// returns (read the record, compare-and-swap it, started leading with
+// token N, stopped leading because ...), feeds the results back, and sends
+// a Tick when the time [Machine.NextWake] names has come. The machine starts no goroutine, does no I/O, reads no clock and
 // draws randomness only from the source its caller gives it, so the same
 // events always give the same actions.
 //
@@ -27,8 +27,9 @@
 //
 // # Safety
 //
-// A leader believes it leads until lastRenewSent + RenewDeadline, measured on
-// its own clock from the moment it sent the last renewal that succeeded. A
+// A leader believes it leads until confirmed + RenewDeadline, where
+// confirmed ([Machine.LastConfirmed]) is the moment, on its own clock, it
+// sent the last renewal that succeeded. A
 // follower takes a held lease over only after it has seen the same revision
 // for the lease's LeaseDuration on its own clock, counted from when it first
 // received that revision, and only with a compare-and-swap from that

@@ -26,9 +26,9 @@ type Machine struct {
 	state State
 	out   []Action
 	now   time.Duration
-	done  bool
-	stop  bool // stopping: finish up, then Done
-	keep  bool // on stop, release a held lease
+	done  bool // stopped: every later event is ignored (Stopped)
+	stop  bool // stopping: finish up, then done
+	keep  bool // on stop, keep a held lease (Stop without Release): do not release it
 
 	// The request budget (see allowed).
 	nextOp time.Duration // when the next scheduled request is due
