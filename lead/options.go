@@ -17,7 +17,6 @@ type options struct {
 	identity      string
 	config        *lease.Config
 	lookup        lease.LookupFunc
-	lookupSet     bool
 	clock         Clock
 	rand          fsm.Rand
 	logger        *slog.Logger
@@ -52,7 +51,7 @@ func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c
 // WithLookupEnv sets how environment variables are read (default
 // os.LookupEnv). A nil function reads none.
 func WithLookupEnv(f lease.LookupFunc) Option {
-	return func(o *options) { o.lookup, o.lookupSet = f, true }
+	return func(o *options) { o.lookup = f }
 }
 
 // WithClock sets the clock (default: the real one). A nil Clock keeps the
