@@ -113,7 +113,7 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		seed       = fs.Uint64("seed", 0, "one seed to run (the same as -seeds N)")
 		runtimeArg = fs.Bool("runtime", false, "runtime mode: the real lead.Electors on memstore, in real time scaled by -speed (not byte-reproducible)")
 		speed      = fs.Int("speed", realtime.DefaultSpeed, "runtime mode: seconds of the electors' time per real second")
-		parallel   = fs.Int("parallel", 0, "runtime mode: seeds run at once (default 2×GOMAXPROCS)")
+		parallel   = fs.Int("parallel", 0, "runtime mode: seeds run at once (default 8×GOMAXPROCS: a seed mostly waits, about 1% of a core)")
 		jsonOut    = fs.Bool("json", false, "print one JSON verdict object per seed and a summary object")
 		verbose    = fs.Bool("v", false, "with several seeds, print a line for every seed, not only the failing ones")
 		name       = fs.String("name", "sim", "election name whose TENURE_<NAME>_* variables are read (after the shared TENURE_*)")
@@ -272,7 +272,7 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	})
 	if sf.runtime {
 		if sf.parallel == 0 {
-			sf.parallel = 2 * runtime.GOMAXPROCS(0)
+			sf.parallel = 8 * runtime.GOMAXPROCS(0)
 		}
 		o := sf.opt
 		noWatch := o.Store.NoWatch
@@ -632,10 +632,10 @@ func runRuntime(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 			if err := r.WriteTimeline(stdout, sf.width); err != nil && werr == nil {
 				werr = err
 			}
-			fmt.Fprintf(stdout, "real time at speed %d: largest scheduling delay %v, tolerance %v (not byte-reproducible; %s)\n",
+			fmt.Fprintf(stdout, "real time at speed %d: largest scheduling delay %v, tolerance %v (not byte-reproducible; reproducible in virtual time: %s)\n",
 				sf.rtOpt.Speed, r.Lag.Round(time.Millisecond), r.Tolerance.Round(time.Millisecond), sf.goTestReplay(r.Seed))
 		case r.Violation != nil:
-			fmt.Fprintf(stdout, "seed %d: VIOLATION %v\n  replay: tenure sim -seeds %d%s\n  reproducible: %s\n",
+			fmt.Fprintf(stdout, "seed %d: VIOLATION %v\n  replay: tenure sim -seeds %d%s\n  in virtual time: %s\n",
 				r.Seed, r.Violation, r.Seed, sf.replayArgs(), sf.goTestReplay(r.Seed))
 		case sf.verbose:
 			fmt.Fprintf(stdout, "seed %d: ok (%d terms, %d store operations, %d fenced writes accepted, %d refused; scheduling delay %v)\n",
@@ -674,11 +674,32 @@ func runRuntime(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 }
 
 // goTestReplay is the go test command that runs a seed of runtime mode
-// reproducibly, in virtual time (the library's own sweep: 3 electors,
-// 3 minutes, the TENURE_* timings).
+// reproducibly, in virtual time: the library's own sweep, with this run's
+// faults and timings (3 electors, 3 minutes, memstore; another shape is a
+// simtest.Check call of your own).
 func (sf *simFlags) goTestReplay(seed uint64) string {
-	return fmt.Sprintf("reproducible in virtual time: TENURE_SIM_SEEDS=%d TENURE_SIM_FAULTS=%s go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest",
-		seed, sf.rtOpt.Faults)
+	var env strings.Builder
+	c, def := sf.rtOpt.Config, lease.DefaultConfig()
+	for _, v := range []struct {
+		key       string
+		val, dflt any
+	}{
+		{"LEASE_DURATION", c.LeaseDuration, def.LeaseDuration},
+		{"RENEW_DEADLINE", c.RenewDeadline, def.RenewDeadline},
+		{"RETRY_INTERVAL", c.RetryInterval, def.RetryInterval},
+		{"RETRY_JITTER", c.RetryJitter, def.RetryJitter},
+		{"BACKEND_TIMEOUT", c.BackendTimeout, def.BackendTimeout},
+	} {
+		if v.val != v.dflt {
+			fmt.Fprintf(&env, "TENURE_%s=%v ", v.key, v.val)
+		}
+	}
+	cmd := fmt.Sprintf("%sTENURE_SIM_SEEDS=%d TENURE_SIM_FAULTS=%s go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest",
+		env.String(), seed, sf.rtOpt.Faults)
+	if o := sf.rtOpt; o.Nodes != 3 || o.Duration != 3*time.Minute || o.Latency != (sim.Latency{Min: time.Millisecond, Max: 20 * time.Millisecond}) || sf.opt.Store.NoWatch {
+		cmd += " (that sweep runs 3 electors for 3m on memstore with the default latency: for this run's shape, call simtest.Check with the same options)"
+	}
+	return cmd
 }
 
 // lockedWriter serializes the trace lines of seeds that run at once.

@@ -66,8 +66,8 @@ func TestDefaultFaults(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
-	//nolint:staticcheck // a nil context on purpose
-	if _, err := realtime.Run(nil, realtime.Options[struct{}]{}); !errors.Is(err, store.ErrNilArgument) {
+	var nilCtx context.Context // a nil context on purpose
+	if _, err := realtime.Run(nilCtx, realtime.Options[struct{}]{}); !errors.Is(err, store.ErrNilArgument) {
 		t.Errorf("nil ctx: %v", err)
 	}
 	for _, speed := range []int{-1, realtime.MaxSpeed + 1} {
