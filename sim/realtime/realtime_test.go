@@ -89,3 +89,37 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("violation: %v", res.Violation)
 	}
 }
+
+// TestChecksBiteInRealTime: with clocks drifting by 40% against timings
+// that tolerate 20%, some seed of eight (run at once, 3 minutes of the
+// electors' time at speed 30: 6 s) makes two electors lead at once, and the
+// real-time checks, which report only what their reads prove, say so.
+func TestChecksBiteInRealTime(t *testing.T) {
+	type out struct {
+		seed uint64
+		res  realtime.Result
+		err  error
+	}
+	results := make(chan out)
+	for seed := uint64(1); seed <= 8; seed++ {
+		go func() {
+			res, err := realtime.Run(context.Background(), realtime.Options[struct{}]{Seed: seed, Duration: 3 * time.Minute, Speed: 30,
+				Faults: sim.Faults{DriftBeyond: true, Crash: true, Partition: true, Pause: true}})
+			results <- out{seed, res, err}
+		}()
+	}
+	caught := 0
+	for range 8 {
+		o := <-results
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if v := o.res.Violation; v != nil {
+			caught++
+			t.Logf("seed %d: %v", o.seed, v)
+		}
+	}
+	if caught == 0 {
+		t.Fatal("no seed of 8 made two leaders with 40% drift")
+	}
+}

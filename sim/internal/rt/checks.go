@@ -137,12 +137,18 @@ func (h *harness[M]) poll() {
 			inc.lastLed = v.t.Token
 		}
 	}
+	h.forget(seen)
+	h.liveness(now, len(leaders) > 0)
+}
+
+// forget drops the disagreements that the last poll did not see. h.mu is
+// held.
+func (h *harness[M]) forget(seen map[string]bool) {
 	for k := range h.suspects {
 		if !seen[k] {
 			delete(h.suspects, k)
 		}
 	}
-	h.liveness(now, len(leaders) > 0)
 }
 
 // suspectLocked reports a disagreement between what Term says and what

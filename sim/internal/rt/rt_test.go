@@ -77,3 +77,47 @@ func TestTimebase(t *testing.T) {
 		t.Errorf("satMul overflows: %v", got)
 	}
 }
+
+// TestSuspect: in a bubble a disagreement is a violation at once; in real
+// time it is one once it has lasted beyond the tolerance (2×CheckEvery +
+// 4×lag), and one that stops being seen is forgotten.
+func TestSuspect(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		bubble bool
+		lag    time.Duration
+		seen   []time.Duration // polls at which the disagreement is seen
+		gap    time.Duration   // a poll without it before the last one, if not zero
+		fails  bool
+	}{
+		{"bubble: at once", true, 0, []time.Duration{100 * ms}, 0, true},
+		{"real: one sighting", false, 0, []time.Duration{100 * ms}, 0, false},
+		{"real: within the tolerance", false, 50 * ms, []time.Duration{100 * ms, 500 * ms}, 0, false},
+		{"real: beyond the tolerance", false, 50 * ms, []time.Duration{100 * ms, 500 * ms, 501 * ms}, 0, true},
+		{"real: healed in between", false, 0, []time.Duration{100 * ms, 200 * ms, 400 * ms}, 300 * ms, false},
+	}
+	for _, tt := range tests {
+		d := Driver{}
+		if tt.bubble {
+			d.Wait = func() {}
+		}
+		o := Options[struct{}]{}.WithDefaults()
+		h, err := newHarness(o, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.lag = tt.lag
+		for i, at := range tt.seen {
+			if tt.gap != 0 && i == len(tt.seen)-1 {
+				h.forget(map[string]bool{})
+			}
+			seen := map[string]bool{}
+			h.suspectLocked(seen, "k", at, "check", "disagreement")
+			h.forget(seen)
+		}
+		if got := h.res.Violation != nil; got != tt.fails {
+			t.Errorf("%s: violation %v, want %v", tt.name, h.res.Violation, tt.fails)
+		}
+	}
+}
