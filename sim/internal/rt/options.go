@@ -12,16 +12,17 @@ import (
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
-// Options configure one runtime-mode run. M is the metadata type of the
-// store under test. simtest.Options and realtime.Options document them.
+// Options configure one runtime-mode run (realtime.Options is this type;
+// simtest.Options has the same fields and the sweep's). M is the metadata
+// type of the store under test.
 type Options[M any] struct {
 	// Seed draws everything random: the fault schedule, latencies, clock
-	// rates, the electors' jitter. Check ignores it and runs the seeds of
-	// Seeds.
+	// rates, the electors' jitter.
 	Seed uint64
 	// Nodes is the number of electors (default 3, at most 16).
 	Nodes int
-	// Duration is the virtual time a run lasts (default 3 minutes).
+	// Duration is the time a run lasts, in the electors' time (default 3
+	// minutes; in real time it takes Duration/Speed of wall-clock time).
 	Duration time.Duration
 	// Name is the election's name (default "sim").
 	Name string
@@ -31,10 +32,12 @@ type Options[M any] struct {
 	// lease.DefaultConfig(), os.LookupEnv), as lead.New does.
 	Config lease.Config
 	// NewStore returns a fresh, empty store for one seed (default
-	// memstore.New). It is called inside the synctest bubble, so the store
-	// may start goroutines and timers, which then run in virtual time; it
-	// must not wait on the network or on goroutines from outside the
-	// bubble. The store should pass storetest. For Faults.DataLoss it must
+	// memstore.New). In a synctest bubble it is called inside the bubble,
+	// so the store may start goroutines and timers, which then run in
+	// virtual time; it must not wait on the network or on goroutines from
+	// outside the bubble. In real time it is called on the caller's
+	// goroutine, and its own timers run on the wall clock, not the scaled
+	// one. The store should pass storetest. For Faults.DataLoss it must
 	// have a method Delete(name string) that loses the record, as
 	// memstore's does.
 	NewStore func() store.Store[M]
