@@ -5,6 +5,11 @@
 //	tenure get     print an election's lease record
 //	tenure watch   print a line per change of a lease record
 //	tenure run     run a command only while this process leads
+//	tenure sim     the election simulator: model mode (the state machine
+//	               in virtual time, byte-reproducible from a seed) or, with
+//	               -runtime, the real lead.Electors on memstore in real
+//	               time on a scaled clock (-speed; not byte-reproducible:
+//	               go test with sim/simtest is the reproducible way)
 //
 // get, watch and run take the store URL from --store or, when it is not
 // given, from the TENURE_STORE environment variable.

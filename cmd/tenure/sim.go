@@ -15,6 +15,9 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/sim/realtime"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
 )
 
 // simUsage is printed by "tenure sim -h".
@@ -47,10 +50,25 @@ variables as the library reads them for the election -name (for example
 TENURE_LEASE_DURATION=6s or TENURE_SIM_LEASE_DURATION=6s), then the timing
 flags.
 
-Runtime mode (-runtime: the real lead.Electors on a real store, in virtual
-time) needs testing/synctest, which only a test binary has; the tenure
-binary does not link package testing, so -runtime prints the go test
-command that runs it.
+Runtime mode (-runtime) runs the real lead.Electors (Run, a Lead body and
+an Every body writing through a fence.Register, the observers, the
+watchdog) on memstore, each behind a fault-injecting store wrapper, with
+the same faults and checks as "go test" with sim/simtest, but in real time
+on a scaled clock: -speed 10 (the default) makes one real second ten
+seconds of the electors' time, so a seed of -duration 3m (the runtime
+default, with -nodes 3) takes 18 s; -parallel seeds run at once. It honours
+-seeds, -json, the fault flags, the TENURE_* timings, the timing and
+latency flags, -no-watch, -svg, -trace and -width; -lossy is model-only
+(memstore never loses a record; -dataloss deletes it).
+Runtime mode is NOT reproducible byte for byte: the seed fixes the fault
+schedule and every random draw, but the Go scheduler decides when each
+goroutine runs, and a delay of 10ms is 0.1s of the electors' time. The
+checks that two electors lead at once, that tokens and fenced writes go
+forward, report only what the reads prove; the checks of timely
+notification (observers, bodies' contexts) and the liveness bound allow a
+tolerance of 2×100ms plus 4× the largest scheduling delay measured in the
+run, printed with each verdict. For a reproducible run use go test with
+sim/simtest (simtest.Check, or the command each failing seed prints).
 
 Examples:
   tenure sim -seeds 7
@@ -61,7 +79,8 @@ Examples:
   tenure sim -seeds 1-200 -lossy -dataloss -reconfigure
   TENURE_LEASE_DURATION=6s TENURE_RENEW_DEADLINE=4s tenure sim -seeds 1 -calm
   tenure sim -seeds 9 -trace | less                    # every event
-  tenure sim -runtime -seeds 1-50 -crash -partition    # prints the go test command
+  tenure sim -runtime -seeds 1-20                      # real electors on memstore, in real time
+  tenure sim -runtime -seeds 4 -crash -partition -trace # one seed, every event
 
 Flags:
 `
@@ -78,7 +97,9 @@ type simFlags struct {
 	verbose  bool
 	single   bool
 	runtime  bool
-	replayed []string // the flags that shape a run, to print replay commands
+	parallel int                        // runtime mode: seeds at once
+	rtOpt    realtime.Options[struct{}] // runtime mode: the options, with defaults
+	replayed []string                   // the flags that shape a run, to print replay commands
 }
 
 // faultFlagNames are the flags that switch a fault on.
@@ -90,12 +111,14 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	var (
 		seedList   = fs.String("seeds", "", "seeds to run: one (7), a range (1-10000) or a list (1-100,200,300-310) (default 1)")
 		seed       = fs.Uint64("seed", 0, "one seed to run (the same as -seeds N)")
-		runtimeArg = fs.Bool("runtime", false, "runtime mode: print how to run it with go test (it needs testing/synctest)")
+		runtimeArg = fs.Bool("runtime", false, "runtime mode: the real lead.Electors on memstore, in real time scaled by -speed (not byte-reproducible)")
+		speed      = fs.Int("speed", realtime.DefaultSpeed, "runtime mode: seconds of the electors' time per real second")
+		parallel   = fs.Int("parallel", 0, "runtime mode: seeds run at once (default 8×GOMAXPROCS: a seed mostly waits, about 1% of a core)")
 		jsonOut    = fs.Bool("json", false, "print one JSON verdict object per seed and a summary object")
 		verbose    = fs.Bool("v", false, "with several seeds, print a line for every seed, not only the failing ones")
 		name       = fs.String("name", "sim", "election name whose TENURE_<NAME>_* variables are read (after the shared TENURE_*)")
-		nodes      = fs.Int("nodes", 5, "number of nodes")
-		duration   = fs.Duration("duration", 10*time.Minute, "simulated real time")
+		nodes      = fs.Int("nodes", 5, "number of nodes (runtime mode: default 3)")
+		duration   = fs.Duration("duration", 10*time.Minute, "simulated real time (runtime mode: default 3m)")
 		width      = fs.Int("width", 100, "columns of the text timeline")
 		svg        = fs.String("svg", "", "also write an SVG timeline to this file (one seed only)")
 		trace      = fs.Bool("trace", false, "write every event before the timeline (one seed only)")
@@ -167,6 +190,14 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		return nil, errors.New("-json and -trace exclude each other")
 	case *width < 20:
 		return nil, fmt.Errorf("-width is %d, must be at least 20", *width)
+	case !*runtimeArg && (set["speed"] || set["parallel"]):
+		return nil, errors.New("-speed and -parallel are for runtime mode (-runtime)")
+	case *runtimeArg && set["lossy"]:
+		return nil, errors.New("-lossy is for model mode: runtime mode runs memstore, which never loses a record (-dataloss deletes it)")
+	case *runtimeArg && (*speed < 1 || *speed > realtime.MaxSpeed):
+		return nil, fmt.Errorf("-speed is %d, must lie in [1, %d]", *speed, realtime.MaxSpeed)
+	case *runtimeArg && set["parallel"] && *parallel < 1:
+		return nil, fmt.Errorf("-parallel is %d, must be at least 1", *parallel)
 	}
 	if len(named) == 0 && !*calm {
 		f = sim.DefaultFaults()
@@ -184,9 +215,6 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		return nil, fmt.Errorf("-seeds: %w", err)
 	}
 	single := seeds.Len() == 1
-	if *runtimeArg {
-		return &simFlags{runtime: true, seeds: seeds, opt: sim.Options{Faults: f}}, nil
-	}
 	if !single && (*svg != "" || *trace) {
 		return nil, errors.New("-svg and -trace need a single seed")
 	}
@@ -212,9 +240,18 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		return nil, err
 	}
 
+	if *runtimeArg {
+		if !set["nodes"] {
+			*nodes = 3
+		}
+		if !set["duration"] {
+			*duration = 3 * time.Minute
+		}
+	}
 	sf := &simFlags{
 		fs: fs, seeds: seeds, width: *width, svg: *svg, trace: *trace,
 		jsonOut: *jsonOut, verbose: *verbose, single: single,
+		runtime: *runtimeArg, parallel: *parallel,
 		opt: sim.Options{
 			Nodes: *nodes, Duration: *duration, Config: cfg, Faults: f,
 			Rho: *rho, BeyondRho: *beyond,
@@ -233,6 +270,28 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		}
 		sf.replayed = append(sf.replayed, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 	})
+	if sf.runtime {
+		if sf.parallel == 0 {
+			sf.parallel = 8 * runtime.GOMAXPROCS(0)
+		}
+		o := sf.opt
+		noWatch := o.Store.NoWatch
+		sf.rtOpt = realtime.Options[struct{}]{
+			Nodes: o.Nodes, Duration: o.Duration, Name: *name, Config: o.Config,
+			Latency: o.Store.Latency, Faults: o.Faults, Rho: o.Rho, BeyondRho: o.BeyondRho,
+			Speed: *speed,
+			NewStore: func() store.Store[struct{}] {
+				if noWatch {
+					return watchlessStore{memstore.New[struct{}]()}
+				}
+				return memstore.New[struct{}]()
+			},
+		}.WithDefaults()
+		if err := sf.rtOpt.Validate(); err != nil {
+			return nil, fmt.Errorf("runtime mode: %w", err)
+		}
+		return sf, nil
+	}
 	// Check the options once, before any seed runs.
 	if _, err := sim.New(sf.opt); err != nil {
 		return nil, err
@@ -240,33 +299,22 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	return sf, nil
 }
 
-// runtimeHelp explains -runtime; %s is the go test command for the
-// seeds and faults asked for.
-const runtimeHelp = `tenure sim -runtime: runtime mode is not run by this binary.
+// watchlessStore is memstore without Watch (-no-watch in runtime mode):
+// the electors only poll. Delete stays, for -dataloss.
+type watchlessStore struct{ s *memstore.Store[struct{}] }
 
-Runtime mode runs the real lead.Electors (Run, Lead, Every, the watchdog,
-the observers) on a real store.Store in virtual time. Only testing/synctest
-can tell when every goroutine of the electors and the store is idle, which
-virtual time needs, and synctest runs only inside a test binary (it needs a
-*testing.T). The tenure binary does not link package testing, so it cannot
-run runtime mode. Run it with go test instead: the library's own runtime
-sweep (3 electors on memstore, 3 virtual minutes a seed, the TENURE_*
-timings) with the seeds and faults asked for, from a module that requires
-tenure:
+// Get reads the record.
+func (w watchlessStore) Get(ctx context.Context, name string) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.Get(ctx, name)
+}
 
-  %s
+// CompareAndSwap writes the record.
+func (w watchlessStore) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.CompareAndSwap(ctx, name, exp, next)
+}
 
-  # your own store, from a _test.go file of yours:
-  func TestElection(t *testing.T) {
-      simtest.Check(t, simtest.Options[Meta]{
-          NewStore: func() store.Store[Meta] { return mystore.New[Meta]() },
-          Faults:   sim.DefaultFaults(),
-      })
-  }
-  TENURE_SIM_SEEDS=4711 go test -run 'TestElection$' -v ./...   # replay one seed
-
-See "Run the simulator in CI" in docs/guide.md.
-`
+// Delete loses the record (-dataloss).
+func (w watchlessStore) Delete(name string) { w.s.Delete(name) }
 
 // seedVerdict is the JSON object printed for each seed.
 type seedVerdict struct {
@@ -278,6 +326,11 @@ type seedVerdict struct {
 	FenceAccepted int            `json:"fence_accepted"`
 	FenceRejected int            `json:"fence_rejected"`
 	Violation     *jsonViolation `json:"violation,omitempty"`
+	// Runtime mode only.
+	StoreOps       int     `json:"store_ops,omitempty"`
+	ElectorSeconds float64 `json:"elector_seconds,omitempty"`
+	LagNS          int64   `json:"scheduling_delay_ns,omitempty"`
+	ToleranceNS    int64   `json:"tolerance_ns,omitempty"`
 }
 
 type jsonViolation struct {
@@ -303,6 +356,7 @@ func configJSON(c lease.Config) jsonConfig {
 // summaryVerdict is the JSON object printed after every seed.
 type summaryVerdict struct {
 	Type        string     `json:"type"`
+	Mode        string     `json:"mode,omitempty"` // "runtime", or empty (model mode)
 	OK          bool       `json:"ok"`
 	Seeds       uint64     `json:"seeds"`
 	Failed      int        `json:"failed"`
@@ -315,6 +369,11 @@ type summaryVerdict struct {
 	Watch       bool       `json:"watch"`
 	Config      jsonConfig `json:"config"`
 	Interrupted bool       `json:"interrupted,omitempty"`
+	// Runtime mode only.
+	Speed          int     `json:"speed,omitempty"`
+	ElectorSeconds float64 `json:"elector_seconds,omitempty"`
+	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
+	MaxLagNS       int64   `json:"max_scheduling_delay_ns,omitempty"`
 }
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -323,10 +382,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if sf.runtime {
-		cmd := fmt.Sprintf("TENURE_SIM_SEEDS=%s TENURE_SIM_FAULTS=%s go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest",
-			sf.seeds, sf.opt.Faults)
-		fmt.Fprintf(stderr, runtimeHelp, cmd)
-		return exitCode(2)
+		return runRuntime(ctx, sf, stdout)
 	}
 	if sf.single && !sf.jsonOut {
 		return runOneSeed(sf, stdout)
@@ -365,54 +421,46 @@ func writeSVG(s *sim.Cluster, path string) error {
 	if path == "" {
 		return nil
 	}
+	return writeFile(path, s.WriteSVG)
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
 	out, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	err = s.WriteSVG(out)
+	err = write(out)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// runSeeds runs every seed on GOMAXPROCS goroutines and prints the
-// verdicts in seed order.
-func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
+// sweepOrdered runs run for every seed on workers goroutines and calls emit
+// with the results in seed order, on the calling goroutine. It starts no
+// seed once ctx has ended, and reports how many seeds it emitted.
+func sweepOrdered[T any](ctx context.Context, seeds sim.Seeds, workers int, run func(seed uint64) T, emit func(T)) uint64 {
+	type job struct{ i, seed uint64 }
 	type done struct {
-		i   uint64
-		res sim.Result
-		c   *sim.Cluster
+		i uint64
+		v T
 	}
-	jobs := make(chan struct {
-		i, seed uint64
-	})
-	results := make(chan done)
+	jobs, results := make(chan job), make(chan done)
 	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
+	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				o := sf.opt
-				o.Seed, o.Record = j.seed, sf.svg != ""
-				c, err := sim.New(o)
-				if err != nil {
-					panic(err) // validated by parseSimFlags
-				}
-				d := done{i: j.i, res: c.Run()}
-				if o.Record {
-					d.c = c // for the SVG
-				}
-				results <- d
+				results <- done{j.i, run(j.seed)}
 			}
 		})
 	}
-	interrupted := false
 	go func() {
 		defer close(jobs)
 		var i uint64
-		for seed := range sf.seeds.All() {
+		for seed := range seeds.All() {
 			select {
-			case jobs <- struct{ i, seed uint64 }{i, seed}:
+			case jobs <- job{i, seed}:
 				i++
 			case <-ctx.Done():
 				return
@@ -420,11 +468,45 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
+	pending := map[uint64]T{}
+	var next uint64
+	for d := range results {
+		pending[d.i] = d.v
+		for {
+			v, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			emit(v)
+		}
+	}
+	return next
+}
 
+// runSeeds runs every seed on GOMAXPROCS goroutines and prints the
+// verdicts in seed order.
+func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
+	type done struct {
+		res sim.Result
+		c   *sim.Cluster
+	}
+	run := func(seed uint64) done {
+		o := sf.opt
+		o.Seed, o.Record = seed, sf.svg != ""
+		c, err := sim.New(o)
+		if err != nil {
+			panic(err) // validated by parseSimFlags
+		}
+		d := done{res: c.Run()}
+		if o.Record {
+			d.c = c // for the SVG
+		}
+		return d
+	}
 	sum := summaryVerdict{Type: "summary", FailedSeeds: []uint64{}, Nodes: sf.opt.Nodes, Duration: sf.opt.Duration.String(),
 		Faults: sf.opt.Faults.String(), Lossy: sf.opt.Store.MayLoseRecords, Watch: !sf.opt.Store.NoWatch, Config: configJSON(sf.opt.Config)}
-	pending := map[uint64]done{}
-	var next uint64
 	enc := json.NewEncoder(stdout)
 	var werr error
 	emit := func(d done) {
@@ -437,10 +519,7 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 		}
 		if sf.jsonOut {
 			v := seedVerdict{Type: "seed", Seed: r.Seed, OK: r.Violation == nil, Events: r.Events, Terms: r.Terms,
-				FenceAccepted: r.FenceAccepted, FenceRejected: r.FenceRejected}
-			if r.Violation != nil {
-				v.Violation = &jsonViolation{Check: r.Violation.Check, At: r.Violation.At.String(), AtNS: int64(r.Violation.At), Msg: r.Violation.Msg}
-			}
+				FenceAccepted: r.FenceAccepted, FenceRejected: r.FenceRejected, Violation: violationJSON(r.Violation)}
 			if err := enc.Encode(v); err != nil && werr == nil {
 				werr = err
 			}
@@ -459,37 +538,16 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 				r.Seed, r.Events, r.Terms, r.FenceAccepted, r.FenceRejected)
 		}
 	}
-	for d := range results {
-		pending[d.i] = d
-		for {
-			d, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			emit(d)
-		}
-	}
-	if ctx.Err() != nil && sum.Seeds < sf.seeds.Len() {
-		interrupted = true
-	}
-	sum.Interrupted = interrupted
-	sum.OK = sum.Failed == 0 && !interrupted
+	sweepOrdered(ctx, sf.seeds, runtime.GOMAXPROCS(0), run, emit)
+	sum.Interrupted = ctx.Err() != nil && sum.Seeds < sf.seeds.Len()
+	sum.OK = sum.Failed == 0 && !sum.Interrupted
 	if sf.jsonOut {
 		if err := enc.Encode(sum); err != nil && werr == nil {
 			werr = err
 		}
 	} else {
-		verdict := "every check held"
-		if sum.Failed > 0 {
-			verdict = fmt.Sprintf("%d failed (seeds %v)", sum.Failed, sum.FailedSeeds)
-		}
-		if interrupted {
-			verdict += fmt.Sprintf("; interrupted after %d of %d seeds", sum.Seeds, sf.seeds.Len())
-		}
 		fmt.Fprintf(stdout, "tenure sim: %d seeds (%d nodes, %v each, faults %s, lossy store %v, watch %v): %s\n",
-			sum.Seeds, sum.Nodes, sf.opt.Duration, sum.Faults, sum.Lossy, sum.Watch, verdict)
+			sum.Seeds, sum.Nodes, sf.opt.Duration, sum.Faults, sum.Lossy, sum.Watch, sum.verdict(sf.seeds.Len()))
 	}
 	if werr != nil {
 		return werr
@@ -498,6 +556,163 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// verdict is the end of the summary line.
+func (sum *summaryVerdict) verdict(total uint64) string {
+	v := "every check held"
+	if sum.Failed > 0 {
+		v = fmt.Sprintf("%d failed (seeds %v)", sum.Failed, sum.FailedSeeds)
+	}
+	if sum.Interrupted {
+		v += fmt.Sprintf("; interrupted after %d of %d seeds", sum.Seeds, total)
+	}
+	return v
+}
+
+func violationJSON(v *sim.Violation) *jsonViolation {
+	if v == nil {
+		return nil
+	}
+	return &jsonViolation{Check: v.Check, At: v.At.String(), AtNS: int64(v.At), Msg: v.Msg}
+}
+
+// runRuntime runs runtime mode in real time: one seed with its timeline,
+// or a sweep of seeds, -parallel at once.
+func runRuntime(ctx context.Context, sf *simFlags, stdout io.Writer) error {
+	type done struct {
+		res realtime.Result
+		err error
+	}
+	var traceMu sync.Mutex
+	run := func(seed uint64) done {
+		o := sf.rtOpt
+		o.Seed = seed
+		if sf.trace {
+			o.Trace = lockedWriter{&traceMu, stdout}
+		}
+		res, err := realtime.Run(ctx, o)
+		return done{res, err}
+	}
+	sum := summaryVerdict{Type: "summary", Mode: "runtime", FailedSeeds: []uint64{}, Nodes: sf.rtOpt.Nodes, Duration: sf.rtOpt.Duration.String(),
+		Faults: sf.rtOpt.Faults.String(), Watch: !sf.opt.Store.NoWatch, Config: configJSON(sf.rtOpt.Config), Speed: sf.rtOpt.Speed}
+	enc := json.NewEncoder(stdout)
+	var (
+		werr        error
+		electorTime time.Duration
+	)
+	start := time.Now()
+	emit := func(d done) {
+		r := d.res
+		if errors.Is(d.err, realtime.ErrInterrupted) {
+			return // not counted: the seed did not run to its end
+		}
+		if d.err != nil {
+			if werr == nil {
+				werr = d.err
+			}
+			return
+		}
+		sum.Seeds++
+		electorTime += r.ElectorTime
+		sum.MaxLagNS = max(sum.MaxLagNS, int64(r.Lag))
+		if r.Violation != nil {
+			sum.Failed++
+			sum.FailedSeeds = append(sum.FailedSeeds, r.Seed)
+		}
+		switch {
+		case sf.jsonOut:
+			v := seedVerdict{Type: "seed", Seed: r.Seed, OK: r.Violation == nil, Terms: r.Terms,
+				FenceAccepted: r.FenceAccepted, FenceRejected: r.FenceRejected, Violation: violationJSON(r.Violation),
+				StoreOps: r.StoreOps, ElectorSeconds: r.ElectorTime.Seconds(), LagNS: int64(r.Lag), ToleranceNS: int64(r.Tolerance)}
+			if err := enc.Encode(v); err != nil && werr == nil {
+				werr = err
+			}
+		case sf.single:
+			if err := r.WriteTimeline(stdout, sf.width); err != nil && werr == nil {
+				werr = err
+			}
+			fmt.Fprintf(stdout, "real time at speed %d: largest scheduling delay %v, tolerance %v (not byte-reproducible; reproducible in virtual time: %s)\n",
+				sf.rtOpt.Speed, r.Lag.Round(time.Millisecond), r.Tolerance.Round(time.Millisecond), sf.goTestReplay(r.Seed))
+		case r.Violation != nil:
+			fmt.Fprintf(stdout, "seed %d: VIOLATION %v\n  replay: tenure sim -seeds %d%s\n  in virtual time: %s\n",
+				r.Seed, r.Violation, r.Seed, sf.replayArgs(), sf.goTestReplay(r.Seed))
+		case sf.verbose:
+			fmt.Fprintf(stdout, "seed %d: ok (%d terms, %d store operations, %d fenced writes accepted, %d refused; scheduling delay %v)\n",
+				r.Seed, r.Terms, r.StoreOps, r.FenceAccepted, r.FenceRejected, r.Lag.Round(time.Millisecond))
+		}
+		if sf.svg != "" {
+			if err := writeFile(sf.svg, r.WriteSVG); err != nil && werr == nil {
+				werr = err
+			}
+		}
+	}
+	sweepOrdered(ctx, sf.seeds, sf.parallel, run, emit)
+	elapsed := time.Since(start)
+	sum.ElectorSeconds = electorTime.Seconds()
+	sum.ElapsedSeconds = elapsed.Seconds()
+	sum.Interrupted = ctx.Err() != nil && sum.Seeds < sf.seeds.Len()
+	sum.OK = sum.Failed == 0 && !sum.Interrupted && werr == nil
+	if sf.jsonOut {
+		if err := enc.Encode(sum); err != nil && werr == nil {
+			werr = err
+		}
+	} else if !sf.single || sum.Interrupted {
+		fmt.Fprintf(stdout, "tenure sim -runtime: %d seeds (%d electors on memstore, %v each, faults %s, watch %v, speed %d): %s; "+
+			"%.0f elector-seconds in %v (%.0f/s), largest scheduling delay %v\n",
+			sum.Seeds, sum.Nodes, sf.rtOpt.Duration, sum.Faults, sum.Watch, sf.rtOpt.Speed, sum.verdict(sf.seeds.Len()),
+			sum.ElectorSeconds, elapsed.Round(time.Millisecond), sum.ElectorSeconds/max(elapsed.Seconds(), 1e-9),
+			time.Duration(sum.MaxLagNS).Round(time.Millisecond))
+	}
+	if werr != nil {
+		return werr
+	}
+	if !sum.OK {
+		return exitCode(1)
+	}
+	return nil
+}
+
+// goTestReplay is the go test command that runs a seed of runtime mode
+// reproducibly, in virtual time: the library's own sweep, with this run's
+// faults and timings (3 electors, 3 minutes, memstore; another shape is a
+// simtest.Check call of your own).
+func (sf *simFlags) goTestReplay(seed uint64) string {
+	var env strings.Builder
+	c, def := sf.rtOpt.Config, lease.DefaultConfig()
+	for _, v := range []struct {
+		key       string
+		val, dflt any
+	}{
+		{"LEASE_DURATION", c.LeaseDuration, def.LeaseDuration},
+		{"RENEW_DEADLINE", c.RenewDeadline, def.RenewDeadline},
+		{"RETRY_INTERVAL", c.RetryInterval, def.RetryInterval},
+		{"RETRY_JITTER", c.RetryJitter, def.RetryJitter},
+		{"BACKEND_TIMEOUT", c.BackendTimeout, def.BackendTimeout},
+	} {
+		if v.val != v.dflt {
+			fmt.Fprintf(&env, "TENURE_%s=%v ", v.key, v.val)
+		}
+	}
+	cmd := fmt.Sprintf("%sTENURE_SIM_SEEDS=%d TENURE_SIM_FAULTS=%s go test -run 'TestRuntimeSweep$' -v github.com/tenure-go/tenure/sim/simtest",
+		env.String(), seed, sf.rtOpt.Faults)
+	if o := sf.rtOpt; o.Nodes != 3 || o.Duration != 3*time.Minute || o.Latency != (sim.Latency{Min: time.Millisecond, Max: 20 * time.Millisecond}) || sf.opt.Store.NoWatch {
+		cmd += " (that sweep runs 3 electors for 3m on memstore with the default latency: for this run's shape, call simtest.Check with the same options)"
+	}
+	return cmd
+}
+
+// lockedWriter serializes the trace lines of seeds that run at once.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+// Write writes p under the lock.
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // replayArgs returns the flags that shaped the run, for a replay command.

@@ -83,9 +83,19 @@ func TestSimCommand(t *testing.T) {
 		{"bad seed list", []string{"-seeds", "5-1"}, 1, "runs backwards"},
 		{"svg needs one seed", []string{"-seeds", "1-2", "-svg", "x.svg"}, 1, "single seed"},
 		{"json and trace", []string{"-json", "-trace"}, 1, "exclude each other"},
-		{"runtime mode explains itself", []string{"-runtime"}, 2, "TENURE_SIM_SEEDS=1 TENURE_SIM_FAULTS=drift,crash,pause,partition,loss,slow,release go test -run 'TestRuntimeSweep$'"},
-		{"runtime mode with seeds and faults", []string{"-runtime", "-seeds", "1-50", "-crash", "-partition"}, 2, "TENURE_SIM_SEEDS=1-50 TENURE_SIM_FAULTS=crash,partition go test"},
+		{"runtime mode, calm", []string{"-runtime", "-calm", "-duration", "30s", "-speed", "30"}, 0, "checks: OK"},
+		{"runtime mode says it is not reproducible", []string{"-runtime", "-calm", "-duration", "30s", "-speed", "30"}, 0,
+			"not byte-reproducible; reproducible in virtual time: TENURE_SIM_SEEDS=1 TENURE_SIM_FAULTS=calm go test -run 'TestRuntimeSweep$'"},
+		{"runtime mode reads the timings", []string{"-runtime", "-calm", "-duration", "30s", "-speed", "30", "-lease", "6s", "-renew", "4s", "-backend-timeout", "1s"}, 0,
+			"L=6s R=4s I=2s J=0.10 T=1s"},
+		{"runtime sweep", []string{"-runtime", "-seeds", "1-2", "-nodes", "2", "-duration", "30s", "-speed", "30", "-crash"}, 0,
+			"tenure sim -runtime: 2 seeds (2 electors on memstore, 30s each, faults crash, watch true, speed 30): every check held"},
 		{"runtime mode with contradictions", []string{"-runtime", "-calm", "-crash"}, 1, "-calm runs no fault"},
+		{"speed without runtime mode", []string{"-speed", "5"}, 1, "-speed and -parallel are for runtime mode"},
+		{"lossy in runtime mode", []string{"-runtime", "-lossy"}, 1, "-lossy is for model mode"},
+		{"bad speed", []string{"-runtime", "-speed", "0"}, 1, "-speed is 0"},
+		{"bad parallel", []string{"-runtime", "-parallel", "0"}, 1, "-parallel is 0"},
+		{"too many electors in runtime mode", []string{"-runtime", "-nodes", "17"}, 1, "at most 16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,8 +171,39 @@ func TestSimJSON(t *testing.T) {
 	}
 }
 
+// TestSimRuntimeJSON: runtime mode's JSON has a verdict per seed with the
+// scheduling delay and tolerance, and a summary with the mode and speed.
+func TestSimRuntimeJSON(t *testing.T) {
+	out, code := runSimArgs(t, "-runtime", "-seeds", "1-2", "-nodes", "2", "-duration", "30s", "-speed", "30", "-calm", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var seeds int
+	var summary map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("not a JSON object: %q: %v", sc.Text(), err)
+		}
+		switch v["type"] {
+		case "seed":
+			seeds++
+			if v["ok"] != true || v["tolerance_ns"] == nil || v["elector_seconds"].(float64) < 59 {
+				t.Errorf("seed verdict %v", v)
+			}
+		case "summary":
+			summary = v
+		}
+	}
+	if seeds != 2 || summary == nil || summary["mode"] != "runtime" || summary["speed"].(float64) != 30 || summary["ok"] != true {
+		t.Fatalf("%d seeds, summary %v:\n%s", seeds, summary, out)
+	}
+}
+
 // TestCLIDoesNotLinkTesting: the tenure binary must not link package
-// testing (runtime mode, which needs it, lives in sim/simtest).
+// testing or testing/synctest (runtime mode runs in real time through
+// sim/realtime; its synctest driver lives in sim/simtest).
 func TestCLIDoesNotLinkTesting(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -173,7 +214,7 @@ func TestCLIDoesNotLinkTesting(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p == "testing" || p == "testing/synctest" {
+		if p == "testing" || strings.HasPrefix(p, "testing/") {
 			t.Fatalf("the tenure command links %s", p)
 		}
 	}

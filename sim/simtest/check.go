@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/sim/internal/rt"
 	"github.com/tenure-go/tenure/sim/internal/sweep"
 )
 
@@ -21,25 +22,23 @@ import (
 // An error (wrapping sim.ErrInvalidOptions) means the options are invalid.
 func Run[M any](t *testing.T, o Options[M]) (Result, error) {
 	t.Helper()
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		return Result{}, err
+	ro := o.core().WithDefaults()
+	if err := ro.Validate(); err != nil {
+		return Result{}, fmt.Errorf("simtest: %w", err)
 	}
-	return runBubble(t, o)
+	return runBubble(t, ro)
 }
 
-// runBubble runs validated options in a bubble.
-func runBubble[M any](t *testing.T, o Options[M]) (Result, error) {
+// runBubble runs validated options in a bubble, in virtual time.
+func runBubble[M any](t *testing.T, o rt.Options[M]) (Result, error) {
 	var (
 		res Result
 		err error
 	)
 	synctest.Test(t, func(*testing.T) {
-		var h *harness[M]
-		if h, err = newHarness(o); err != nil {
-			return
+		if res, err = rt.Run(o, rt.Driver{Wait: synctest.Wait}); err != nil {
+			err = fmt.Errorf("simtest: %w", err)
 		}
-		res = h.run()
 	})
 	return res, err
 }
@@ -74,9 +73,9 @@ type Summary struct {
 //	}
 func Check[M any](t *testing.T, o Options[M]) Summary {
 	t.Helper()
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		t.Fatalf("simtest.Check: %v", err)
+	ro := o.core().WithDefaults()
+	if err := ro.Validate(); err != nil {
+		t.Fatalf("simtest.Check: simtest: %v", err)
 	}
 	spec := o.Seeds
 	if v, ok := sweep.Env(sim.EnvSeeds); ok {
@@ -114,7 +113,7 @@ func Check[M any](t *testing.T, o Options[M]) Summary {
 		all, deadline = seeds.All(), time.Time{}
 	}
 	sum.Seeds = sweep.Run(all, 0, deadline, func(seed uint64) {
-		run := o
+		run := ro
 		run.Seed, run.Trace = seed, nil
 		if single {
 			run.Trace = traceFile(t)
@@ -145,7 +144,7 @@ func Check[M any](t *testing.T, o Options[M]) Summary {
 	}
 	slices.SortFunc(sum.Failed, func(a, b Result) int { return cmp.Compare(a.Seed, b.Seed) })
 	t.Logf("simtest.Check: %d seeds (%d electors, %v each, faults %v), %v of elector time in %v (%.0f elector-seconds/s); %d failed",
-		sum.Seeds, o.Nodes, o.Duration, o.Faults, sum.ElectorTime, sum.Elapsed.Round(time.Millisecond),
+		sum.Seeds, ro.Nodes, ro.Duration, ro.Faults, sum.ElectorTime, sum.Elapsed.Round(time.Millisecond),
 		sum.ElectorTime.Seconds()/max(sum.Elapsed.Seconds(), 1e-9), len(sum.Failed))
 	for i, r := range sum.Failed {
 		if i == 3 {

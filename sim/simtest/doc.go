@@ -7,8 +7,10 @@
 // Each seed runs in a bubble of testing/synctest, so that virtual time
 // advances exactly when every goroutine of the electors and the store is
 // idle: ten virtual minutes take a fraction of a second. That is why the
-// package imports testing and is called from tests (Check, Run); the
-// tenure command does not link it.
+// package imports testing and is called from tests (Check, Run). The
+// harness itself (schedule, fault wrappers, checks, clocks) imports neither
+// testing nor synctest; package realtime runs it in real time on a scaled
+// clock, for "tenure sim -runtime", which does not link this package.
 //
 // What runs: Nodes electors built with lead.New, each with a drifting
 // clock (lead.WithClock), a log handler and an observer that a pause

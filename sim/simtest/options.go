@@ -1,15 +1,13 @@
 package simtest
 
 import (
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
-	"github.com/tenure-go/tenure/sim/internal/timeline"
+	"github.com/tenure-go/tenure/sim/internal/rt"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/memstore"
 )
 
 // Options configure a runtime-mode simulation (Run, Check). M is the
@@ -72,115 +70,21 @@ type Options[M any] struct {
 	SVGDir string
 }
 
-// deleter is what a store needs for Faults.DataLoss: a way to lose the
-// record, as memstore's Delete does.
-type deleter interface{ Delete(name string) }
-
-// withDefaults fills in the zero fields.
-func (o Options[M]) withDefaults() Options[M] {
-	if o.Nodes == 0 {
-		o.Nodes = 3
+// core returns the options of one run, as package rt reads them.
+func (o Options[M]) core() rt.Options[M] {
+	return rt.Options[M]{
+		Seed: o.Seed, Nodes: o.Nodes, Duration: o.Duration, Name: o.Name, Config: o.Config,
+		NewStore: o.NewStore, Latency: o.Latency, Faults: o.Faults, Rho: o.Rho, BeyondRho: o.BeyondRho,
+		Schedule: o.Schedule, CheckEvery: o.CheckEvery, Trace: o.Trace,
 	}
-	if o.Duration == 0 {
-		o.Duration = 3 * time.Minute
-	}
-	if o.Name == "" {
-		o.Name = "sim"
-	}
-	if o.Config == (lease.Config{}) {
-		o.Config = lease.DefaultConfig()
-	}
-	if o.NewStore == nil {
-		o.NewStore = func() store.Store[M] { return memstore.New[M]() }
-	}
-	if o.Latency == (sim.Latency{}) {
-		o.Latency = sim.Latency{Min: time.Millisecond, Max: 20 * time.Millisecond}
-	}
-	if o.Rho == 0 {
-		o.Rho = 0.05
-	}
-	if o.BeyondRho == 0 {
-		o.BeyondRho = 0.4
-	}
-	if o.CheckEvery == 0 {
-		o.CheckEvery = 100 * time.Millisecond
-	}
-	return o
 }
 
-// validate checks options with their defaults, using the model's rules
-// for what the two modes share.
-func (o *Options[M]) validate() error {
-	mo := sim.Options{
-		Nodes: o.Nodes, Duration: o.Duration, Config: o.Config, Faults: o.Faults,
-		Rho: o.Rho, BeyondRho: o.BeyondRho, Schedule: o.Schedule,
-		Store: sim.StoreModel{MayLoseRecords: true, Latency: o.Latency},
-	}
-	if _, err := sim.New(mo); err != nil {
-		return fmt.Errorf("simtest: %w", err)
-	}
-	switch {
-	case o.Nodes > 16:
-		return fmt.Errorf("simtest: %w: Nodes is %d, at most 16 in runtime mode", sim.ErrInvalidOptions, o.Nodes)
-	case o.CheckEvery < 0 || o.CheckEvery > o.Config.RenewDeadline:
-		return fmt.Errorf("simtest: %w: CheckEvery is %v, must lie in (0, RenewDeadline]", sim.ErrInvalidOptions, o.CheckEvery)
-	}
-	if err := store.ValidateName(o.Name); err != nil {
-		return fmt.Errorf("simtest: %w: Name: %w", sim.ErrInvalidOptions, err)
-	}
-	return nil
-}
-
-// Result sums up one runtime-mode run.
-type Result struct {
-	// Seed is the seed that was run.
-	Seed uint64
-	// Terms is the number of leadership terms the electors reported.
-	Terms int
-	// StoreOps is the number of store operations the electors started.
-	StoreOps int
-	// FenceAccepted counts the bodies' fenced writes the resource
-	// accepted, FenceRejected those it refused (from terms that had ended,
-	// as fencing intends).
-	FenceAccepted, FenceRejected int
-	// ElectorTime is the virtual time the electors ran, summed over them:
-	// the elector-seconds simulated.
-	ElectorTime time.Duration
-	// Schedule is the fault schedule that ran (faults aimed at the leader
-	// name the node they hit).
-	Schedule []sim.Fault
-	// Violation is the first failed check, or nil.
-	Violation *sim.Violation
-
-	tl *timeline.Timeline
-}
-
-// Err returns the violation as an error, or nil.
-func (r *Result) Err() error {
-	if r.Violation == nil {
-		return nil
-	}
-	return r.Violation
-}
-
-// WriteTimeline writes the run as text, width columns wide (at least 20):
-// one lane per elector (L while its observers say it leads, F otherwise,
-// blank while down), the terms, the store's changes of holder, the faults
-// and the verdict.
-func (r *Result) WriteTimeline(w io.Writer, width int) error {
-	if r.tl == nil {
-		return sim.ErrNotRecorded
-	}
-	if width < 20 {
-		return fmt.Errorf("simtest: timeline width %d, must be at least 20", width)
-	}
-	return r.tl.WriteText(w, width)
-}
-
-// WriteSVG writes the run as an SVG timeline.
-func (r *Result) WriteSVG(w io.Writer) error {
-	if r.tl == nil {
-		return sim.ErrNotRecorded
-	}
-	return r.tl.WriteSVG(w)
-}
+// Result sums up one runtime-mode run: its seed, the terms, store
+// operations and fenced writes it saw, the elector-time it simulated, the
+// fault schedule that ran and the first failed check (Violation), if any.
+// Its methods Err, WriteTimeline (one lane per elector: L while its
+// observers say it leads, F otherwise, blank while down; the terms, the
+// store's changes of holder, the faults and the verdict) and WriteSVG
+// render it. Lag and Tolerance are zero: a bubble's checks need no
+// tolerance.
+type Result = rt.Result

@@ -125,7 +125,7 @@ func TestRuntimeCalmRun(t *testing.T) {
 	}
 }
 
-// watchless has neither Watch nor MayLoseRecords; lossyWatcher has both.
+// watchless has neither Watch nor MayLoseRecords.
 type watchless struct{ s *memstore.Store[struct{}] }
 
 func (w watchless) Get(ctx context.Context, name string) (lease.Record[struct{}], lease.Revision, error) {
@@ -134,42 +134,6 @@ func (w watchless) Get(ctx context.Context, name string) (lease.Record[struct{}]
 
 func (w watchless) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
 	return w.s.CompareAndSwap(ctx, name, exp, next)
-}
-
-type lossyWatcher struct{ *memstore.Store[struct{}] }
-
-func (lossyWatcher) MayLoseRecords() bool { return true }
-
-// TestRuntimeWrapperCapabilities: the fault wrapper has Watch and
-// MayLoseRecords exactly when the user's store does (or data loss is
-// injected), so that electors see the store's real capabilities.
-func TestRuntimeWrapperCapabilities(t *testing.T) {
-	tests := []struct {
-		name               string
-		st                 store.Store[struct{}]
-		dataLoss           bool
-		watch, lossy, says bool
-	}{
-		{"memstore", memstore.New[struct{}](), false, true, true, false},
-		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true},
-		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false},
-		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true},
-	}
-	for _, tt := range tests {
-		o := Options[struct{}]{NewStore: func() store.Store[struct{}] { return tt.st }}.withDefaults()
-		o.Faults.DataLoss = tt.dataLoss
-		var h *harness[struct{}]
-		var err error
-		if h, err = newHarness(o); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]})
-		_, watch := w.(store.Watcher[struct{}])
-		l, lossy := w.(store.Lossy)
-		if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
-			t.Errorf("%s: watch %v, lossy %v; want %v, %v (says %v)", tt.name, watch, lossy, tt.watch, tt.lossy, tt.says)
-		}
-	}
 }
 
 func TestRuntimeOptionsRejected(t *testing.T) {

@@ -1,4 +1,4 @@
-package simtest
+package rt
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // errPartitioned is what a watch gets while its elector is cut off.
-var errPartitioned = errors.New("simtest: partitioned from the store")
+var errPartitioned = errors.New("sim: partitioned from the store")
 
 // faultStore is the store as one elector incarnation sees it: every call
 // crosses a simulated network (latency, lost requests, lost replies,
@@ -77,7 +77,7 @@ func (w *faultStore[M]) call(ctx context.Context, kind string, op func(context.C
 			h.tracef(w.inc, "%s request lost", kind)
 			return
 		}
-		if !sleepCtx(h.ctx, reqLat) {
+		if !h.tb.sleep(h.ctx, reqLat) {
 			return
 		}
 		op(context.WithoutCancel(ctx))
@@ -86,15 +86,31 @@ func (w *faultStore[M]) call(ctx context.Context, kind string, op func(context.C
 			h.tracef(w.inc, "%s reply lost", kind)
 			return
 		}
-		if sleepCtx(h.ctx, repLat) {
+		if h.tb.sleep(h.ctx, repLat) {
 			done <- struct{}{}
 		}
 	})
+	var timeout <-chan time.Time
+	if h.realTime() {
+		// lead bounds a store call with context.WithTimeout, in real time,
+		// not on its clock: scaled by the run's speed, that would let a
+		// call hang Speed times longer than BackendTimeout of the
+		// electors' time. The wrapper ends the call at BackendTimeout of
+		// the run's time instead, as lead's timeout does in a bubble.
+		h.mu.Lock()
+		bt := w.inc.n.cfg.BackendTimeout
+		h.mu.Unlock()
+		t := h.tb.newTimer(bt)
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("simtest: %s of %s: %w", kind, w.inc.id, ctx.Err())
+		return fmt.Errorf("sim: %s of %s: %w", kind, w.inc.id, ctx.Err())
+	case <-timeout:
+		return fmt.Errorf("sim: %s of %s: %w", kind, w.inc.id, context.DeadlineExceeded)
 	}
 }
 
@@ -187,7 +203,7 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 				extra := uniform(rng, 0, 3*h.o.Config.RetryInterval)
 				if late || dup {
 					chaos.Go(func() {
-						if sleepCtx(wctx, lat+extra) {
+						if h.tb.sleep(wctx, lat+extra) {
 							select {
 							case out <- ev:
 							case <-wctx.Done():
@@ -199,7 +215,7 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 					}
 				}
 			}
-			if !sleepCtx(wctx, lat) {
+			if !h.tb.sleep(wctx, lat) {
 				return
 			}
 			select {
@@ -249,21 +265,4 @@ func (h *harness[M]) wrap(inc *incarnation[M]) store.Store[M] {
 		return lossyStore[M]{fs, may}
 	}
 	return fs
-}
-
-// sleepCtx waits d of (virtual) time, or until ctx ends; it reports
-// whether d passed. It models time spent on the network, not waiting for
-// something to happen.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

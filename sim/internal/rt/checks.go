@@ -1,4 +1,4 @@
-package simtest
+package rt
 
 import (
 	"context"
@@ -81,8 +81,21 @@ func (h *harness[M]) poll() {
 			leaders = append(leaders, inc)
 		}
 	}
+	if len(leaders) > 1 && h.realTime() {
+		// In real time the views are not of one instant: a leader read
+		// first may have lost its term before the second was read. Read
+		// the first again: if it still leads with the same token, its term
+		// (one interval: a term that ended never comes back) spans the
+		// instant the second was read, so both led then.
+		a := leaders[0]
+		ta, _ := a.e.Term()
+		if again, ok := a.e.Term(); !ok || again.Token != ta.Token {
+			leaders = leaders[:1]
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	seen := map[string]bool{}
 	if len(leaders) > 1 {
 		a, b := leaders[0], leaders[1]
 		ta, _ := a.e.Term()
@@ -98,11 +111,11 @@ func (h *harness[M]) poll() {
 			}
 		}
 		if v.st.Leading != v.ok || v.ok && v.st.Term.Token != v.t.Token {
-			h.failLocked(sim.CheckObserver, "%s: Status says leading %v (token %d), Term says %v (token %d)", inc.id, v.st.Leading, v.st.Term.Token, v.ok, v.t.Token)
+			h.suspectLocked(seen, inc.id+" status", now, sim.CheckObserver, "%s: Status says leading %v (token %d), Term says %v (token %d)", inc.id, v.st.Leading, v.st.Term.Token, v.ok, v.t.Token)
 		}
 		for b := range inc.bodies {
 			if b.ctx.Err() == nil && (!v.ok || v.t.Token != b.token) {
-				h.failLocked(sim.CheckBody, "%s: a %s body of the term with token %d has a live context, but %s leads: %v (token %d)", inc.id, b.kind, b.token, inc.id, v.ok, v.t.Token)
+				h.suspectLocked(seen, fmt.Sprintf("%s body %p", inc.id, b), now, sim.CheckBody, "%s: a %s body of the term with token %d has a live context, but %s leads: %v (token %d)", inc.id, b.kind, b.token, inc.id, v.ok, v.t.Token)
 			}
 		}
 		n := inc.n
@@ -114,7 +127,7 @@ func (h *harness[M]) poll() {
 			continue
 		}
 		if !agree {
-			h.failLocked(sim.CheckObserver, "%s: its observers were told %s, but Term says leading %v (token %d)", inc.id, obsText(inc), v.ok, v.t.Token)
+			h.suspectLocked(seen, inc.id+" observers", now, sim.CheckObserver, "%s: its observers were told %s, but Term says leading %v (token %d)", inc.id, obsText(inc), v.ok, v.t.Token)
 		}
 	}
 	for i, inc := range live {
@@ -124,7 +137,41 @@ func (h *harness[M]) poll() {
 			inc.lastLed = v.t.Token
 		}
 	}
+	h.forget(seen)
 	h.liveness(now, len(leaders) > 0)
+}
+
+// forget drops the disagreements that the last poll did not see. h.mu is
+// held.
+func (h *harness[M]) forget(seen map[string]bool) {
+	for k := range h.suspects {
+		if !seen[k] {
+			delete(h.suspects, k)
+		}
+	}
+}
+
+// suspectLocked reports a disagreement between what Term says and what
+// the observers, a body's context or Status say. In a bubble every
+// goroutine is idle when poll looks, so it is a violation at once. In real
+// time the elector's goroutines may not have run yet: it is a violation
+// once it has lasted longer than the tolerance (it still holds at a later
+// poll), and the message says for how long. Keys seen by this poll are put
+// in seen; the others are forgotten. h.mu is held.
+func (h *harness[M]) suspectLocked(seen map[string]bool, key string, now time.Duration, check, format string, args ...any) {
+	if !h.realTime() {
+		h.failLocked(check, format, args...)
+		return
+	}
+	seen[key] = true
+	since, ok := h.suspects[key]
+	if !ok {
+		h.suspects[key] = now
+		return
+	}
+	if tol := h.tolerance(); now-since > tol {
+		h.failLocked(check, format+" (for %v, beyond the real-time tolerance %v)", append(args, now-since, tol)...)
+	}
 }
 
 // obsText describes what inc's observers were told last. h.mu is held.
@@ -157,9 +204,9 @@ func (h *harness[M]) liveness(now time.Duration, leading bool) {
 		return
 	}
 	from := max(c.calmFrom, c.lastLeader)
-	if gap := now - from; gap > c.bound {
+	if gap := now - from; gap > c.bound+h.tolerance() {
 		h.failLocked(sim.CheckLiveness, "no elector leads, %v after the faults healed (at %v) and the last leader (at %v); bound %v",
-			gap, c.calmFrom, c.lastLeader, c.bound)
+			gap, c.calmFrom, c.lastLeader, c.bound+h.tolerance())
 	}
 }
 
@@ -180,6 +227,12 @@ func (h *harness[M]) sawRead(inc *incarnation[M], rec lease.Record[M], rev lease
 // revision above every earlier one, tokens never go down, a token names one
 // holder, and Transitions never goes down (except across a data loss).
 func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if h.realTime() {
+		// Writes that finish together must be checked in the order the
+		// store applied them.
+		h.storeMu.Lock()
+		defer h.storeMu.Unlock()
+	}
 	rec, rev, err := h.inner.CompareAndSwap(ctx, name, expected, next)
 	h.mu.Lock()
 	c := &h.chk

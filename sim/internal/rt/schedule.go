@@ -1,4 +1,4 @@
-package simtest
+package rt
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package simtest
+package rt
 
 import (
 	"container/heap"
@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
@@ -20,16 +19,17 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// harness is one runtime-mode run, inside a synctest bubble. Its main
-// goroutine (run) owns the schedule and applies faults and checks at
-// instants when every other goroutine is idle (synctest.Wait); the
-// electors, their bodies, observers and store calls run on their own
-// goroutines and report to the checks under mu.
+// harness is one runtime-mode run. Its main goroutine (run) owns the
+// schedule and applies faults and checks: in a synctest bubble at instants
+// when every other goroutine is idle (synctest.Wait), in real time when
+// its timers fire. The electors, their bodies, observers and store calls
+// run on their own goroutines and report to the checks under mu.
 type harness[M any] struct {
 	o            Options[M]
+	drv          Driver
+	tb           timebase
 	ctx          context.Context // ends once the run has wound down
 	cancel       context.CancelFunc
-	start        time.Time
 	rng          *rand.Rand // main goroutine only
 	inner        store.Store[M]
 	del          deleter
@@ -42,7 +42,11 @@ type harness[M any] struct {
 	evSeq        int
 	rho          float64
 
-	mu       sync.Mutex // guards what follows, and the rnode and incarnation fields marked so
+	storeMu sync.Mutex // in real time, serializes the shared store's writes with their checks
+
+	mu       sync.Mutex               // guards what follows, and the rnode and incarnation fields marked so
+	lag      time.Duration            // the largest scheduling delay measured (real time)
+	suspects map[string]time.Duration // real time: disagreements seen, and since when
 	net      netState
 	watchSeq int
 	chk      checker[M]
@@ -138,14 +142,33 @@ func (h *evHeap) Pop() any {
 	return x
 }
 
-// newHarness builds a run; it must be called inside the bubble.
-func newHarness[M any](o Options[M]) (*harness[M], error) {
-	h := &harness[M]{o: o, start: time.Now(), tl: &timeline.Timeline{}}
+// Run runs one seed (o.Seed, options with their defaults, validated) with
+// driver d: in a synctest bubble it must be called inside the bubble.
+func Run[M any](o Options[M], d Driver) (Result, error) {
+	h, err := newHarness(o, d)
+	if err != nil {
+		return Result{}, err
+	}
+	res := h.run()
+	if h.interrupted() {
+		return res, ErrInterrupted
+	}
+	return res, nil
+}
+
+// newHarness builds a run; in a synctest bubble it must be called inside
+// the bubble. Its errors wrap sim.ErrInvalidOptions.
+func newHarness[M any](o Options[M], d Driver) (*harness[M], error) {
+	speed := int64(1)
+	if d.Wait == nil {
+		speed = int64(o.Speed)
+	}
+	h := &harness[M]{o: o, drv: d, tb: timebase{start: time.Now(), speed: speed}, tl: &timeline.Timeline{}, suspects: map[string]time.Duration{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0xda942042e4dd58b5))
 	h.inner = o.NewStore()
 	if h.inner == nil {
-		return nil, fmt.Errorf("simtest: %w: NewStore returned nil", sim.ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: NewStore returned nil", sim.ErrInvalidOptions)
 	}
 	h.del, _ = h.inner.(deleter)
 	h.lossInjected = o.Faults.DataLoss
@@ -153,7 +176,7 @@ func newHarness[M any](o Options[M]) (*harness[M], error) {
 		h.lossInjected = h.lossInjected || f.Kind == sim.FaultDataLoss
 	}
 	if h.lossInjected && h.del == nil {
-		return nil, fmt.Errorf("simtest: %w: data loss needs a store with a Delete(name string) method (%T has none)", sim.ErrInvalidOptions, h.inner)
+		return nil, fmt.Errorf("%w: data loss needs a store with a Delete(name string) method (%T has none)", sim.ErrInvalidOptions, h.inner)
 	}
 	h.chk.terms = map[fence.Token]*incarnation[M]{}
 	for i := range o.Nodes {
@@ -186,8 +209,11 @@ func newHarness[M any](o Options[M]) (*harness[M], error) {
 	return h, nil
 }
 
-// now is the virtual time since the run started.
-func (h *harness[M]) now() time.Duration { return time.Since(h.start) }
+// now is the run's time since it started.
+func (h *harness[M]) now() time.Duration { return h.tb.since() }
+
+// realTime reports whether the run is in real time, not in a bubble.
+func (h *harness[M]) realTime() bool { return h.drv.Wait == nil }
 
 // goRun starts f on a goroutine the run waits for.
 func (h *harness[M]) goRun(f func()) { h.wg.Go(f) }
@@ -220,9 +246,12 @@ func (h *harness[M]) run() Result {
 			break
 		}
 		h.advance(ev.at)
+		if h.interrupted() {
+			break
+		}
 		ev.fn()
 	}
-	if !h.failed() {
+	if !h.failed() && !h.interrupted() {
 		h.advance(end)
 		h.poll()
 	}
@@ -231,20 +260,61 @@ func (h *harness[M]) run() Result {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.res.Seed = h.o.Seed
+	if h.realTime() {
+		h.res.Lag, h.res.Tolerance = h.lag, h.tolerance()
+	}
 	h.res.Schedule = append([]sim.Fault(nil), h.sched...)
 	h.res.tl = h.tl
 	return h.res
 }
 
-// advance lets virtual time pass until at, then waits until every other
-// goroutine of the bubble is idle: what happens at an instant has
-// happened before the main goroutine looks.
+// advance lets time pass until at. In a bubble it then waits until every
+// other goroutine is idle: what happens at an instant has happened before
+// the main goroutine looks. In real time it measures how late it woke: the
+// scheduling delay that the checks' tolerance allows for.
 func (h *harness[M]) advance(at time.Duration) {
-	if d := at - h.now(); d > 0 {
-		t := time.NewTimer(d) // virtual time passing to the next event
-		<-t.C
+	d := at - h.now()
+	if d > 0 {
+		t := h.tb.newTimer(d) // time passing to the next event
+		select {
+		case <-t.C:
+		case <-h.drv.Done: // nil in a bubble: never
+			t.Stop()
+			return
+		}
 	}
-	synctest.Wait()
+	if h.drv.Wait != nil {
+		h.drv.Wait()
+		return
+	}
+	// How late the timer fired: the scheduling delay. (An event already
+	// due on entry is late because the previous one took long; that is
+	// not counted.)
+	if late := h.now() - at; d > 0 && late > 0 {
+		h.mu.Lock()
+		h.lag = max(h.lag, late)
+		h.mu.Unlock()
+	}
+}
+
+// interrupted reports whether Driver.Done ended the run.
+func (h *harness[M]) interrupted() bool {
+	select {
+	case <-h.drv.Done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tolerance is, in real time, how long a disagreement about an instant may
+// last before the checks report it: 2×CheckEvery plus 4× the largest
+// scheduling delay measured. Zero in a bubble. h.mu is held.
+func (h *harness[M]) tolerance() time.Duration {
+	if !h.realTime() {
+		return 0
+	}
+	return 2*h.o.CheckEvery + 4*h.lag
 }
 
 // windDown heals every fault, stops every elector (releasing as each was
@@ -265,7 +335,7 @@ func (h *harness[M]) windDown() {
 	for _, inc := range live {
 		inc.cancel()
 	}
-	limit := time.NewTimer(10 * h.maxLease())
+	limit := h.tb.newTimer(10 * h.maxLease())
 	for _, inc := range live {
 		select {
 		case <-inc.done:
@@ -312,6 +382,9 @@ func (h *harness[M]) releases(n *rnode[M]) bool {
 // blocks, then Run, a Lead body (Repeat) and an Every body.
 func (h *harness[M]) boot(n *rnode[M]) {
 	seed := h.rng.Uint64()
+	h.mu.Lock()
+	cfg := n.cfg
+	h.mu.Unlock()
 	inc := &incarnation[M]{
 		n: n, id: n.id, seed: seed, release: h.releases(n), started: h.now(),
 		done:    make(chan struct{}),
@@ -321,9 +394,9 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	}
 	e, err := lead.New(h.o.Name, h.wrap(inc),
 		lead.WithIdentity(n.id),
-		lead.WithConfig(n.cfg),
+		lead.WithConfig(cfg),
 		lead.WithLookupEnv(nil),
-		lead.WithClock(newDriftClock(n.rate)),
+		lead.WithClock(newDriftClock(h.tb.speed, n.rate)),
 		lead.WithRand(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),
 		lead.WithLogger(slog.New(logHandler[M]{h, inc})),
 		lead.WithReleaseOnStop(inc.release),
@@ -359,7 +432,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		}
 	})
 	parts.Go(func() {
-		err := lead.Every(ctx, e, n.cfg.RetryInterval, h.everyBody(inc))
+		err := lead.Every(ctx, e, cfg.RetryInterval, h.everyBody(inc))
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 			h.fail(sim.CheckRun, "%s: Every returned %v before the process stopped", inc.id, err)
 		}
@@ -464,6 +537,10 @@ func (h *harness[M]) applyFault(i int) {
 		return
 	case sim.FaultDataLoss:
 		h.noteFault(*f)
+		if h.realTime() {
+			h.storeMu.Lock() // between writes and their checks
+			defer h.storeMu.Unlock()
+		}
 		h.mu.Lock()
 		h.chk.lost = true
 		h.chk.disturbed(now)
@@ -473,8 +550,8 @@ func (h *harness[M]) applyFault(i int) {
 		return
 	case sim.FaultReconfigure:
 		h.noteFault(*f)
-		n.cfg = f.Config
 		h.mu.Lock()
+		n.cfg = f.Config
 		inc := n.cur
 		h.chk.disturbed(now)
 		h.mu.Unlock()
@@ -547,7 +624,7 @@ func (h *harness[M]) stall(n *rnode[M]) {
 		h.mu.Lock()
 		d := n.stallUntil - h.now()
 		h.mu.Unlock()
-		if d <= 0 || !sleepCtx(h.ctx, d) {
+		if d <= 0 || !h.tb.sleep(h.ctx, d) {
 			return
 		}
 	}
@@ -597,7 +674,7 @@ func (h *harness[M]) leadBody(inc *incarnation[M]) func(context.Context, lead.Te
 		defer h.removeBody(inc, b)
 		for {
 			d := uniform(inc.bodyRng, 50*time.Millisecond, time.Second)
-			if !sleepCtx(ctx, d) {
+			if !h.tb.sleep(ctx, d) {
 				return nil
 			}
 			h.stall(inc.n)
@@ -619,6 +696,13 @@ func (h *harness[M]) everyBody(inc *incarnation[M]) func(context.Context, lead.T
 // addBody registers a running body and checks what it was given.
 func (h *harness[M]) addBody(inc *incarnation[M], ctx context.Context, t lead.Term, kind string) *body {
 	b := &body{ctx: ctx, token: t.Token, kind: kind}
+	ordered := true
+	if h.realTime() {
+		// A body may start late: its term counts as the newest only while
+		// it still runs.
+		cur, leads := inc.e.Term()
+		ordered = leads && cur.Token == t.Token
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if tok, ok := fence.FromContext(ctx); !ok || tok != t.Token {
@@ -627,7 +711,7 @@ func (h *harness[M]) addBody(inc *incarnation[M], ctx context.Context, t lead.Te
 	if t.Identity != inc.id {
 		h.failLocked(sim.CheckBody, "%s: the %s body's term names identity %q", inc.id, kind, t.Identity)
 	}
-	h.termSeen(inc, t.Token, true)
+	h.termSeen(inc, t.Token, ordered)
 	inc.bodies[b] = struct{}{}
 	return b
 }
@@ -676,6 +760,14 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 	return func(c lead.Change) {
 		tok := c.Term.Token
 		h.tracef(inc, "observer: %v token %d", c.Kind, tok)
+		// In real time observers may be told late, after the term ended:
+		// what they are told is checked against the instant only while
+		// the term still runs, read before and after the others.
+		current := func() bool {
+			cur, leads := inc.e.Term()
+			return !h.realTime() || leads && cur.Token == tok
+		}
+		before := c.Kind == lead.Started && current()
 		h.mu.Lock()
 		switch c.Kind {
 		case lead.Started:
@@ -687,7 +779,7 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 			}
 			inc.obsOpen, inc.obsToken, inc.lastStarted = true, tok, tok
 			h.res.Terms++
-			h.termSeen(inc, tok, !inc.n.stallTouched)
+			h.termSeen(inc, tok, !inc.n.stallTouched && before)
 			h.tl.AddTerm(int64(h.now()), inc.n.idx, uint64(tok))
 			if inc.n.cur == inc {
 				h.tl.State(int64(h.now()), inc.n.idx, timeline.Leader)
@@ -706,7 +798,7 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 		}
 		prompt := !inc.n.stallTouched
 		var others []*incarnation[M]
-		if c.Kind == lead.Started && prompt {
+		if c.Kind == lead.Started && prompt && before {
 			for _, n := range h.nodes {
 				for _, o := range n.live {
 					if o != inc {
@@ -718,7 +810,7 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 		h.mu.Unlock()
 		// A term starts: nobody else may lead at this instant.
 		for _, o := range others {
-			if t, ok := o.e.Term(); ok {
+			if t, ok := o.e.Term(); ok && current() {
 				h.fail(sim.CheckOneLeader, "%s started leading (token %d) while %s leads (token %d)", inc.id, tok, o.id, t.Token)
 			}
 		}

@@ -1,0 +1,123 @@
+package rt
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// watchless has neither Watch nor MayLoseRecords; lossyWatcher has both.
+type watchless struct{ s *memstore.Store[struct{}] }
+
+func (w watchless) Get(ctx context.Context, name string) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.Get(ctx, name)
+}
+
+func (w watchless) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	return w.s.CompareAndSwap(ctx, name, exp, next)
+}
+
+type lossyWatcher struct{ *memstore.Store[struct{}] }
+
+func (lossyWatcher) MayLoseRecords() bool { return true }
+
+// TestRuntimeWrapperCapabilities: the fault wrapper has Watch and
+// MayLoseRecords exactly when the user's store does (or data loss is
+// injected), so that electors see the store's real capabilities.
+func TestRuntimeWrapperCapabilities(t *testing.T) {
+	tests := []struct {
+		name               string
+		st                 store.Store[struct{}]
+		dataLoss           bool
+		watch, lossy, says bool
+	}{
+		{"memstore", memstore.New[struct{}](), false, true, true, false},
+		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true},
+		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false},
+		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true},
+	}
+	for _, tt := range tests {
+		o := Options[struct{}]{NewStore: func() store.Store[struct{}] { return tt.st }}.WithDefaults()
+		o.Faults.DataLoss = tt.dataLoss
+		var h *harness[struct{}]
+		var err error
+		if h, err = newHarness(o, Driver{}); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]})
+		_, watch := w.(store.Watcher[struct{}])
+		l, lossy := w.(store.Lossy)
+		if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
+			t.Errorf("%s: watch %v, lossy %v; want %v, %v (says %v)", tt.name, watch, lossy, tt.watch, tt.lossy, tt.says)
+		}
+	}
+}
+
+func TestTimebase(t *testing.T) {
+	tests := []struct {
+		speed   int64
+		d, real time.Duration
+	}{
+		{1, time.Second, time.Second},
+		{10, time.Second, 100 * time.Millisecond},
+		{10, 1, 1}, // rounded up: never early
+		{3, 10, 4},
+		{10, -time.Second, -time.Second},
+	}
+	for _, tt := range tests {
+		if got := (timebase{speed: tt.speed}).real(tt.d); got != tt.real {
+			t.Errorf("speed %d: real(%v) = %v, want %v", tt.speed, tt.d, got, tt.real)
+		}
+	}
+	if got := satMul(time.Duration(1<<62), 4); got != time.Duration(1<<63-1) {
+		t.Errorf("satMul overflows: %v", got)
+	}
+}
+
+// TestSuspect: in a bubble a disagreement is a violation at once; in real
+// time it is one once it has lasted beyond the tolerance (2×CheckEvery +
+// 4×lag), and one that stops being seen is forgotten.
+func TestSuspect(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		bubble bool
+		lag    time.Duration
+		seen   []time.Duration // polls at which the disagreement is seen
+		gap    time.Duration   // a poll without it before the last one, if not zero
+		fails  bool
+	}{
+		{"bubble: at once", true, 0, []time.Duration{100 * ms}, 0, true},
+		{"real: one sighting", false, 0, []time.Duration{100 * ms}, 0, false},
+		{"real: within the tolerance", false, 50 * ms, []time.Duration{100 * ms, 500 * ms}, 0, false},
+		{"real: beyond the tolerance", false, 50 * ms, []time.Duration{100 * ms, 500 * ms, 501 * ms}, 0, true},
+		{"real: healed in between", false, 0, []time.Duration{100 * ms, 200 * ms, 400 * ms}, 300 * ms, false},
+	}
+	for _, tt := range tests {
+		d := Driver{}
+		if tt.bubble {
+			d.Wait = func() {}
+		}
+		o := Options[struct{}]{}.WithDefaults()
+		h, err := newHarness(o, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.lag = tt.lag
+		for i, at := range tt.seen {
+			if tt.gap != 0 && i == len(tt.seen)-1 {
+				h.forget(map[string]bool{})
+			}
+			seen := map[string]bool{}
+			h.suspectLocked(seen, "k", at, "check", "disagreement")
+			h.forget(seen)
+		}
+		if got := h.res.Violation != nil; got != tt.fails {
+			t.Errorf("%s: violation %v, want %v", tt.name, h.res.Violation, tt.fails)
+		}
+	}
+}
