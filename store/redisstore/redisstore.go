@@ -85,9 +85,10 @@ func WithCodec[M any](codec store.Codec[M]) Option {
 	})
 }
 
-// WithWatchHealthCheck sets how long a Watch waits without hearing from the
-// server before it pings its subscription, and waits again for the answer
-// before it gives the connection up and subscribes anew. The default is 10s;
+// WithWatchHealthCheck sets how long the Store's [Hub] waits without
+// hearing from the server before it pings its subscription, and waits again
+// for the answer before it gives the connection up and subscribes anew. A
+// new Watch also waits at most twice as long for its subscription. The default is 10s;
 // d <= 0 keeps it.
 func WithWatchHealthCheck(d time.Duration) Option {
 	return optionFunc(func(c *config) {
@@ -97,8 +98,8 @@ func WithWatchHealthCheck(d time.Duration) Option {
 	})
 }
 
-// WithWatchBackoff sets the pauses between a Watch's attempts to subscribe
-// again after it lost its subscription: first initial, doubling up to
+// WithWatchBackoff sets the pauses between the [Hub]'s attempts to
+// subscribe again after it lost its connection: first initial, doubling up to
 // limit. The defaults are 50ms and 2s. Values <= 0 keep the defaults; limit
 // is raised to initial if it is lower.
 func WithWatchBackoff(initial, limit time.Duration) Option {
