@@ -147,10 +147,10 @@ func TestHubSharesOneConnection(t *testing.T) {
 
 	cancel()
 	for _, ch := range chans {
-		for range ch { //nolint:revive // drain until closed
+		for range ch { // drain until closed
 		}
 	}
-	for range otherCh { //nolint:revive // drain until closed
+	for range otherCh { // drain until closed
 	}
 	waitPubsubClients(t, admin, 0)
 
@@ -184,7 +184,7 @@ func TestHubSameNameTwice(t *testing.T) {
 	waitRevision(t, a, rev)
 	waitRevision(t, b, rev)
 	cancelFirst()
-	for range a { //nolint:revive // drain until closed
+	for range a { // drain until closed
 	}
 	_, rev = mustSwap(t, st, "twice", rev, r)
 	waitRevision(t, b, rev)
@@ -203,4 +203,35 @@ func TestHubOfAnotherClient(t *testing.T) {
 	if _, err := redisstore.NewHub(nil); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("NewHub(nil): %v, want ErrNilArgument", err)
 	}
+}
+
+// Watches of one name that end and start again at once, while another name
+// stays watched: the UNSUBSCRIBE of the ended watch never overtakes the
+// SUBSCRIBE of the next, so the last watch still gets the changes.
+func TestHubWatchAgainAtOnce(t *testing.T) {
+	srv := testcluster.PackageRedis(t)
+	st, _ := newStore(t, srv)
+	ctx := t.Context()
+	if _, err := st.Watch(ctx, "anchor"); err != nil { // keeps the connection up
+		t.Fatal(err)
+	}
+	r, rev := mustSwap(t, st, "again", 0, rec("a", 1))
+	for i := range 50 {
+		wctx, cancel := context.WithCancel(ctx)
+		ch, err := st.Watch(wctx, "again")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			nextEvent(t, ch)
+		}
+		cancel()
+	}
+	ch, err := st.Watch(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRevision(t, ch, rev)
+	_, rev = mustSwap(t, st, "again", rev, r)
+	waitRevision(t, ch, rev)
 }
