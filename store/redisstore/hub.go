@@ -77,13 +77,6 @@ type subscriber interface {
 	offerRead(m map[string]string, err error)
 }
 
-// Errors returned by NewHub and Watch.
-var (
-	// ErrWatchTimeout: the server did not confirm a new subscription in
-	// time.
-	ErrWatchTimeout = errors.New("redisstore: the subscription was not confirmed in time")
-)
-
 // The default watch timings.
 const (
 	defaultHealthCheck = 10 * time.Second

@@ -235,3 +235,14 @@ func TestHubWatchAgainAtOnce(t *testing.T) {
 	_, rev = mustSwap(t, st, "again", rev, r)
 	waitRevision(t, ch, rev)
 }
+
+// A Hub not made by NewHub is refused, and a nil one keeps the default.
+func TestHubNotMadeByNewHub(t *testing.T) {
+	c := testcluster.PackageRedis(t).Client(t)
+	if _, err := redisstore.New[meta](c, redisstore.WithHub(&redisstore.Hub{})); !errors.Is(err, redisstore.ErrInvalidOption) {
+		t.Fatalf("New with a zero Hub: %v, want ErrInvalidOption", err)
+	}
+	if _, err := redisstore.New[meta](c, redisstore.WithHub(nil)); err != nil {
+		t.Fatalf("New with a nil Hub: %v", err)
+	}
+}

@@ -16,10 +16,13 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// Errors returned by New.
+// Errors returned by New and Watch.
 var (
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
+	// ErrWatchTimeout: the server did not confirm a new watch's
+	// subscription within twice the health-check period.
+	ErrWatchTimeout = errors.New("redisstore: the subscription was not confirmed in time")
 )
 
 // Option configures a Store.
@@ -179,6 +182,8 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
+	case s.hub.client == nil:
+		return nil, fmt.Errorf("%w: WithHub: the Hub was not made by NewHub", ErrInvalidOption)
 	case !sameClient(s.hub.client, client):
 		return nil, fmt.Errorf("%w: WithHub: the Hub was made for another client (%T) than the Store's (%T): a Hub reads records through its own client", ErrInvalidOption, s.hub.client, client)
 	}
