@@ -452,3 +452,47 @@ func benchWatchConnections(b *testing.B, elections int) {
 	b.ReportMetric(float64(mostPubsub), "pubsub-connections")
 	b.ReportMetric(float64(c.Options().PoolSize), "pool-size")
 }
+
+// Time from starting one elector, at the default timings, on a name that
+// has never had a record to its first term: with the default
+// WithMayLoseRecords(true) its create is only a claim that must stand a
+// LeaseDuration (15s), since a new name cannot be told from a lost record;
+// with WithMayLoseRecords(false), what a store that could tell would give.
+// Run it once: -benchtime 1x.
+func BenchmarkFirstLeader(b *testing.B) {
+	for _, mayLose := range []bool{true, false} {
+		b.Run(fmt.Sprintf("mayLoseRecords=%v", mayLose), func(b *testing.B) {
+			srv := testcluster.PackageRedis(b)
+			st, err := redisstore.New[meta](srv.Client(b), redisstore.WithPrefix(uniquePrefix(b)), redisstore.WithMayLoseRecords(mayLose))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var total time.Duration
+			for i := range b.N {
+				started := make(chan struct{}, 1)
+				e, err := lead.New(fmt.Sprint("new-", i), st, lead.WithLookupEnv(nil),
+					lead.WithObserver(func(ch lead.Change) {
+						if ch.Kind == lead.Started {
+							started <- struct{}{}
+						}
+					}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				begin := time.Now()
+				go func() { defer close(done); _ = e.Run(ctx) }()
+				select {
+				case <-started:
+					total += time.Since(begin)
+				case <-time.After(time.Minute):
+					b.Fatal("no leader after a minute")
+				}
+				cancel()
+				<-done
+			}
+			b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(b.N), "ms/first-leader")
+		})
+	}
+}
