@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -231,7 +230,8 @@ func (h *Hub) run(ctx context.Context, gen uint64) {
 		if ps == nil && err == nil {
 			return
 		}
-		if err == nil {
+		connected := err == nil
+		if connected {
 			err = h.receive(ctx, gen, ps)
 			if ctx.Err() != nil {
 				return
@@ -240,7 +240,7 @@ func (h *Hub) run(ctx context.Context, gen uint64) {
 		} else {
 			backoff = min(2*backoff, h.maxBackoff)
 		}
-		h.broken(gen, ps, err)
+		h.broken(gen, ps, err, !connected)
 		timer.Reset(backoff)
 	}
 }
@@ -284,15 +284,13 @@ func (h *Hub) connect(ctx context.Context, gen uint64) (*redis.PubSub, error) {
 	return ps, nil
 }
 
-// broken handles the end of subscription ps: it is closed, and the entries
-// never confirmed fail with err (their Watch returns it); the others wait
-// for the next connection.
-func (h *Hub) broken(gen uint64, ps *redis.PubSub, err error) {
+// broken handles the end of subscription ps: it is closed, and when it
+// could not even be set up (failed), the entries never confirmed fail
+// with err (their Watch returns it). The others wait for the next
+// connection, which subscribes them all again.
+func (h *Hub) broken(gen uint64, ps *redis.PubSub, err error, failed bool) {
 	if ps != nil {
 		_ = ps.Close()
-	}
-	if err == nil {
-		err = errors.New("the subscription broke")
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -303,6 +301,9 @@ func (h *Hub) broken(gen uint64, ps *redis.PubSub, err error) {
 		h.ps = nil
 	}
 	clear(h.pending)
+	if !failed {
+		return
+	}
 	for ch, e := range h.entries {
 		if !e.confirmed {
 			e.err = err
