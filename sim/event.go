@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
 )
@@ -58,6 +60,11 @@ type simEvent struct {
 	lease    fsm.Lease
 	rev      lease.Revision
 	absent   bool
+	// The store's marker (StoreModel.CreateGate): on a request, the
+	// identity the node saw last and how long, by its clock, it has seen
+	// it; on a reply, the store's current identity.
+	markerID  uint64
+	markerAge time.Duration
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

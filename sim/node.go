@@ -33,10 +33,14 @@ type node struct {
 	opPending bool
 	opKind    opKind
 	// Checks.
-	beliefEnd int64 // real time at which the current belief ends
-	token     uint64
-	maxRev    lease.Revision
-	adv       nodeAdv // the checks of budget.go
+	// The store's marker (StoreModel.CreateGate): the identity this
+	// process saw last (0: none) and its local time when it first did.
+	markerID   uint64
+	markerSeen time.Duration
+	beliefEnd  int64 // real time at which the current belief ends
+	token      uint64
+	maxRev     lease.Revision
+	adv        nodeAdv // the checks of budget.go
 }
 
 // local is the node's monotonic clock at real time real.
@@ -84,13 +88,14 @@ func (s *Cluster) boot(n *node) {
 		Identity:   n.id,
 		Config:     n.cfg,
 		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore: s.lossy,
+		LossyStore: s.lossy && !s.opt.Store.CreateGate,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here
 	}
 	n.m, n.up, n.gen = m, true, n.gen+1
 	n.opPending, n.timerAt, n.maxRev, n.token, n.beliefEnd = false, -1, 0, 0, 0
+	n.markerID, n.markerSeen = 0, 0 // a new process has seen no marker
 	s.advBoot(n)
 	s.tracef(n.idx, "boot as %s", n.id)
 	s.chk.disturbed(s.now)
@@ -214,6 +219,11 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 		return // timed out already
 	}
 	n.opPending = false
+	if ev.markerID != 0 && ev.markerID != n.markerID {
+		// The marker existed when the store answered, before now: counting
+		// from now attests less than it lived, never more.
+		n.markerID, n.markerSeen = ev.markerID, n.local(s.now)
+	}
 	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
 	switch {
 	case ev.result == resCorrupt && ev.opKind == opRead:

@@ -295,6 +295,19 @@ type StoreModel struct {
 	MayLoseRecords bool
 	// NoWatch says the store pushes no watch events: nodes only poll.
 	NoWatch bool
+	// CreateGate models a store that may lose records (MayLoseRecords is
+	// needed) but tells a brand-new name from a lost record with a
+	// dataset-level marker instead of making every create a claim: the
+	// marker has an identity that every data loss changes (the marker is
+	// lost with the data, or the server it names is another one), every
+	// request carries the identity its node last saw and how long ago, by
+	// the node's own clock, it first saw it, and the store keeps the
+	// longest such age attested for the current identity. A create is
+	// refused (a conflict showing no record) unless that age is at least
+	// the created record's LeaseDuration. The nodes then run as on a store
+	// that keeps its records (fsm.Options.LossyStore false). This is a
+	// design under study for redisstore (issue 13), not what it does.
+	CreateGate bool
 	// Latency is the one-way latency of every message.
 	Latency Latency
 }
@@ -346,6 +359,16 @@ type Options struct {
 	// SVGDir, for Check only: a directory where the SVG timeline of every
 	// failing seed is written as seed-N.svg (TENURE_SIM_SVG overrides it).
 	SVGDir string
+
+	// excuseBudget, for the package's tests of StoreModel.CreateGate only,
+	// skips the request-budget check, which the gate breaks by design
+	// (TestSimCreateGateBreaksBudget), so that a run goes on to check
+	// everything else.
+	excuseBudget bool
+	// lossKeepsMarker, for the same tests only, makes a data loss keep the
+	// marker: a rollback the marker's identity failed to reveal (a restart
+	// from a persisted file on a server that kept its replication ID, say).
+	lossKeepsMarker bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
@@ -383,6 +406,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Rho and BeyondRho must be in [0, 1)", ErrInvalidOptions)
 	case o.Faults.Drift && o.Faults.DriftBeyond:
 		return fmt.Errorf("%w: Faults.Drift and Faults.DriftBeyond exclude each other", ErrInvalidOptions)
+	case o.Store.CreateGate && !o.Store.MayLoseRecords:
+		return fmt.Errorf("%w: Store.CreateGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	case o.Faults.DataLoss && !o.Store.MayLoseRecords:
 		return fmt.Errorf("%w: Faults.DataLoss needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
 )
@@ -20,6 +22,12 @@ type simStore struct {
 	floor   uint64         // the highest token ever stored
 	history []fsm.Lease    // history[rev] is what revision rev stored
 	lostAt  lease.Revision // counter at the last data loss
+	// The marker of StoreModel.CreateGate: its identity (bumped by every
+	// data loss, never reused), whether it exists, and the longest age a
+	// node attested for it.
+	markerID       uint64
+	markerPresent  bool
+	markerAttested time.Duration
 }
 
 // network draws latencies and decides which messages get lost.
@@ -55,6 +63,9 @@ func (s *Cluster) lost() bool {
 
 // send sends node n's request for the op it just started.
 func (s *Cluster) send(n *node, ev simEvent) {
+	if n.markerID != 0 {
+		ev.markerID, ev.markerAge = n.markerID, max(0, n.local(s.now)-n.markerSeen)
+	}
 	if n.reqCut || s.lost() {
 		if s.tracing() {
 			s.tracef(n.idx, "request %d lost", ev.op)
@@ -75,12 +86,21 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	if r := s.refused(ev); r != 0 {
 		kind, reply.result = 0, r
 	}
+	gated := s.opt.Store.CreateGate && kind != 0
+	if gated {
+		s.attest(ev)
+		reply.markerID = st.markerID
+	}
 	switch kind {
 	case opRead:
 		reply.result = resDone
 		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
 	case opSwap:
-		if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+		if !st.present && ev.expected == 0 && gated && st.markerAttested < ev.lease.LeaseDuration {
+			// The gate: no create before the marker is known to have stood
+			// for the new record's LeaseDuration.
+			reply.result = resConflict
+		} else if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
 			s.write(ev.lease, int(ev.node))
 			reply.result = resDone
 		} else {
@@ -130,10 +150,25 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 	s.broadcast(simEvent{lease: next, rev: st.rev})
 }
 
+// attest brings the marker into being if it is gone and records the age
+// the request attests for it.
+func (s *Cluster) attest(ev *simEvent) {
+	st := &s.store
+	if !st.markerPresent {
+		st.markerID++
+		st.markerPresent, st.markerAttested = true, 0
+	}
+	if ev.markerID == st.markerID {
+		st.markerAttested = max(st.markerAttested, ev.markerAge)
+	}
+}
+
 // loseData makes the record vanish; revisions and the token floor survive.
+// The marker of StoreModel.CreateGate vanishes with it.
 func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	st.markerPresent = st.markerPresent && s.opt.lossKeepsMarker
 	st.lostAt = st.counter
 	s.tracef(-1, "store DATA LOSS")
 	if s.tl != nil {

@@ -355,3 +355,144 @@ func benchHandover(b *testing.B, cfg lease.Config) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/handover")
 }
+
+// Connections to the server held by 1,000 and 10,000 electors, each
+// following an election of its own (a holder outside the benchmark holds
+// every lease), on one client: the most seen in CLIENT LIST over three
+// seconds, once every elector watches, against the client's pool size.
+// Run it once: -benchtime 1x.
+func BenchmarkWatchConnections(b *testing.B) {
+	for _, elections := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("elections=%d", elections), func(b *testing.B) {
+			benchWatchConnections(b, elections)
+		})
+	}
+}
+
+func benchWatchConnections(b *testing.B, elections int) {
+	srv := testcluster.PackageRedis(b)
+	opts := srv.Options()
+	opts.ClientName = fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	c := redis.NewClient(opts)
+	b.Cleanup(func() { _ = c.Close() })
+	admin := srv.Client(b)
+	prefix := uniquePrefix(b)
+	st, err := redisstore.New[meta](c, redisstore.WithPrefix(prefix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Long timings: the figure is about connections, not speed, and the
+	// machine is shared.
+	cfg := lease.Config{
+		LeaseDuration:  time.Hour,
+		RenewDeadline:  40 * time.Minute,
+		RetryInterval:  10 * time.Second,
+		RetryJitter:    0.1,
+		BackendTimeout: 5 * time.Second,
+		ErrorInterval:  time.Minute,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.Cleanup(func() { cancel(); wg.Wait() })
+	held := rec("outsider", 1)
+	held.LeaseDuration = time.Hour
+	for i := range elections {
+		if _, _, err := st.CompareAndSwap(ctx, fmt.Sprint("e-", i), 0, held); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range elections {
+		e, err := lead.New(fmt.Sprint("e-", i), st, lead.WithIdentity(fmt.Sprint("node-", i)), lead.WithConfig(cfg), lead.WithLookupEnv(nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() { _ = e.Run(ctx) })
+	}
+	// Every elector watches once the server counts a subscribed channel
+	// per election. There is no event for that: poll.
+	pattern := strings.NewReplacer("*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(prefix) + "*"
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		chans, err := admin.PubSubChannels(ctx, pattern).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(chans) == elections {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d channels subscribed after two minutes", len(chans), elections)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.ResetTimer()
+	most, mostPubsub := 0, 0
+	for range 30 {
+		list, err := admin.Do(ctx, "CLIENT", "LIST").Text()
+		if err != nil {
+			b.Fatal(err)
+		}
+		total, pubsub := 0, 0
+		for line := range strings.Lines(list) {
+			if !strings.Contains(line, " name="+opts.ClientName+" ") {
+				continue
+			}
+			total++
+			for field := range strings.FieldsSeq(line) {
+				if n, ok := strings.CutPrefix(field, "sub="); ok && n != "0" {
+					pubsub++
+				}
+			}
+		}
+		most, mostPubsub = max(most, total), max(mostPubsub, pubsub)
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(most), "connections")
+	b.ReportMetric(float64(mostPubsub), "pubsub-connections")
+	b.ReportMetric(float64(c.Options().PoolSize), "pool-size")
+}
+
+// Time from starting one elector, at the default timings, on a name that
+// has never had a record to its first term: with the default
+// WithMayLoseRecords(true) its create is only a claim that must stand a
+// LeaseDuration (15s), since a new name cannot be told from a lost record;
+// with WithMayLoseRecords(false), what a store that could tell would give.
+// Run it once: -benchtime 1x.
+func BenchmarkFirstLeader(b *testing.B) {
+	for _, mayLose := range []bool{true, false} {
+		b.Run(fmt.Sprintf("mayLoseRecords=%v", mayLose), func(b *testing.B) {
+			srv := testcluster.PackageRedis(b)
+			st, err := redisstore.New[meta](srv.Client(b), redisstore.WithPrefix(uniquePrefix(b)), redisstore.WithMayLoseRecords(mayLose))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var total time.Duration
+			for i := range b.N {
+				started := make(chan struct{}, 1)
+				e, err := lead.New(fmt.Sprint("new-", i), st, lead.WithLookupEnv(nil),
+					lead.WithObserver(func(ch lead.Change) {
+						if ch.Kind == lead.Started {
+							started <- struct{}{}
+						}
+					}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				begin := time.Now()
+				go func() { defer close(done); _ = e.Run(ctx) }()
+				select {
+				case <-started:
+					total += time.Since(begin)
+				case <-time.After(time.Minute):
+					b.Fatal("no leader after a minute")
+				}
+				cancel()
+				<-done
+			}
+			b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(b.N), "ms/first-leader")
+		})
+	}
+}

@@ -31,6 +31,13 @@
 // [store.ErrCorruptRecord] by Get, Watch and CompareAndSwap, and is never
 // overwritten. To clear a record by hand, delete the key.
 //
+// # Watching
+//
+// All the watches of a Store share one Pub/Sub connection, its [Hub], which
+// subscribes and unsubscribes the names' channels as watches come and go;
+// Stores on one client can share a Hub too ([NewHub], [WithHub]). So many
+// elections in one process hold the client's pool plus one connection.
+//
 // # Compare-and-swap
 //
 // CompareAndSwap is one Lua script, sent with EVALSHA (go-redis falls back

@@ -43,3 +43,25 @@ func Example() {
 }
 
 func runReport(ctx context.Context, token uint64) error { return nil }
+
+// Two Stores of one application, under different prefixes, whose watches
+// share one Pub/Sub connection. Without WithHub each Store would have a
+// connection of its own (still one for all its names).
+func ExampleNewHub() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+
+	hub, err := redisstore.NewHub(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := redisstore.New[struct{}](rdb, redisstore.WithPrefix("jobs:"), redisstore.WithHub(hub))
+	if err != nil {
+		log.Fatal(err)
+	}
+	shards, err := redisstore.New[struct{}](rdb, redisstore.WithPrefix("shards:"), redisstore.WithHub(hub))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = jobs, shards // pass each to lead.New for as many names as needed
+}

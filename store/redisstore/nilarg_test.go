@@ -36,6 +36,8 @@ func TestNilArguments(t *testing.T) {
 	tests := []call{
 		{"New: nil client", func() error { _, err := redisstore.New[int](nil); return err }, "client is nil"},
 		{"New: typed nil client", func() error { _, err := redisstore.New[int](nilClient); return err }, "client is nil"},
+		{"NewHub: nil client", func() error { _, err := redisstore.NewHub(nil); return err }, "client is nil"},
+		{"NewHub: typed nil client", func() error { _, err := redisstore.NewHub(nilClient); return err }, "client is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},

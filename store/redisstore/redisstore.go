@@ -16,10 +16,13 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// Errors returned by New.
+// Errors returned by New and Watch.
 var (
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
+	// ErrWatchTimeout: the server did not confirm a new watch's
+	// subscription within twice the health-check period.
+	ErrWatchTimeout = errors.New("redisstore: the subscription was not confirmed in time")
 )
 
 // Option configures a Store.
@@ -38,6 +41,30 @@ type config struct {
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	lossless    bool
+	hub         *Hub
+}
+
+// defaultConfig returns the settings of a Store given no option.
+func defaultConfig() config {
+	return config{
+		healthCheck: defaultHealthCheck,
+		minBackoff:  defaultMinBackoff,
+		maxBackoff:  defaultMaxBackoff,
+	}
+}
+
+// WithHub makes the Store watch through hub, which may be shared with
+// other Stores on the same client (New fails with ErrInvalidOption when
+// hub was made for another client): all their watches then share one
+// Pub/Sub connection. The hub's own health-check and backoff settings
+// apply, not the Store's. A nil hub keeps the default: a Hub of the
+// Store's own.
+func WithHub(hub *Hub) Option {
+	return optionFunc(func(c *config) {
+		if hub != nil {
+			c.hub = hub
+		}
+	})
 }
 
 // WithPrefix puts every key and channel of the Store under prefix: the record
@@ -61,9 +88,10 @@ func WithCodec[M any](codec store.Codec[M]) Option {
 	})
 }
 
-// WithWatchHealthCheck sets how long a Watch waits without hearing from the
-// server before it pings its subscription, and waits again for the answer
-// before it gives the connection up and subscribes anew. The default is 10s;
+// WithWatchHealthCheck sets how long the Store's [Hub] waits without
+// hearing from the server before it pings its subscription, and waits again
+// for the answer before it gives the connection up and subscribes anew. A
+// new Watch also waits at most twice as long for its subscription. The default is 10s;
 // d <= 0 keeps it.
 func WithWatchHealthCheck(d time.Duration) Option {
 	return optionFunc(func(c *config) {
@@ -73,8 +101,8 @@ func WithWatchHealthCheck(d time.Duration) Option {
 	})
 }
 
-// WithWatchBackoff sets the pauses between a Watch's attempts to subscribe
-// again after it lost its subscription: first initial, doubling up to
+// WithWatchBackoff sets the pauses between the [Hub]'s attempts to
+// subscribe again after it lost its connection: first initial, doubling up to
 // limit. The defaults are 50ms and 2s. Values <= 0 keep the defaults; limit
 // is raised to initial if it is lower.
 func WithWatchBackoff(initial, limit time.Duration) Option {
@@ -110,6 +138,7 @@ type Store[M any] struct {
 	client redis.UniversalClient
 	codec  store.Codec[M]
 	cfg    config
+	hub    *Hub // the watches' connection
 }
 
 var (
@@ -139,11 +168,7 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("redisstore: New: %w: client is nil", store.ErrNilArgument)
 	}
-	cfg := config{
-		healthCheck: 10 * time.Second,
-		minBackoff:  50 * time.Millisecond,
-		maxBackoff:  2 * time.Second,
-	}
+	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -153,7 +178,15 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 		return nil, fmt.Errorf("%w: WithPrefix(%q): a key prefix may not contain %q (found at byte %d): a brace would make the prefix the Redis Cluster hash tag of every key", ErrInvalidOption, cfg.prefix, cfg.prefix[i], i)
 	}
 	cfg.maxBackoff = max(cfg.maxBackoff, cfg.minBackoff)
-	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}}
+	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}, hub: cfg.hub}
+	switch {
+	case s.hub == nil:
+		s.hub = newHub(client, cfg)
+	case s.hub.client == nil:
+		return nil, fmt.Errorf("%w: WithHub: the Hub was not made by NewHub", ErrInvalidOption)
+	case !sameClient(s.hub.client, client):
+		return nil, fmt.Errorf("%w: WithHub: the Hub was made for another client (%T) than the Store's (%T): a Hub reads records through its own client", ErrInvalidOption, s.hub.client, client)
+	}
 	if cfg.codec != nil {
 		c, ok := cfg.codec.(store.Codec[M])
 		if !ok {
@@ -233,6 +266,12 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 	m, err := call(ctx, func() (map[string]string, error) {
 		return s.client.HGetAll(ctx, s.key(name)).Result()
 	})
+	return s.fromHash(name, m, err)
+}
+
+// fromHash turns the reply of an HGETALL of the record of name into the
+// record, as Get returns it.
+func (s *Store[M]) fromHash(name string, m map[string]string, err error) (lease.Record[M], lease.Revision, error) {
 	if err != nil {
 		if isWrongType(err) {
 			return lease.Record[M]{}, 0, corrupt(name, err)

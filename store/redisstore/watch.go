@@ -3,11 +3,10 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
@@ -17,27 +16,31 @@ import (
 // Watch delivers the current state of name first (an Absent event when there
 // is no record), then every later change, in revision order.
 //
-// It subscribes to the name's channel (see Channel) before it reads the
-// record, so no change falls between the two. Every CompareAndSwap publishes
-// the whole new record on that channel from inside its script, so a change
-// costs the watcher no extra round trip. A receiver that falls behind skips
-// intermediate states and gets the latest, but never an older revision after
-// a newer one. A record that cannot be read arrives as an event whose Err
-// wraps [store.ErrCorruptRecord].
+// Every watch of a Store goes through the Store's [Hub]: one Pub/Sub
+// connection for all names (and for all Stores given the same Hub with
+// [WithHub]). Watch subscribes the name's channel (see Channel) on it and
+// waits for the server to confirm before it reads the record, so no change
+// falls between the two. Every CompareAndSwap publishes the whole new record
+// on that channel from inside its script, so a change costs the watcher no
+// extra round trip. A receiver that falls behind skips intermediate states
+// and gets the latest, but never an older revision after a newer one, and
+// never holds up the other watches. A record that cannot be read arrives as
+// an event whose Err wraps [store.ErrCorruptRecord].
 //
 // Pub/Sub delivers at most once: a message published while the subscription
-// is down is lost. So whenever the subscription breaks (the connection is
-// cut, the server restarts, a health-check ping goes unanswered), Watch
-// subscribes again with a backoff (see WithWatchBackoff) and then reads the
-// record again, delivering it if it is newer than what was delivered (or an
-// Absent event when the record is gone, as after a restart of a server that
-// keeps no data). A follower can thus not stay stale after a missed message
-// for longer than the reconnection takes.
+// is down is lost. So whenever the connection breaks (it is cut, the server
+// restarts, a health-check ping goes unanswered), the Hub subscribes again
+// with a backoff (see WithWatchBackoff) and then reads every watched record
+// again, delivering it if it is newer than what was delivered (or an Absent
+// event when the record is gone, as after a restart of a server that keeps
+// no data). A follower can thus not stay stale after a missed message for
+// longer than the reconnection takes.
 //
-// The channel is closed when ctx ends; until then two goroutines serve it,
+// The channel is closed when ctx ends; until then one goroutine serves it,
 // so cancel ctx when done. Watch returns an error when the name is bad
-// ([store.ErrInvalidName]), ctx has ended, or the first subscription or the
-// first read fails.
+// ([store.ErrInvalidName]), ctx has ended, the first subscription fails or
+// is not confirmed within twice the health-check period
+// ([ErrWatchTimeout]), or the first read fails.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
@@ -49,20 +52,38 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 		box:     latest.New[store.Event[M]](),
 		out:     make(chan store.Event[M]),
 	}
-	ps, err := w.subscribe(ctx)
-	if err != nil {
-		return nil, fail("Watch", name, err)
+	e := s.hub.add(w, w.channel, s.key(name))
+	timer := time.NewTimer(satDouble(s.hub.healthCheck))
+	defer timer.Stop()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		s.hub.remove(w, w.channel)
+		return nil, fail("Watch", name, ctx.Err())
+	case <-timer.C:
+		s.hub.remove(w, w.channel)
+		return nil, fail("Watch", name, ErrWatchTimeout)
+	}
+	if e.err != nil {
+		s.hub.remove(w, w.channel)
+		return nil, fail("Watch", name, e.err)
 	}
 	ev, err := s.current(ctx, name)
 	if err != nil {
-		_ = ps.Close()
+		s.hub.remove(w, w.channel)
 		return nil, fail("Watch", name, err)
 	}
-	w.ps = ps
 	w.offer(ev)
-	go w.receive(ctx, ps)
 	go w.serve(ctx)
 	return w.out, nil
+}
+
+// satDouble returns 2*d, or the largest duration when that overflows.
+func satDouble(d time.Duration) time.Duration {
+	if d > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * d
 }
 
 // current reads the record of name as an event. Its error is that of the
@@ -70,6 +91,12 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 // corrupt record is an event.
 func (s *Store[M]) current(ctx context.Context, name string) (store.Event[M], error) {
 	rec, rev, err := s.Get(ctx, name)
+	return event(rec, rev, err)
+}
+
+// event turns the result of a read into an event, or the error of a read
+// that did not happen.
+func event[M any](rec lease.Record[M], rev lease.Revision, err error) (store.Event[M], error) {
 	switch {
 	case err == nil:
 		return store.Event[M]{Record: rec, Revision: rev}, nil
@@ -90,8 +117,8 @@ const (
 	offeredError
 )
 
-// watch is one Watch: receive reads the subscription and offers states,
-// serve hands the latest offered state to the receiver.
+// watch is one Watch: the Hub offers it states, serve hands the latest
+// offered state to the receiver.
 type watch[M any] struct {
 	s       *Store[M]
 	name    string
@@ -100,8 +127,6 @@ type watch[M any] struct {
 	out     chan store.Event[M]
 
 	mu       sync.Mutex
-	ps       *redis.PubSub  // the current subscription, closed by serve at the end
-	closed   bool           // serve has ended: no new subscription may start
 	last     int            // the kind of state offered last
 	lastRev  lease.Revision // the highest revision offered
 	lastErrS string         // the text of the error offered last
@@ -132,170 +157,37 @@ func (w *watch[M]) offer(ev store.Event[M]) {
 	w.box.Offer(ev)
 }
 
-// serve feeds the channel until ctx ends, then closes the subscription and
-// the channel. While the receiver is not ready, a newer state replaces the
-// one waiting to be sent.
+// serve feeds the channel until ctx ends, then leaves the Hub and closes the
+// channel. While the receiver is not ready, a newer state replaces the one
+// waiting to be sent.
 func (w *watch[M]) serve(ctx context.Context) {
 	defer close(w.out)
-	defer w.shutdown()
+	defer w.s.hub.remove(w, w.channel)
 	latest.Serve(ctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
 }
 
-// shutdown closes the current subscription, which ends a blocked receive,
-// and keeps any new one from starting.
-func (w *watch[M]) shutdown() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	if w.ps != nil {
-		_ = w.ps.Close()
-		w.ps = nil
-	}
-}
-
-// setPS makes ps the current subscription. It closes ps and returns false
-// when the watch has ended.
-func (w *watch[M]) setPS(ps *redis.PubSub) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		_ = ps.Close()
-		return false
-	}
-	w.ps = ps
-	return true
-}
-
-// dropPS closes ps and forgets it if it is the current subscription.
-func (w *watch[M]) dropPS(ps *redis.PubSub) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ps == ps {
-		w.ps = nil
-	}
-	_ = ps.Close()
-}
-
-// subscribe subscribes to the channel and waits for the server to confirm.
-func (w *watch[M]) subscribe(ctx context.Context) (*redis.PubSub, error) {
-	ps := w.s.client.Subscribe(ctx, w.channel)
-	_, err := call(ctx, func() (struct{}, error) {
-		for {
-			msg, err := ps.ReceiveTimeout(ctx, w.s.cfg.healthCheck)
-			if err != nil {
-				return struct{}{}, err
-			}
-			if sub, ok := msg.(*redis.Subscription); ok && sub.Kind == "subscribe" {
-				return struct{}{}, nil
-			}
-		}
-	})
-	if err != nil {
-		_ = ps.Close()
-		return nil, err
-	}
-	return ps, nil
-}
-
-// receive reads the subscription until ctx ends, offering every record
-// published, and subscribes again (then reads the record again) whenever
-// the subscription breaks.
-func (w *watch[M]) receive(ctx context.Context, ps *redis.PubSub) {
-	pinged := false // a ping is out and unanswered
-	for {
-		msg, err := ps.ReceiveTimeout(ctx, w.s.cfg.healthCheck)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if isTimeout(err) && !pinged {
-				pinged = true
-				if ps.Ping(ctx) == nil {
-					continue
-				}
-			}
-			w.dropPS(ps)
-			if ps = w.resubscribe(ctx); ps == nil {
-				return
-			}
-			pinged = false
-			continue
-		}
-		pinged = false
-		var rerr error
-		switch m := msg.(type) {
-		case *redis.Message:
-			rerr = w.handle(ctx, m.Payload)
-		case *redis.Subscription:
-			// go-redis subscribed again on a new connection by itself:
-			// messages may have been lost meanwhile.
-			if m.Kind == "subscribe" {
-				rerr = w.reread(ctx)
-			}
-		}
-		if rerr != nil && ctx.Err() == nil {
-			// The record could not be read: the watch cannot know it is
-			// current until a read succeeds.
-			w.dropPS(ps)
-			if ps = w.resubscribe(ctx); ps == nil {
-				return
-			}
-		}
-	}
-}
-
-// reread reads the record again and offers it.
-func (w *watch[M]) reread(ctx context.Context) error {
-	ev, err := w.s.current(ctx, w.name)
-	if err != nil {
-		return err
-	}
-	w.offer(ev)
-	return nil
-}
-
-// handle offers the record published in payload. A payload that is not a
-// record (it should not happen) makes the watch read the record instead; the
-// error is that of this read.
-func (w *watch[M]) handle(ctx context.Context, payload string) error {
+// deliver offers the record published in payload. It returns false when
+// the payload is not a record (it should not happen: anyone may publish),
+// and the Hub then reads the record instead.
+func (w *watch[M]) deliver(payload string) bool {
 	r, err := rawFromMessage(payload)
 	if err != nil {
-		return w.reread(ctx)
+		return false
 	}
 	rec, rev, err := w.s.decode(w.name, &r)
 	if err != nil {
 		w.offer(store.Event[M]{Err: err})
-		return nil
+		return true
 	}
 	w.offer(store.Event[M]{Record: rec, Revision: rev})
-	return nil
+	return true
 }
 
-// resubscribe subscribes again and reads the record again, pausing between
-// attempts with a growing backoff, until both succeed or ctx ends (then it
-// returns nil).
-func (w *watch[M]) resubscribe(ctx context.Context) *redis.PubSub {
-	backoff := w.s.cfg.minBackoff
-	timer := time.NewTimer(backoff)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-		}
-		ps, err := w.subscribe(ctx)
-		if err == nil {
-			if !w.setPS(ps) {
-				return nil
-			}
-			if w.reread(ctx) == nil {
-				return ps
-			}
-			w.dropPS(ps)
-		}
-		backoff = min(2*backoff, w.s.cfg.maxBackoff)
-		timer.Reset(backoff)
+// offerRead offers the record the Hub read again.
+func (w *watch[M]) offerRead(m map[string]string, err error) {
+	rec, rev, err := w.s.fromHash(w.name, m, err)
+	if ev, err := event(rec, rev, err); err == nil {
+		w.offer(ev)
 	}
 }
 
