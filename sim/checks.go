@@ -40,7 +40,7 @@ func (c *checker) init(s *Cluster) {
 func (c *checker) setBounds(cfgs []lease.Config) {
 	lat := c.s.opt.Store.Latency.Bound()
 	c.bound = int64(LivenessBound(cfgs, c.s.rho, lat))
-	if c.s.opt.Store.CreateGate {
+	if c.s.opt.Store.createGate {
 		// A create is refused until some node has seen the marker for a
 		// LeaseDuration, and the fsm does not know to ask again at that
 		// moment: its next request, up to one more retry interval later,

@@ -7,14 +7,14 @@ import (
 
 // gatedOptions are the options of one seed of the gated sweeps: the
 // store loses its data (and its marker with it) and gates creates on the
-// marker (StoreModel.CreateGate), and the nodes run as on a store that
+// marker (StoreModel.createGate), and the nodes run as on a store that
 // keeps its records. The request budget is excused: the gate breaks it
 // (TestSimCreateGateBreaksBudget), and a run stops at its first violation.
 func gatedOptions(base func(uint64) Options) func(uint64) Options {
 	return func(seed uint64) Options {
 		o := base(seed)
 		o.Faults.DataLoss = true
-		o.Store.MayLoseRecords, o.Store.CreateGate = true, true
+		o.Store.MayLoseRecords, o.Store.createGate = true, true
 		o.excuseBudget = true
 		return o
 	}
@@ -65,7 +65,7 @@ func TestSimCreateGateAbsenceSpansALostRecord(t *testing.T) {
 	o := Options{
 		Seed: 1, Nodes: 4, Duration: 3 * time.Minute,
 		Faults: Faults{Drift: true, WatchChaos: true},
-		Store:  StoreModel{MayLoseRecords: true, CreateGate: true},
+		Store:  StoreModel{MayLoseRecords: true, createGate: true},
 		Schedule: []Fault{
 			{At: 14342056973, Kind: FaultCrash, Node: 1, Dur: time.Second},
 			{At: 14342061394, Kind: FaultDataLoss},
@@ -89,7 +89,7 @@ func TestSimCreateGateAbsenceSpansALostRecord(t *testing.T) {
 // race (issue 13).
 func TestSimCreateGateBreaksBudget(t *testing.T) {
 	res, err := RunSeed(Options{Seed: 1, Nodes: 3, Duration: time.Minute,
-		Store: StoreModel{MayLoseRecords: true, CreateGate: true}})
+		Store: StoreModel{MayLoseRecords: true, createGate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSimCreateGateBreaksBudget(t *testing.T) {
 
 // A gate without a store that may lose records is refused.
 func TestSimCreateGateNeedsLossyStore(t *testing.T) {
-	if _, err := RunSeed(Options{Seed: 1, Store: StoreModel{CreateGate: true}}); err == nil {
+	if _, err := RunSeed(Options{Seed: 1, Store: StoreModel{createGate: true}}); err == nil {
 		t.Fatal("CreateGate without MayLoseRecords was accepted")
 	}
 }

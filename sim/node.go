@@ -33,7 +33,7 @@ type node struct {
 	opPending bool
 	opKind    opKind
 	// Checks.
-	// The store's marker (StoreModel.CreateGate): the identity this
+	// The store's marker (StoreModel.createGate): the identity this
 	// process saw last (0: none) and its local time when it first did.
 	markerID   uint64
 	markerSeen time.Duration
@@ -88,7 +88,7 @@ func (s *Cluster) boot(n *node) {
 		Identity:   n.id,
 		Config:     n.cfg,
 		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore: s.lossy && !s.opt.Store.CreateGate,
+		LossyStore: s.lossy && !s.opt.Store.createGate,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here

@@ -295,7 +295,7 @@ type StoreModel struct {
 	MayLoseRecords bool
 	// NoWatch says the store pushes no watch events: nodes only poll.
 	NoWatch bool
-	// CreateGate models a store that may lose records (MayLoseRecords is
+	// createGate, for the package's tests only, models a store that may lose records (MayLoseRecords is
 	// needed) but tells a brand-new name from a lost record with a
 	// dataset-level marker instead of making every create a claim: the
 	// marker has an identity that every data loss changes (the marker is
@@ -306,8 +306,9 @@ type StoreModel struct {
 	// refused (a conflict showing no record) unless that age is at least
 	// the created record's LeaseDuration. The nodes then run as on a store
 	// that keeps its records (fsm.Options.LossyStore false). This is a
-	// design under study for redisstore (issue 13), not what it does.
-	CreateGate bool
+	// design under study for redisstore (issue 13), not what any store does,
+	// so it is not exported.
+	createGate bool
 	// Latency is the one-way latency of every message.
 	Latency Latency
 }
@@ -360,7 +361,7 @@ type Options struct {
 	// failing seed is written as seed-N.svg (TENURE_SIM_SVG overrides it).
 	SVGDir string
 
-	// excuseBudget, for the package's tests of StoreModel.CreateGate only,
+	// excuseBudget, for the package's tests of StoreModel.createGate only,
 	// skips the request-budget check, which the gate breaks by design
 	// (TestSimCreateGateBreaksBudget), so that a run goes on to check
 	// everything else.
@@ -406,8 +407,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Rho and BeyondRho must be in [0, 1)", ErrInvalidOptions)
 	case o.Faults.Drift && o.Faults.DriftBeyond:
 		return fmt.Errorf("%w: Faults.Drift and Faults.DriftBeyond exclude each other", ErrInvalidOptions)
-	case o.Store.CreateGate && !o.Store.MayLoseRecords:
-		return fmt.Errorf("%w: Store.CreateGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
+	case o.Store.createGate && !o.Store.MayLoseRecords:
+		return fmt.Errorf("%w: Store.createGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	case o.Faults.DataLoss && !o.Store.MayLoseRecords:
 		return fmt.Errorf("%w: Faults.DataLoss needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	}

@@ -22,7 +22,7 @@ type simStore struct {
 	floor   uint64         // the highest token ever stored
 	history []fsm.Lease    // history[rev] is what revision rev stored
 	lostAt  lease.Revision // counter at the last data loss
-	// The marker of StoreModel.CreateGate: its identity (bumped by every
+	// The marker of StoreModel.createGate: its identity (bumped by every
 	// data loss, never reused), whether it exists, and the longest age a
 	// node attested for it.
 	markerID       uint64
@@ -86,7 +86,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	if r := s.refused(ev); r != 0 {
 		kind, reply.result = 0, r
 	}
-	gated := s.opt.Store.CreateGate && kind != 0
+	gated := s.opt.Store.createGate && kind != 0
 	if gated {
 		s.attest(ev)
 		reply.markerID = st.markerID
@@ -164,7 +164,7 @@ func (s *Cluster) attest(ev *simEvent) {
 }
 
 // loseData makes the record vanish; revisions and the token floor survive.
-// The marker of StoreModel.CreateGate vanishes with it.
+// The marker of StoreModel.createGate vanishes with it.
 func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
