@@ -102,3 +102,46 @@ func ExampleGate() {
 	// lead: not the leader: worker-1 does not lead "cron"
 	// <nil>
 }
+
+// Leaders tells every elector, followers too, who leads: client-go's
+// OnNewLeader, with the holder's token and metadata.
+func ExampleElector_Leaders() {
+	type meta struct{ Addr string }
+	st := memstore.New[meta]()
+	start := func(id string) (*lead.Elector[meta], context.CancelFunc) {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		if err := e.SetMetadata(meta{Addr: id + ":8080"}); err != nil {
+			panic(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go e.Run(ctx)
+		return e, func() { cancel(); <-e.Done() }
+	}
+	a, stopA := start("pod-a")
+	_ = a.Lead(context.Background(), func(context.Context, lead.Term) error { return nil }) // pod-a leads
+	b, stopB := start("pod-b")
+	defer stopB()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the channel
+	leaders, err := b.Leaders(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for l := range leaders {
+		if l.Holder == "" {
+			continue // released, or no record: nobody leads right now
+		}
+		fmt.Printf("leader %s, token %d, at %s, this pod: %v\n", l.Holder, l.Token, l.Record.Metadata.Addr, l.Self)
+		if l.Self {
+			break
+		}
+		stopA() // pod-a steps down and releases; pod-b takes over
+	}
+	// Output:
+	// leader pod-a, token 1, at pod-a:8080, this pod: false
+	// leader pod-b, token 2, at pod-b:8080, this pod: true
+}
