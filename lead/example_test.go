@@ -3,10 +3,13 @@ package lead_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/health"
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -144,4 +147,53 @@ func ExampleElector_Leaders() {
 	// Output:
 	// leader pod-a, token 1, at pod-a:8080, this pod: false
 	// leader pod-b, token 2, at pod-b:8080, this pod: true
+}
+
+// What client-go's leaderelection callbacks become (see "Coming from
+// client-go" in docs/guide.md).
+func Example_clientGo() {
+	st := memstore.New[struct{}]()
+	stopped := make(chan lead.Change, 1)
+	e, err := lead.New("controller", st,
+		lead.WithIdentity("pod-a"),             // Identity
+		lead.WithConfig(lease.DefaultConfig()), // LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s
+		lead.WithReleaseOnStop(true),           // ReleaseOnCancel (true is the default)
+		lead.WithLookupEnv(nil),
+		lead.WithObserver(func(c lead.Change) { // OnStoppedLeading
+			if c.Kind == lead.Stopped {
+				stopped <- c
+			}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx)                               // RunOrDie
+	leaders, err := e.Leaders(ctx)              // OnNewLeader
+	healthz := health.Handler(e, 5*time.Second) // HealthzAdaptor
+	if err != nil {
+		panic(err)
+	}
+
+	_ = e.Lead(ctx, func(ctx context.Context, t lead.Term) error { // OnStartedLeading
+		fmt.Println("started leading with token", t.Token)
+		rec := httptest.NewRecorder()
+		healthz.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		fmt.Println("healthz:", rec.Code)
+		return nil
+	})
+	for l := range leaders {
+		if l.Holder != "" {
+			fmt.Println("new leader:", l.Holder)
+			break
+		}
+	}
+	cancel() // steps down and releases the lease
+	fmt.Println("stopped leading:", (<-stopped).Reason)
+	<-e.Done()
+	// Output:
+	// started leading with token 1
+	// healthz: 200
+	// new leader: pod-a
+	// stopped leading: lead: leadership lost: stopped
 }

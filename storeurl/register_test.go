@@ -7,12 +7,20 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 	"github.com/tenure-go/tenure/storeurl"
 )
+
+// scheme returns a scheme no other test, nor an earlier run of the same
+// test (go test -count), registered: the registry lives as long as the
+// process.
+func scheme(base string) string { return fmt.Sprintf("%s-%d", base, schemeSeq.Add(1)) }
+
+var schemeSeq atomic.Uint64
 
 // closing is a custom store: a memstore with Close.
 type closing[M any] struct{ *memstore.Store[M] }
@@ -22,13 +30,14 @@ func (closing[M]) Close() error { return nil }
 func TestRegisterOpensCustomScheme(t *testing.T) {
 	var got *url.URL
 	shared := memstore.New[meta]()
-	if err := storeurl.Register("custom-a", func(_ context.Context, u *url.URL) (storeurl.Store[meta], error) {
+	a := scheme("custom-a")
+	if err := storeurl.Register(a, func(_ context.Context, u *url.URL) (storeurl.Store[meta], error) {
 		got = u
 		return closing[meta]{shared}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "custom-a://host:1/db?x=1")
+	st, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, a+"://host:1/db?x=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,31 +48,34 @@ func TestRegisterOpensCustomScheme(t *testing.T) {
 		t.Fatalf("the opener got %v", got)
 	}
 	// Another metadata type needs its own registration.
-	_, err = storeurl.Open[string](context.Background(), &storeurl.Opener{}, "custom-a://host")
+	_, err = storeurl.Open[string](context.Background(), &storeurl.Opener{}, a+"://host")
 	if !errors.Is(err, storeurl.ErrUnknownScheme) || !strings.Contains(err.Error(), "registered for metadata of type storeurl_test.meta, not string") {
 		t.Fatalf("Open[string] = %v", err)
 	}
-	if err := storeurl.Register("custom-a", func(context.Context, *url.URL) (storeurl.Store[string], error) {
+	if err := storeurl.Register(a, func(context.Context, *url.URL) (storeurl.Store[string], error) {
 		return closing[string]{memstore.New[string]()}, nil
 	}); err != nil {
 		t.Fatalf("the same scheme for another type: %v", err)
 	}
-	if _, err := storeurl.Open[string](context.Background(), &storeurl.Opener{}, "custom-a://host"); err != nil {
+	if _, err := storeurl.Open[string](context.Background(), &storeurl.Opener{}, a+"://host"); err != nil {
 		t.Fatal(err)
 	}
 	// An unknown scheme lists the registered ones.
 	_, err = storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "nosuch://host")
-	if !errors.Is(err, storeurl.ErrUnknownScheme) || !strings.Contains(err.Error(), "registered: ") || !strings.Contains(err.Error(), "custom-a") {
+	if !errors.Is(err, storeurl.ErrUnknownScheme) || !strings.Contains(err.Error(), "registered: ") || !strings.Contains(err.Error(), a) {
 		t.Fatalf("unknown scheme: %v", err)
 	}
-	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "custom-a:host"); !errors.Is(err, storeurl.ErrBadURL) {
+	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, a+":host"); !errors.Is(err, storeurl.ErrBadURL) {
 		t.Fatalf("custom-a:host = %v", err)
 	}
 }
 
 func TestRegisterRefuses(t *testing.T) {
-	ok := func(context.Context, *url.URL) (storeurl.Store[meta], error) { return closing[meta]{memstore.New[meta]()}, nil }
-	if err := storeurl.Register("custom-dup", ok); err != nil {
+	ok := func(context.Context, *url.URL) (storeurl.Store[meta], error) {
+		return closing[meta]{memstore.New[meta]()}, nil
+	}
+	dup := scheme("custom-dup")
+	if err := storeurl.Register(dup, ok); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -72,7 +84,7 @@ func TestRegisterRefuses(t *testing.T) {
 		want   error
 		msg    string
 	}{
-		{"custom-dup", ok, storeurl.ErrDuplicateScheme, `"custom-dup" for metadata of type storeurl_test.meta`},
+		{dup, ok, storeurl.ErrDuplicateScheme, fmt.Sprintf("%q for metadata of type storeurl_test.meta", dup)},
 		{"", ok, storeurl.ErrInvalidScheme, "1 to 32 bytes"},
 		{strings.Repeat("a", 33), ok, storeurl.ErrInvalidScheme, "1 to 32 bytes"},
 		{"1abc", ok, storeurl.ErrInvalidScheme, "a letter followed by"},
@@ -92,37 +104,40 @@ func TestRegisterRefuses(t *testing.T) {
 			t.Errorf("Register(%q) = %v, want %v mentioning %q", tt.scheme, err, tt.want, tt.msg)
 		}
 	}
-	if err := storeurl.Register("a+b.c-1", ok); err != nil {
-		t.Errorf("Register(a+b.c-1) = %v", err)
+	if s := scheme("a+b.c"); storeurl.Register(s, ok) != nil {
+		t.Errorf("Register(%q) = %v", s, storeurl.Register(s, ok))
 	}
 }
 
 // What a registered opener returns is checked, and its errors pass through
 // Open's redaction.
 func TestRegisteredOpenerResults(t *testing.T) {
-	if err := storeurl.Register("custom-nil-store", func(context.Context, *url.URL) (storeurl.Store[meta], error) {
+	nilStore := scheme("custom-nil-store")
+	if err := storeurl.Register(nilStore, func(context.Context, *url.URL) (storeurl.Store[meta], error) {
 		return nil, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "custom-nil-store://x"); !errors.Is(err, store.ErrNilArgument) {
+	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, nilStore+"://x"); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("nil store: %v", err)
 	}
-	if err := storeurl.Register("custom-typed-nil", func(context.Context, *url.URL) (storeurl.Store[meta], error) {
+	typedNil := scheme("custom-typed-nil")
+	if err := storeurl.Register(typedNil, func(context.Context, *url.URL) (storeurl.Store[meta], error) {
 		return (*closingPtr)(nil), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "custom-typed-nil://x"); !errors.Is(err, store.ErrNilArgument) {
+	if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, typedNil+"://x"); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("typed nil store: %v", err)
 	}
 	failed := errors.New("refused")
-	if err := storeurl.Register("custom-fails", func(_ context.Context, u *url.URL) (storeurl.Store[meta], error) {
+	fails := scheme("custom-fails")
+	if err := storeurl.Register(fails, func(_ context.Context, u *url.URL) (storeurl.Store[meta], error) {
 		return nil, fmt.Errorf("cannot reach %s: %w", u, failed)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "custom-fails://user:s3cret@host/db")
+	_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, fails+"://user:s3cret@host/db")
 	if !errors.Is(err, failed) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("failing opener: %v", err)
 	}
@@ -134,15 +149,15 @@ type closingPtr struct{ closing[meta] }
 func TestRegisterConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
-		scheme := fmt.Sprintf("custom-conc-%d", i)
+		s := scheme(fmt.Sprintf("custom-conc-%d", i))
 		wg.Go(func() {
-			if err := storeurl.Register(scheme, func(context.Context, *url.URL) (storeurl.Store[meta], error) {
+			if err := storeurl.Register(s, func(context.Context, *url.URL) (storeurl.Store[meta], error) {
 				return closing[meta]{memstore.New[meta]()}, nil
 			}); err != nil {
 				t.Error(err)
 				return
 			}
-			if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, scheme+"://x"); err != nil {
+			if _, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, s+"://x"); err != nil {
 				t.Error(err)
 			}
 		})
