@@ -97,9 +97,11 @@ func (s *leaderSub[M]) take() (Leader[M], bool) {
 //
 // Delivery never blocks the elector: each channel holds the newest change
 // not yet received, and a receiver that falls behind skips to the newest
-// one (it may miss a holder that came and went meanwhile, never gets an
-// older holder after a newer one, and never gets the same one twice in a
-// row). The channel is closed when ctx ends, or after Run has returned and
+// one. A receiver gets changes in the order the elector saw them, may miss
+// a holder that came and went meanwhile, and never gets the same holder
+// and term twice in a row. Tokens only go up, unless the store goes back
+// in time (see ErrRevisionRollback): the elector then reports what the
+// store holds now. The channel is closed when ctx ends, or after Run has returned and
 // the last change was received. Leaders may be called before Run, and any
 // number of times; each channel is independent, and costs a goroutine until
 // it is closed.
