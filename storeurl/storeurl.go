@@ -39,7 +39,8 @@ type Opener struct {
 
 // Store is a store opened from a URL. Its dynamic value is the backend's
 // own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store or
-// *memstore.Store) embedded with the means to close its connections, so it
+// *memstore.Store) embedded with the means to close its connections, or for
+// a scheme added with Register what its opener returned, so it
 // keeps every method the backend has: pass it to lead.New as it is, and the
 // elector watches it, learns whether it may lose records, and finds any
 // other optional interface (see package store) the backend implements.
