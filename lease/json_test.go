@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tenure-go/tenure/lease"
@@ -152,4 +153,61 @@ func TestConfigYAMLFile(t *testing.T) {
 			t.Errorf("yaml.Unmarshal(%q) accepted it: %+v", bad, c)
 		}
 	}
+}
+
+// Any valid Config survives a round trip through JSON exactly; any Config
+// at all either decodes to itself or is refused, never changed.
+func TestConfigJSONRoundTripProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := func(label string) time.Duration {
+			return time.Duration(rapid.Int64Range(-1, int64(lease.MaxDuration)+1).Draw(t, label))
+		}
+		c := lease.Config{
+			LeaseDuration: d("lease"), RenewDeadline: d("renew"), RetryInterval: d("retry"),
+			RetryJitter:    rapid.Float64Range(-0.1, 1.1).Draw(t, "jitter"),
+			BackendTimeout: d("backend"), ErrorInterval: d("errors"),
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("Marshal(%+v): %v", c, err)
+		}
+		got := lease.DefaultConfig()
+		err = json.Unmarshal(b, &got)
+		switch valid := c.Validate() == nil; {
+		case valid && (err != nil || got != c):
+			t.Fatalf("valid %+v through %s gave %+v, %v", c, b, got, err)
+		case !valid && err == nil:
+			t.Fatalf("invalid %+v through %s was accepted as %+v", c, b, got)
+		case !valid && got != lease.DefaultConfig():
+			t.Fatalf("a refused decode changed the Config to %+v", got)
+		}
+	})
+}
+
+// Valid Configs, drawn as such, round trip exactly.
+func TestConfigJSONValidRoundTripProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		longest := int64(lease.MaxDuration)
+		ld := rapid.Int64Range(4, longest).Draw(t, "lease")
+		rd := rapid.Int64Range(3, ld-1).Draw(t, "renew")
+		c := lease.Config{
+			LeaseDuration:  time.Duration(ld),
+			RenewDeadline:  time.Duration(rd),
+			RetryJitter:    rapid.Float64Range(0, 0.5).Draw(t, "jitter"),
+			RetryInterval:  time.Duration(rapid.Int64Range(1, (rd-1)*2/3).Draw(t, "retry")),
+			BackendTimeout: time.Duration(rapid.Int64Range(1, rd-1).Draw(t, "backend")),
+			ErrorInterval:  time.Duration(rapid.Int64Range(1, longest).Draw(t, "errors")),
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("the generator drew an invalid %+v: %v", c, err)
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got lease.Config
+		if err := json.Unmarshal(b, &got); err != nil || got != c {
+			t.Fatalf("%+v through %s gave %+v, %v", c, b, got, err)
+		}
+	})
 }
