@@ -63,7 +63,7 @@ const timeSlack = time.Second
 // Run is generic over the metadata type M, so that a store tied to one
 // metadata type can be tested. For M = Meta the suite brings its own
 // values; for any other M the caller passes them with WithSamples (at
-// least one), and may pass WithOversized and WithMutate for the checks that
+// least one), and may pass WithOversized and WithShared for the checks that
 // need them (they are skipped, saying so, without). Without samples for an
 // M other than Meta, Run fails t.
 func Run[M any](t *testing.T, newStore func(t *testing.T) store.Store[M], opts ...Option[M]) {

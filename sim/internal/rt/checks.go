@@ -107,7 +107,7 @@ func (h *harness[M]) poll() {
 	}
 	for i, inc := range live {
 		v := views[i]
-		h.leadersAgree(inc, v.rec, v.haveRec)
+		h.leadersAgree(seen, now, inc, v.rec, v.haveRec)
 		if v.ok {
 			h.termSeen(inc, v.t.Token, true)
 			if inc.ended != 0 && v.t.Token <= inc.ended {

@@ -1,7 +1,8 @@
-package simtest
+package rt
 
 import (
 	"context"
+	"time"
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/lease"
@@ -48,25 +49,25 @@ func (h *harness[M]) followLeaders(ctx context.Context, inc *incarnation[M]) {
 	})
 }
 
-// leadersAgree checks, at an instant when every goroutine is idle, that
-// the last holder inc's Leaders channel reported is the one Record shows
-// (rec, ok, read before h.mu was taken). h.mu is held.
-func (h *harness[M]) leadersAgree(inc *incarnation[M], rec lease.Record[M], ok bool) {
-	seen := inc.leaders
-	if seen == nil {
+// leadersAgree checks that the last holder inc's Leaders channel reported
+// is the one Record shows (rec, ok, read before h.mu was taken): at once in
+// a bubble, where every goroutine is idle when poll looks, and in real time
+// once the disagreement has outlasted the tolerance (see suspectLocked).
+// h.mu is held.
+func (h *harness[M]) leadersAgree(seen map[string]bool, now time.Duration, inc *incarnation[M], rec lease.Record[M], ok bool) {
+	got := inc.leaders
+	if got == nil {
 		return
 	}
 	holder, token := "", fence.Token(0)
 	if ok && rec.Holder != "" {
 		holder, token = rec.Holder, fence.Token(rec.Token)
 	}
-	if seen.n == 0 {
-		if holder != "" {
-			h.failLocked(sim.CheckObserver, "%s: Record shows %q (token %d), Leaders reported nothing", inc.id, holder, token)
-		}
-		return
-	}
-	if seen.holder != holder || seen.token != token {
-		h.failLocked(sim.CheckObserver, "%s: Record shows %q (token %d), Leaders last reported %q (token %d)", inc.id, holder, token, seen.holder, seen.token)
+	key := inc.id + " leaders"
+	switch {
+	case got.n == 0 && holder != "":
+		h.suspectLocked(seen, key, now, sim.CheckObserver, "%s: Record shows %q (token %d), Leaders reported nothing", inc.id, holder, token)
+	case got.n > 0 && (got.holder != holder || got.token != token):
+		h.suspectLocked(seen, key, now, sim.CheckObserver, "%s: Record shows %q (token %d), Leaders last reported %q (token %d)", inc.id, holder, token, got.holder, got.token)
 	}
 }
