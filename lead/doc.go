@@ -16,6 +16,10 @@
 //		return sendReminders(ctx)
 //	})
 //
+// Every elector, follower or leader, can follow who leads with
+// [Elector.Leaders]: a channel of each change of holder, with the record and
+// its metadata (client-go's OnNewLeader).
+//
 // A leader believes it leads until RenewDeadline after it sent its last
 // successful renewal; its work is cancelled at that moment even if the
 // store cannot be reached. Each term carries a fencing token (see package

@@ -126,6 +126,7 @@ type Elector[M any] struct {
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
 	holdUntil    time.Duration // rollbackErr stands until then (monotonic since epoch)
 	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
+	leaders      leaderFeed[M] // see Leaders
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -486,6 +487,7 @@ func (e *Elector[M]) changes() <-chan struct{} {
 func (e *Elector[M]) notifyLocked() {
 	close(e.changed)
 	e.changed = make(chan struct{})
+	e.seeLeaderLocked(false)
 }
 
 // sinceEpoch is the monotonic time of the running elector. e.mu must be

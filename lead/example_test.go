@@ -3,10 +3,13 @@ package lead_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/health"
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -101,4 +104,96 @@ func ExampleGate() {
 	// Output:
 	// lead: not the leader: worker-1 does not lead "cron"
 	// <nil>
+}
+
+// Leaders tells every elector, followers too, who leads: client-go's
+// OnNewLeader, with the holder's token and metadata.
+func ExampleElector_Leaders() {
+	type meta struct{ Addr string }
+	st := memstore.New[meta]()
+	start := func(id string) (*lead.Elector[meta], context.CancelFunc) {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		if err := e.SetMetadata(meta{Addr: id + ":8080"}); err != nil {
+			panic(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go e.Run(ctx)
+		return e, func() { cancel(); <-e.Done() }
+	}
+	a, stopA := start("pod-a")
+	_ = a.Lead(context.Background(), func(context.Context, lead.Term) error { return nil }) // pod-a leads
+	b, stopB := start("pod-b")
+	defer stopB()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the channel
+	leaders, err := b.Leaders(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for l := range leaders {
+		if l.Holder == "" {
+			continue // released, or no record: nobody leads right now
+		}
+		fmt.Printf("leader %s, token %d, at %s, this pod: %v\n", l.Holder, l.Token, l.Record.Metadata.Addr, l.Self)
+		if l.Self {
+			break
+		}
+		stopA() // pod-a steps down and releases; pod-b takes over
+	}
+	// Output:
+	// leader pod-a, token 1, at pod-a:8080, this pod: false
+	// leader pod-b, token 2, at pod-b:8080, this pod: true
+}
+
+// What client-go's leaderelection callbacks become (see "Coming from
+// client-go" in docs/guide.md).
+func Example_clientGo() {
+	st := memstore.New[struct{}]()
+	stopped := make(chan lead.Change, 1)
+	e, err := lead.New("controller", st,
+		lead.WithIdentity("pod-a"),             // Identity
+		lead.WithConfig(lease.DefaultConfig()), // LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s
+		lead.WithReleaseOnStop(true),           // ReleaseOnCancel (true is the default)
+		lead.WithLookupEnv(nil),
+		lead.WithObserver(func(c lead.Change) { // OnStoppedLeading
+			if c.Kind == lead.Stopped {
+				stopped <- c
+			}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx)                               // RunOrDie
+	leaders, err := e.Leaders(ctx)              // OnNewLeader
+	healthz := health.Handler(e, 5*time.Second) // HealthzAdaptor
+	if err != nil {
+		panic(err)
+	}
+
+	_ = e.Lead(ctx, func(ctx context.Context, t lead.Term) error { // OnStartedLeading
+		fmt.Println("started leading with token", t.Token)
+		rec := httptest.NewRecorder()
+		healthz.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		fmt.Println("healthz:", rec.Code)
+		return nil
+	})
+	for l := range leaders {
+		if l.Holder != "" {
+			fmt.Println("new leader:", l.Holder)
+			break
+		}
+	}
+	cancel() // steps down and releases the lease
+	fmt.Println("stopped leading:", (<-stopped).Reason)
+	<-e.Done()
+	// Output:
+	// started leading with token 1
+	// healthz: 200
+	// new leader: pod-a
+	// stopped leading: lead: leadership lost: stopped
 }

@@ -430,6 +430,9 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 		e.rec, e.rev, e.haveRec = rec, rev, true
 		e.notifyLocked()
 	}
+	if ok {
+		e.seeLeaderLocked(absent)
+	}
 }
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {

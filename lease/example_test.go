@@ -1,6 +1,7 @@
 package lease_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -29,4 +30,30 @@ func ExampleLoad() {
 	fmt.Println(s.Config.LeaseDuration, s.Config.RenewDeadline, s.Config.Validate())
 	// Output:
 	// 30s 20s <nil>
+}
+
+// A Config read from a file. YAML works the same way through
+// sigs.k8s.io/yaml, which converts YAML to JSON and so uses
+// Config.UnmarshalJSON (see TestConfigYAMLFile).
+func ExampleConfig_UnmarshalJSON() {
+	file := []byte(`{"lease_duration": "30s", "renew_deadline": "20s"}`)
+	c := lease.DefaultConfig() // what the file does not set
+	if err := json.Unmarshal(file, &c); err != nil {
+		panic(err)
+	}
+	fmt.Println(c.LeaseDuration, c.RenewDeadline, c.RetryInterval)
+
+	// Unknown keys, numbers for durations and invalid timings are refused.
+	fmt.Println(json.Unmarshal([]byte(`{"lease_durration": "30s"}`), &c))
+	fmt.Println(json.Unmarshal([]byte(`{"lease_duration": 30}`), &c))
+	fmt.Println(json.Unmarshal([]byte(`{"renew_deadline": "1m"}`), &c))
+
+	out, _ := json.Marshal(lease.DefaultConfig())
+	fmt.Println(string(out))
+	// Output:
+	// 30s 20s 2s
+	// lease: invalid config: json: unknown field "lease_durration"
+	// lease: invalid config: lease_duration is a JSON number, must be a string duration such as "15s"
+	// lease: invalid config: RenewDeadline (1m0s) must be < LeaseDuration (30s)
+	// {"lease_duration":"15s","renew_deadline":"10s","retry_interval":"2s","retry_jitter":0.1,"backend_timeout":"5s","error_interval":"30s"}
 }

@@ -56,7 +56,9 @@ const (
 	CheckLivelock = "livelock"
 	// CheckObserver (runtime mode): what an elector's observers were told
 	// disagrees with what the elector reports (IsLeader, Term), or a
-	// Started and a Stopped do not alternate.
+	// Started and a Stopped do not alternate, or its Leaders channel
+	// reported the same holder twice in a row, or, once every goroutine is
+	// idle, a holder other than the one Record shows.
 	CheckObserver = "observer"
 	// CheckBody (runtime mode): a Lead or Every body's context was still
 	// live after its term ended.

@@ -10,6 +10,11 @@
 // it keeps every capability of the backend (store.Watcher, store.Lossy and
 // any other optional interface), so pass it to lead.New as it is.
 //
+// Register adds a scheme served by a custom store, for every Opener of the
+// program, as database/sql.Register adds a driver: a build of the tenure
+// command that imports a package registering its scheme opens that store
+// by URL too.
+//
 // Unknown schemes, malformed URLs and URLs without the host their scheme
 // needs give errors that name the problem. Credentials never appear in
 // errors, whatever the form of the URL or keyword/value string: they are

@@ -22,6 +22,12 @@ var (
 	// ErrConnect: the store's server cannot be reached or refused the
 	// connection.
 	ErrConnect = errors.New("storeurl: cannot connect to the store")
+	// ErrInvalidScheme: Register was given a scheme that breaks the rules
+	// of schemes, or one storeurl serves itself.
+	ErrInvalidScheme = errors.New("storeurl: invalid scheme")
+	// ErrDuplicateScheme: Register was given a scheme already registered
+	// for the same metadata type.
+	ErrDuplicateScheme = errors.New("storeurl: scheme already registered")
 )
 
 // Opener opens stores from URLs. Memory stores opened through the same
@@ -33,7 +39,8 @@ type Opener struct {
 
 // Store is a store opened from a URL. Its dynamic value is the backend's
 // own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store or
-// *memstore.Store) embedded with the means to close its connections, so it
+// *memstore.Store) embedded with the means to close its connections, or for
+// a scheme added with Register what its opener returned, so it
 // keeps every method the backend has: pass it to lead.New as it is, and the
 // elector watches it, learns whether it may lose records, and finds any
 // other optional interface (see package store) the backend implements.
@@ -73,12 +80,23 @@ func open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres:// or kubernetes://)", ErrBadURL, display(rawURL))
 	}
 	open, ok := backend[M](u.Scheme)
-	if !ok {
+	custom, others := registered[M](u.Scheme)
+	switch {
+	case !ok && custom == nil && others != nil:
+		return nil, fmt.Errorf("%w: %q in %s is registered for metadata of type %s, not %v (see Register)", ErrUnknownScheme, u.Scheme, display(rawURL), strings.Join(others, ", "), metaType[M]())
+	case !ok && custom == nil:
 		// "localhost:6379" parses too, with the scheme "localhost".
-		return nil, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, display(rawURL))
+		want := "memory, redis, rediss, unix, postgres, postgresql or kubernetes"
+		if reg := registeredSchemes(); len(reg) > 0 {
+			want += "; registered: " + strings.Join(reg, ", ")
+		}
+		return nil, fmt.Errorf("%w: %q in %s (want %s)", ErrUnknownScheme, u.Scheme, display(rawURL), want)
 	}
 	if !strings.HasPrefix(rawURL[len(u.Scheme):], "://") {
 		return nil, fmt.Errorf("%w: %s: want %s:// followed by the address", ErrBadURL, display(rawURL), u.Scheme)
+	}
+	if !ok {
+		return openRegistered(ctx, u, rawURL, custom)
 	}
 	return open(ctx, u, rawURL)
 }

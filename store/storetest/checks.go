@@ -14,35 +14,35 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-func testCreateIfAbsent(e *env) {
+func testCreateIfAbsent[M any](e *env[M]) {
 	name := e.name("create")
-	first, rev := e.swap(name, 0, term("holder-a", 1))
-	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, 0, term("holder-b", 1))
+	first, rev := e.swap(name, 0, e.term("holder-a", 1))
+	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, 0, e.term("holder-b", 1))
 	e.conflict("a second create", got, gotRev, err, first, rev)
 	e.stored(name, first, rev)
 }
 
-func testGetMissing(e *env) {
+func testGetMissing[M any](e *env[M]) {
 	e.absent(e.name("missing"))
 }
 
-func testSwapMissing(e *env) {
+func testSwapMissing[M any](e *env[M]) {
 	name := e.name("swap-missing")
-	got, rev, err := e.st.CompareAndSwap(e.ctx, name, 7, term("holder-a", 1))
-	e.conflict("a swap expecting revision 7 of a missing name", got, rev, err, lease.Record[Meta]{}, 0)
+	got, rev, err := e.st.CompareAndSwap(e.ctx, name, 7, e.term("holder-a", 1))
+	e.conflict("a swap expecting revision 7 of a missing name", got, rev, err, lease.Record[M]{}, 0)
 	e.absent(name)
 }
 
-func testStaleRevision(e *env) {
+func testStaleRevision[M any](e *env[M]) {
 	name := e.name("stale")
-	first, rev1 := e.swap(name, 0, term("holder-a", 1))
+	first, rev1 := e.swap(name, 0, e.term("holder-a", 1))
 	renewal := first
 	renewal.RenewedAt = time.Now()
 	second, rev2 := e.swap(name, rev1, renewal)
 	if second.Token != first.Token {
 		e.t.Errorf("a renewal changed the Token from %d to %d", first.Token, second.Token)
 	}
-	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, rev1, term("holder-b", first.Token+1))
+	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, rev1, e.term("holder-b", first.Token+1))
 	e.conflict("a swap with a stale revision", got, gotRev, err, second, rev2)
 	e.stored(name, second, rev2)
 }
@@ -50,9 +50,9 @@ func testStaleRevision(e *env) {
 // racers is how many goroutines race one CompareAndSwap.
 const racers = 16
 
-func testConcurrentSwaps(e *env) {
+func testConcurrentSwaps[M any](e *env[M]) {
 	name := e.name("race")
-	held, rev := e.swap(name, 0, term("holder-0", 1))
+	held, rev := e.swap(name, 0, e.term("holder-0", 1))
 	e.race(name, rev, held.Token+1)
 	e.race(e.name("race-create"), 0, 1)
 }
@@ -60,11 +60,11 @@ func testConcurrentSwaps(e *env) {
 // race makes racers goroutines swap name from revision expected at once, each
 // as its own holder, and checks that exactly one wins and that every loser
 // learns the winner.
-func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
+func (e *env[M]) race(name string, expected lease.Revision, token uint64) (lease.Record[M], lease.Revision) {
 	e.t.Helper()
 	type result struct {
-		wrote lease.Record[Meta]
-		rec   lease.Record[Meta]
+		wrote lease.Record[M]
+		rec   lease.Record[M]
 		rev   lease.Revision
 		err   error
 	}
@@ -76,7 +76,7 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 	for i := range racers {
 		wg.Go(func() {
 			<-start
-			wrote := term(fmt.Sprintf("racer-%d", i), token)
+			wrote := e.term(fmt.Sprintf("racer-%d", i), token)
 			rec, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, wrote)
 			results[i] = result{wrote, rec, rev, err}
 		})
@@ -114,27 +114,33 @@ func (e *env) race(name string, expected lease.Revision, token uint64) (lease.Re
 // record and revision, and the store holds the winner's write. It returns
 // that record and revision. A store uses it to stress its own races, on
 // many connections, say. A nil ctx or st fails t with an error wrapping
-// store.ErrNilArgument; t itself must not be nil.
-func Race(t *testing.T, ctx context.Context, st store.Store[Meta], name string, expected lease.Revision, token uint64) (lease.Record[Meta], lease.Revision) {
+// store.ErrNilArgument; t itself must not be nil. Like Run it is generic
+// over the metadata type: for an M other than Meta, opts must give samples
+// (WithSamples); the racers' records carry them.
+func Race[M any](t *testing.T, ctx context.Context, st store.Store[M], name string, expected lease.Revision, token uint64, opts ...Option[M]) (lease.Record[M], lease.Revision) {
 	t.Helper()
+	md, err := metadataOf(opts)
+	if err != nil {
+		t.Fatalf("storetest.Race: %v", err)
+	}
 	if ctx == nil {
 		t.Fatalf("storetest.Race: %v: ctx is nil", store.ErrNilArgument)
 	}
 	if err := store.Validate(st); err != nil {
 		t.Fatalf("storetest.Race: st: %v", err)
 	}
-	return (&env{t: t, ctx: ctx, st: st}).race(name, expected, token)
+	return (&env[M]{t: t, ctx: ctx, st: st, md: md}).race(name, expected, token)
 }
 
-func testRevisionsIncrease(e *env) {
+func testRevisionsIncrease[M any](e *env[M]) {
 	name := e.name("revisions")
-	rec, rev := e.swap(name, 0, term("holder-0", 1))
+	rec, rev := e.swap(name, 0, e.term("holder-0", 1))
 	for i := 1; i <= 40; i++ {
 		next := rec
 		next.RenewedAt = time.Now()
 		newTerm := i%4 == 0
 		if newTerm {
-			next = term(fmt.Sprintf("holder-%d", i), rec.Token+1)
+			next = e.term(fmt.Sprintf("holder-%d", i), rec.Token+1)
 		}
 		prev := rec
 		rec, rev = e.swap(name, rev, next) // checks that rev grew
@@ -148,9 +154,9 @@ func testRevisionsIncrease(e *env) {
 	}
 }
 
-func testRelease(e *env) {
+func testRelease[M any](e *env[M]) {
 	name := e.name("release")
-	acquire := term("holder-a", 5)
+	acquire := e.term("holder-a", 5)
 	acquire.Transitions = 3
 	held, rev := e.swap(name, 0, acquire)
 	release := held
@@ -162,18 +168,32 @@ func testRelease(e *env) {
 			released.Holder, released.Token, released.Transitions, held.Token, held.Transitions)
 	}
 	e.stored(name, released, rev)
-	again := term("holder-a", released.Token+1)
+	again := e.term("holder-a", released.Token+1)
 	again.Transitions = released.Transitions
 	if next, _ := e.swap(name, rev, again); next.Token <= held.Token {
 		e.t.Errorf("acquiring after a release got Token %d, not above the %d before", next.Token, held.Token)
 	}
 }
 
-func testMetadataRoundTrip(e *env) {
-	cases := []struct {
-		label string
-		m     Meta
-	}{
+func testMetadataRoundTrip[M any](e *env[M]) {
+	for i, m := range e.md.samples {
+		name := e.name("metadata-" + e.md.label(i))
+		r := e.term("holder-a", 1)
+		r.Metadata = m
+		got, rev := e.swap(name, 0, r)
+		e.stored(name, got, rev)
+	}
+}
+
+// metaSample is one of the suite's own metadata values.
+type metaSample struct {
+	label string
+	m     Meta
+}
+
+// metaSamples returns the metadata values the suite writes when M is Meta.
+func metaSamples() []metaSample {
+	return []metaSample{
 		{"zero", Meta{}},
 		{"empty", Meta{Labels: map[string]string{}, Tags: []string{}, Owner: &Detail{Items: []string{}}}},
 		{"nested", Meta{
@@ -190,13 +210,6 @@ func testMetadataRoundTrip(e *env) {
 			Detail: Detail{Note: "ñ", Items: []string{"€", "ß"}},
 		}},
 		{"blob", Meta{Blob: strings.Repeat("0123456789abcdef", store.MaxMetadataBytes/32)}},
-	}
-	for _, c := range cases {
-		name := e.name("metadata-" + c.label)
-		r := term("holder-a", 1)
-		r.Metadata = c.m
-		got, rev := e.swap(name, 0, r)
-		e.stored(name, got, rev)
 	}
 }
 
@@ -219,56 +232,59 @@ func mutate(m *Meta) {
 	m.Owner.Items[0] = "after"
 }
 
-func testCallerOwnsMetadata(e *env) {
+func testCallerOwnsMetadata[M any](e *env[M]) {
+	if e.md.fresh == nil {
+		e.t.Skip("storetest.WithShared not given: whether the store keeps references to the caller's metadata is not checked")
+	}
 	name := e.name("owns")
-	wrote := term("holder-a", 1)
-	wrote.Metadata = sharedMeta()
+	wrote := e.term("holder-a", 1)
+	wrote.Metadata = e.md.fresh()
 	got, rev := e.swap(name, 0, wrote)
-	mutate(&wrote.Metadata)
-	mutate(&got.Metadata)
+	e.md.mutate(&wrote.Metadata)
+	e.md.mutate(&got.Metadata)
 	want := got
-	want.Metadata = sharedMeta()
+	want.Metadata = e.md.fresh()
 	read, _ := e.get(name)
 	e.same("Get after the caller mutated the metadata it wrote and the one returned", read, want)
-	mutate(&read.Metadata)
+	e.md.mutate(&read.Metadata)
 	e.stored(name, want, rev)
 }
 
-func testFieldsRoundTrip(e *env) {
+func testFieldsRoundTrip[M any](e *env[M]) {
 	zone := time.FixedZone("UTC+05:30", 5*3600+30*60)
 	cases := []struct {
 		label  string
-		change func(r *lease.Record[Meta])
+		change func(r *lease.Record[M])
 	}{
-		{"large", func(r *lease.Record[Meta]) {
+		{"large", func(r *lease.Record[M]) {
 			r.Token, r.Transitions, r.LeaseDuration = lease.MaxToken, lease.MaxToken, lease.MaxDuration
 		}},
-		{"small", func(r *lease.Record[Meta]) {
+		{"small", func(r *lease.Record[M]) {
 			// Token 0 is never issued: the store raises it.
 			r.Holder, r.Token, r.Transitions, r.LeaseDuration = "", 0, 0, 0
 		}},
-		{"milliseconds", func(r *lease.Record[Meta]) {
+		{"milliseconds", func(r *lease.Record[M]) {
 			r.Token, r.Transitions, r.LeaseDuration = 1<<52+3, 1<<32+1, 1500*time.Millisecond
 		}},
-		{"zone", func(r *lease.Record[Meta]) {
+		{"zone", func(r *lease.Record[M]) {
 			r.AcquiredAt, r.RenewedAt = r.AcquiredAt.In(zone), r.RenewedAt.In(zone)
 		}},
-		{"zero-times", func(r *lease.Record[Meta]) {
+		{"zero-times", func(r *lease.Record[M]) {
 			r.AcquiredAt, r.RenewedAt = time.Time{}, time.Time{}
 		}},
 	}
 	for _, c := range cases {
 		name := e.name("fields-" + c.label)
-		r := term("holder-a", 1)
+		r := e.term("holder-a", 1)
 		c.change(&r)
 		got, rev := e.swap(name, 0, r)
 		e.stored(name, got, rev)
 	}
 }
 
-func testContext(e *env) {
+func testContext[M any](e *env[M]) {
 	name := e.name("context")
-	held, rev := e.swap(name, 0, term("holder-a", 1))
+	held, rev := e.swap(name, 0, e.term("holder-a", 1))
 	fresh := e.name("context-fresh")
 	cancelled, cancel := context.WithCancel(e.ctx)
 	cancel()
@@ -284,9 +300,9 @@ func testContext(e *env) {
 	} {
 		_, _, err := e.st.Get(c.ctx, name)
 		e.wantErr("Get with a context "+c.label, err, c.want)
-		_, _, err = e.st.CompareAndSwap(c.ctx, name, rev, term("holder-b", held.Token+1))
+		_, _, err = e.st.CompareAndSwap(c.ctx, name, rev, e.term("holder-b", held.Token+1))
 		e.wantErr("CompareAndSwap with a context "+c.label, err, c.want)
-		_, _, err = e.st.CompareAndSwap(c.ctx, fresh, 0, term("holder-b", 1))
+		_, _, err = e.st.CompareAndSwap(c.ctx, fresh, 0, e.term("holder-b", 1))
 		e.wantErr("CompareAndSwap creating with a context "+c.label, err, c.want)
 	}
 	e.stored(name, held, rev)
@@ -304,13 +320,13 @@ var badNames = []string{
 	"cut\xc3",
 }
 
-func testInvalidNames(e *env) {
-	w, watcher := e.st.(store.Watcher[Meta])
+func testInvalidNames[M any](e *env[M]) {
+	w, watcher := e.st.(store.Watcher[M])
 	for _, name := range badNames {
 		_, _, err := e.st.Get(e.ctx, name)
 		e.wantErr(fmt.Sprintf("Get(%q)", name), err, store.ErrInvalidName)
 		for _, expected := range []lease.Revision{0, 1} {
-			_, _, err = e.st.CompareAndSwap(e.ctx, name, expected, term("holder-a", 1))
+			_, _, err = e.st.CompareAndSwap(e.ctx, name, expected, e.term("holder-a", 1))
 			e.wantErr(fmt.Sprintf("CompareAndSwap(%q, %d)", name, expected), err, store.ErrInvalidName)
 		}
 		if watcher {
@@ -322,31 +338,34 @@ func testInvalidNames(e *env) {
 	}
 }
 
-func testOversizedMetadata(e *env) {
-	e.refused("oversized metadata", store.ErrMetadataTooLarge, func(r *lease.Record[Meta]) {
-		r.Metadata.Blob = strings.Repeat("x", store.MaxMetadataBytes+1)
+func testOversizedMetadata[M any](e *env[M]) {
+	if e.md.oversized == nil {
+		e.t.Skip("storetest.WithOversized not given: the refusal of oversized metadata is not checked")
+	}
+	e.refused("oversized metadata", store.ErrMetadataTooLarge, func(r *lease.Record[M]) {
+		r.Metadata = e.md.oversized()
 	})
 }
 
-func testInvalidRecord(e *env) {
+func testInvalidRecord[M any](e *env[M]) {
 	for _, c := range []struct {
 		label  string
-		change func(r *lease.Record[Meta])
+		change func(r *lease.Record[M])
 	}{
-		{"a negative LeaseDuration", func(r *lease.Record[Meta]) { r.LeaseDuration = -time.Second }},
-		{"a holder of 254 bytes", func(r *lease.Record[Meta]) { r.Holder = strings.Repeat("h", store.MaxHolderBytes+1) }},
-		{"a holder with a NUL", func(r *lease.Record[Meta]) { r.Holder = "a\x00b" }},
-		{"a holder not UTF-8", func(r *lease.Record[Meta]) { r.Holder = "\xff" }},
-		{"a holder and a zero LeaseDuration", func(r *lease.Record[Meta]) { r.LeaseDuration = 0 }},
-		{"a LeaseDuration above lease.MaxDuration", func(r *lease.Record[Meta]) { r.LeaseDuration = lease.MaxDuration + time.Second }},
-		{"Transitions above lease.MaxToken", func(r *lease.Record[Meta]) { r.Transitions = lease.MaxToken + 1 }},
-		{"Transitions of 2^64-1", func(r *lease.Record[Meta]) { r.Transitions = math.MaxUint64 }},
+		{"a negative LeaseDuration", func(r *lease.Record[M]) { r.LeaseDuration = -time.Second }},
+		{"a holder of 254 bytes", func(r *lease.Record[M]) { r.Holder = strings.Repeat("h", store.MaxHolderBytes+1) }},
+		{"a holder with a NUL", func(r *lease.Record[M]) { r.Holder = "a\x00b" }},
+		{"a holder not UTF-8", func(r *lease.Record[M]) { r.Holder = "\xff" }},
+		{"a holder and a zero LeaseDuration", func(r *lease.Record[M]) { r.LeaseDuration = 0 }},
+		{"a LeaseDuration above lease.MaxDuration", func(r *lease.Record[M]) { r.LeaseDuration = lease.MaxDuration + time.Second }},
+		{"Transitions above lease.MaxToken", func(r *lease.Record[M]) { r.Transitions = lease.MaxToken + 1 }},
+		{"Transitions of 2^64-1", func(r *lease.Record[M]) { r.Transitions = math.MaxUint64 }},
 	} {
 		e.refused(c.label, store.ErrInvalidRecord, c.change)
 	}
 }
 
-func testTokenAboveMax(e *env) {
+func testTokenAboveMax[M any](e *env[M]) {
 	for _, c := range []struct {
 		label string
 		token uint64
@@ -355,7 +374,7 @@ func testTokenAboveMax(e *env) {
 		{"2^63+5", 1<<63 + 5},
 		{"2^64-1", math.MaxUint64},
 	} {
-		e.refused("a Token of "+c.label, store.ErrTokenExhausted, func(r *lease.Record[Meta]) {
+		e.refused("a Token of "+c.label, store.ErrTokenExhausted, func(r *lease.Record[M]) {
 			r.Token = c.token
 		})
 	}
@@ -363,7 +382,7 @@ func testTokenAboveMax(e *env) {
 
 // exhausted checks that a swap of next from rev fails with
 // ErrTokenExhausted and leaves want stored at rev.
-func (e *env) exhausted(what, name string, rev lease.Revision, next lease.Record[Meta], want lease.Record[Meta]) {
+func (e *env[M]) exhausted(what, name string, rev lease.Revision, next lease.Record[M], want lease.Record[M]) {
 	e.t.Helper()
 	got, gotRev, err := e.st.CompareAndSwap(e.ctx, name, rev, next)
 	if !errors.Is(err, store.ErrTokenExhausted) {
@@ -372,20 +391,20 @@ func (e *env) exhausted(what, name string, rev lease.Revision, next lease.Record
 	e.stored(name, want, rev)
 }
 
-func testTokenExhausted(e *env) {
+func testTokenExhausted[M any](e *env[M]) {
 	name := e.name("exhausted")
-	held, rev := e.swap(name, 0, term("holder-a", lease.MaxToken))
+	held, rev := e.swap(name, 0, e.term("holder-a", lease.MaxToken))
 	if held.Token != lease.MaxToken {
 		e.t.Fatalf("created with Token lease.MaxToken, got %d", held.Token)
 	}
 	// A next token computed with uint64 arithmetic from 2^64-1 wraps to 0.
 	highest := uint64(math.MaxUint64)
-	wrapped := term("holder-b", highest+1)
+	wrapped := e.term("holder-b", highest+1)
 	e.exhausted("a new term whose token wrapped around to 0", name, rev, wrapped, held)
-	e.exhausted("a new term with token 1", name, rev, term("holder-b", 1), held)
-	e.exhausted("a new term of another holder with the stored token", name, rev, term("holder-b", lease.MaxToken), held)
-	e.exhausted("a new term of the same holder with a lower token", name, rev, term("holder-a", 5), held)
-	e.exhausted("a new term with lease.MaxToken+1", name, rev, term("holder-b", lease.MaxToken+1), held)
+	e.exhausted("a new term with token 1", name, rev, e.term("holder-b", 1), held)
+	e.exhausted("a new term of another holder with the stored token", name, rev, e.term("holder-b", lease.MaxToken), held)
+	e.exhausted("a new term of the same holder with a lower token", name, rev, e.term("holder-a", 5), held)
+	e.exhausted("a new term with lease.MaxToken+1", name, rev, e.term("holder-b", lease.MaxToken+1), held)
 
 	// The term itself goes on: renewals and the release keep the token.
 	renewal := held
@@ -397,20 +416,20 @@ func testTokenExhausted(e *env) {
 	if renewed.Token != lease.MaxToken || released.Token != lease.MaxToken {
 		e.t.Errorf("a renewal and a release changed the token to %d and %d, want lease.MaxToken", renewed.Token, released.Token)
 	}
-	e.exhausted("acquiring the released record with its token", name, rev, term("holder-b", lease.MaxToken), released)
+	e.exhausted("acquiring the released record with its token", name, rev, e.term("holder-b", lease.MaxToken), released)
 }
 
-func testNewTermTokens(e *env) {
+func testNewTermTokens[M any](e *env[M]) {
 	name := e.name("new-term")
-	held, rev := e.swap(name, 0, term("holder-a", 10))
+	held, rev := e.swap(name, 0, e.term("holder-a", 10))
 	for _, c := range []struct {
 		label string
-		next  lease.Record[Meta]
+		next  lease.Record[M]
 	}{
-		{"a lower token", term("holder-b", 3)},
-		{"token 0", term("holder-b", 0)},
-		{"the stored token, by another holder", term("holder-b", held.Token)},
-		{"a lower token, by the same holder", term("holder-a", 1)},
+		{"a lower token", e.term("holder-b", 3)},
+		{"token 0", e.term("holder-b", 0)},
+		{"the stored token, by another holder", e.term("holder-b", held.Token)},
+		{"a lower token, by the same holder", e.term("holder-a", 1)},
 	} {
 		prev := held
 		held, rev = e.swap(name, rev, c.next) // checks Token >= the one written
@@ -432,12 +451,12 @@ func testNewTermTokens(e *env) {
 	release := held
 	release.Holder = ""
 	released, rev := e.swap(name, rev, release)
-	again, _ := e.swap(name, rev, term("holder-c", released.Token))
+	again, _ := e.swap(name, rev, e.term("holder-c", released.Token))
 	if again.Token <= released.Token {
 		e.t.Errorf("acquiring a released record with its token %d got Token %d; want a larger one", released.Token, again.Token)
 	}
 	// A create never gets token 0.
-	if created, _ := e.swap(e.name("new-term-zero"), 0, term("holder-a", 0)); created.Token == 0 {
+	if created, _ := e.swap(e.name("new-term-zero"), 0, e.term("holder-a", 0)); created.Token == 0 {
 		e.t.Error("a create with Token 0 was stored with Token 0, which is never issued")
 	}
 }
@@ -445,10 +464,10 @@ func testNewTermTokens(e *env) {
 // refused checks that a record changed by change is refused with an error
 // wrapping want, both as an update and as a create, and that nothing stored
 // is lost.
-func (e *env) refused(label string, want error, change func(r *lease.Record[Meta])) {
+func (e *env[M]) refused(label string, want error, change func(r *lease.Record[M])) {
 	e.t.Helper()
 	name := e.name("refused")
-	held, rev := e.swap(name, 0, term("holder-a", 1))
+	held, rev := e.swap(name, 0, e.term("holder-a", 1))
 	bad := held
 	change(&bad)
 	_, _, err := e.st.CompareAndSwap(e.ctx, name, rev, bad)

@@ -8,6 +8,18 @@
 //		})
 //	}
 //
+// Run is generic over the metadata type. A store tied to one metadata type
+// passes sample values of it (a generator is a loop filling the slice):
+//
+//	storetest.Run(t, func(t *testing.T) store.Store[Pin] { return pinstore.New() },
+//		storetest.WithSamples(Pin{}, Pin{Addr: "10.0.0.1:80"}),
+//		storetest.WithOversized(func() Pin { return Pin{Addr: strings.Repeat("a", store.MaxMetadataBytes)} }))
+//
+// With [Meta] the suite brings its own values. For another type, the checks
+// of metadata that need more than samples (oversized metadata, metadata the
+// caller mutates after a write) run when [WithOversized] and [WithShared]
+// give what they need, and are skipped, saying so, otherwise.
+//
 // [Run] runs each check as a subtest with a fresh store from newStore. Names
 // carry a random prefix, unique to each Run, so a store may be a shared server
 // that outlives the test; the suite never deletes what it wrote. The checks

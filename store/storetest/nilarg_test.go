@@ -15,7 +15,7 @@ import (
 // nilCases are the calls with a nil argument; TestNilArgumentsCase runs the
 // one named by STORETEST_NIL_CASE in a child process.
 var nilCases = map[string]func(t *testing.T){
-	"Run: nil newStore": func(t *testing.T) { storetest.Run(t, nil) },
+	"Run: nil newStore": func(t *testing.T) { storetest.Run[storetest.Meta](t, nil) },
 	"Run: newStore returns nil": func(t *testing.T) {
 		storetest.Run(t, func(*testing.T) store.Store[storetest.Meta] { return nil })
 	},
@@ -26,7 +26,13 @@ var nilCases = map[string]func(t *testing.T){
 		var ctx context.Context
 		storetest.Race(t, ctx, memstore.New[storetest.Meta](), "job", 0, 1)
 	},
-	"Race: nil st": func(t *testing.T) { storetest.Race(t, context.Background(), nil, "job", 0, 1) },
+	"Race: nil st": func(t *testing.T) { storetest.Race[storetest.Meta](t, context.Background(), nil, "job", 0, 1) },
+	"Run: no samples of another type": func(t *testing.T) {
+		storetest.Run(t, func(*testing.T) store.Store[string] { return memstore.New[string]() })
+	},
+	"Run: nil option": func(t *testing.T) {
+		storetest.Run(t, func(*testing.T) store.Store[string] { return memstore.New[string]() }, nil)
+	},
 }
 
 // wantMention is what each case's failure must name.
@@ -36,6 +42,8 @@ var wantMention = map[string]string{
 	"Run: newStore returns a typed nil": "nil *memstore.Store",
 	"Race: nil ctx":                     "ctx is nil",
 	"Race: nil st":                      "the store is nil",
+	"Run: no samples of another type":   "no metadata values of type string: pass some with storetest.WithSamples",
+	"Run: nil option":                   "option 1 of 1 is nil",
 }
 
 func TestNilArgumentsCase(t *testing.T) {

@@ -59,29 +59,40 @@ const timeSlack = time.Second
 // t.Skip (when a server is unavailable, say) and t.Cleanup. A nil newStore,
 // or a nil store from it, fails t with an error wrapping
 // store.ErrNilArgument; t itself must not be nil.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store[Meta]) {
+//
+// Run is generic over the metadata type M, so that a store tied to one
+// metadata type can be tested. For M = Meta the suite brings its own
+// values; for any other M the caller passes them with WithSamples (at
+// least one), and may pass WithOversized and WithShared for the checks that
+// need them (they are skipped, saying so, without). Without samples for an
+// M other than Meta, Run fails t.
+func Run[M any](t *testing.T, newStore func(t *testing.T) store.Store[M], opts ...Option[M]) {
 	t.Helper()
 	if newStore == nil {
 		t.Fatalf("storetest.Run: %v: newStore is nil", store.ErrNilArgument)
 	}
+	md, err := metadataOf(opts)
+	if err != nil {
+		t.Fatalf("storetest.Run: %v", err)
+	}
 	n := &namer{prefix: fmt.Sprintf("storetest-%010x-", rand.Uint64()>>24)}
-	run(t, checks(), newStore, n)
+	run(t, checks[M](), newStore, n, md)
 }
 
 // check is one subtest of the suite: a check of its own (fn) or a group of
 // them (sub).
-type check struct {
+type check[M any] struct {
 	name string
-	fn   func(e *env)
-	sub  []check
+	fn   func(e *env[M])
+	sub  []check[M]
 }
 
 // run runs each of cs as a subtest of t with a fresh store.
-func run(t *testing.T, cs []check, newStore func(t *testing.T) store.Store[Meta], n *namer) {
+func run[M any](t *testing.T, cs []check[M], newStore func(t *testing.T) store.Store[M], n *namer, md *metadata[M]) {
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
 			if c.sub != nil {
-				run(t, c.sub, newStore, n)
+				run(t, c.sub, newStore, n, md)
 				return
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
@@ -90,37 +101,37 @@ func run(t *testing.T, cs []check, newStore func(t *testing.T) store.Store[Meta]
 			if err := store.Validate(st); err != nil {
 				t.Fatalf("storetest.Run: the store newStore returned: %v", err)
 			}
-			c.fn(&env{t: t, ctx: ctx, st: st, names: n})
+			c.fn(&env[M]{t: t, ctx: ctx, st: st, names: n, md: md})
 		})
 	}
 }
 
-func checks() []check {
-	return []check{
-		{name: "CreateIfAbsent", fn: testCreateIfAbsent},
-		{name: "GetMissing", fn: testGetMissing},
-		{name: "SwapMissing", fn: testSwapMissing},
-		{name: "StaleRevision", fn: testStaleRevision},
-		{name: "ConcurrentSwaps", fn: testConcurrentSwaps},
-		{name: "RevisionsIncrease", fn: testRevisionsIncrease},
-		{name: "ReleaseKeepsTokenAndTransitions", fn: testRelease},
-		{name: "MetadataRoundTrip", fn: testMetadataRoundTrip},
-		{name: "CallerOwnsMetadata", fn: testCallerOwnsMetadata},
-		{name: "FieldsRoundTrip", fn: testFieldsRoundTrip},
-		{name: "Context", fn: testContext},
-		{name: "InvalidNames", fn: testInvalidNames},
-		{name: "OversizedMetadata", fn: testOversizedMetadata},
-		{name: "InvalidRecord", fn: testInvalidRecord},
-		{name: "TokenAboveMax", fn: testTokenAboveMax},
-		{name: "TokenExhausted", fn: testTokenExhausted},
-		{name: "NewTermTokens", fn: testNewTermTokens},
-		{name: "Watch", sub: []check{
-			{name: "AbsentFirst", fn: testWatchAbsentFirst},
-			{name: "CurrentFirst", fn: testWatchCurrentFirst},
-			{name: "Order", fn: testWatchOrder},
-			{name: "OtherName", fn: testWatchOtherName},
-			{name: "TwoWatchers", fn: testWatchTwoWatchers},
-			{name: "Cancel", fn: testWatchCancel},
+func checks[M any]() []check[M] {
+	return []check[M]{
+		{name: "CreateIfAbsent", fn: testCreateIfAbsent[M]},
+		{name: "GetMissing", fn: testGetMissing[M]},
+		{name: "SwapMissing", fn: testSwapMissing[M]},
+		{name: "StaleRevision", fn: testStaleRevision[M]},
+		{name: "ConcurrentSwaps", fn: testConcurrentSwaps[M]},
+		{name: "RevisionsIncrease", fn: testRevisionsIncrease[M]},
+		{name: "ReleaseKeepsTokenAndTransitions", fn: testRelease[M]},
+		{name: "MetadataRoundTrip", fn: testMetadataRoundTrip[M]},
+		{name: "CallerOwnsMetadata", fn: testCallerOwnsMetadata[M]},
+		{name: "FieldsRoundTrip", fn: testFieldsRoundTrip[M]},
+		{name: "Context", fn: testContext[M]},
+		{name: "InvalidNames", fn: testInvalidNames[M]},
+		{name: "OversizedMetadata", fn: testOversizedMetadata[M]},
+		{name: "InvalidRecord", fn: testInvalidRecord[M]},
+		{name: "TokenAboveMax", fn: testTokenAboveMax[M]},
+		{name: "TokenExhausted", fn: testTokenExhausted[M]},
+		{name: "NewTermTokens", fn: testNewTermTokens[M]},
+		{name: "Watch", sub: []check[M]{
+			{name: "AbsentFirst", fn: testWatchAbsentFirst[M]},
+			{name: "CurrentFirst", fn: testWatchCurrentFirst[M]},
+			{name: "Order", fn: testWatchOrder[M]},
+			{name: "OtherName", fn: testWatchOtherName[M]},
+			{name: "TwoWatchers", fn: testWatchTwoWatchers[M]},
+			{name: "Cancel", fn: testWatchCancel[M]},
 		}},
 	}
 }
@@ -132,35 +143,37 @@ type namer struct {
 }
 
 // env is what a check runs with.
-type env struct {
+type env[M any] struct {
 	t     *testing.T
 	ctx   context.Context
-	st    store.Store[Meta]
+	st    store.Store[M]
 	names *namer
+	md    *metadata[M]
 }
 
 // name returns a new unique name; label says what it is for.
-func (e *env) name(label string) string {
+func (e *env[M]) name(label string) string {
 	return fmt.Sprintf("%s%d-%s", e.names.prefix, e.names.n.Add(1), label)
 }
 
-// term returns a record held by holder with token, timed now.
-func term(holder string, token uint64) lease.Record[Meta] {
+// term returns a record held by holder with token, timed now, with a
+// sample metadata value.
+func (e *env[M]) term(holder string, token uint64) lease.Record[M] {
 	now := time.Now()
-	return lease.Record[Meta]{
+	return lease.Record[M]{
 		Holder:        holder,
 		Token:         token,
 		AcquiredAt:    now,
 		RenewedAt:     now,
 		LeaseDuration: 15 * time.Second,
 		Transitions:   token,
-		Metadata:      Meta{Name: holder, Labels: map[string]string{"holder": holder}},
+		Metadata:      e.md.forHolder(holder),
 	}
 }
 
 // swap calls CompareAndSwap, which must succeed, and checks the record and
 // revision it returns against what was written.
-func (e *env) swap(name string, expected lease.Revision, next lease.Record[Meta]) (lease.Record[Meta], lease.Revision) {
+func (e *env[M]) swap(name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision) {
 	e.t.Helper()
 	got, rev, err := e.st.CompareAndSwap(e.ctx, name, expected, next)
 	if err != nil {
@@ -177,7 +190,7 @@ func (e *env) swap(name string, expected lease.Revision, next lease.Record[Meta]
 }
 
 // get calls Get, which must succeed.
-func (e *env) get(name string) (lease.Record[Meta], lease.Revision) {
+func (e *env[M]) get(name string) (lease.Record[M], lease.Revision) {
 	e.t.Helper()
 	got, rev, err := e.st.Get(e.ctx, name)
 	if err != nil {
@@ -187,7 +200,7 @@ func (e *env) get(name string) (lease.Record[Meta], lease.Revision) {
 }
 
 // stored checks that name holds want at revision rev, exactly.
-func (e *env) stored(name string, want lease.Record[Meta], rev lease.Revision) {
+func (e *env[M]) stored(name string, want lease.Record[M], rev lease.Revision) {
 	e.t.Helper()
 	got, gotRev := e.get(name)
 	if gotRev != rev {
@@ -197,7 +210,7 @@ func (e *env) stored(name string, want lease.Record[Meta], rev lease.Revision) {
 }
 
 // absent checks that name has no record.
-func (e *env) absent(name string) {
+func (e *env[M]) absent(name string) {
 	e.t.Helper()
 	got, rev, err := e.st.Get(e.ctx, name)
 	if !errors.Is(err, store.ErrNotFound) {
@@ -207,7 +220,7 @@ func (e *env) absent(name string) {
 
 // same reports a difference between two records that the store returned for
 // one revision: they must be equal.
-func (e *env) same(what string, got, want lease.Record[Meta]) {
+func (e *env[M]) same(what string, got, want lease.Record[M]) {
 	e.t.Helper()
 	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 		e.t.Errorf("%s returned a different record (-want +got):\n%s", what, d)
@@ -217,7 +230,7 @@ func (e *env) same(what string, got, want lease.Record[Meta]) {
 // written reports a difference between a record read back and the one
 // written, with the latitude the contract gives stores: a raised Token, and
 // times set by the store's clock within timeSlack.
-func (e *env) written(what string, got, wrote lease.Record[Meta]) {
+func (e *env[M]) written(what string, got, wrote lease.Record[M]) {
 	e.t.Helper()
 	if got.Token < wrote.Token {
 		e.t.Errorf("%s: Token = %d, below the %d written", what, got.Token, wrote.Token)
@@ -233,7 +246,7 @@ func (e *env) written(what string, got, wrote lease.Record[Meta]) {
 
 // near checks a time read back against the one written: unless that was
 // zero, it must be non-zero and within timeSlack.
-func (e *env) near(what string, got, wrote time.Time) {
+func (e *env[M]) near(what string, got, wrote time.Time) {
 	e.t.Helper()
 	switch {
 	case wrote.IsZero():
@@ -245,7 +258,7 @@ func (e *env) near(what string, got, wrote time.Time) {
 }
 
 // wantErr checks that err wraps target.
-func (e *env) wantErr(what string, err, target error) {
+func (e *env[M]) wantErr(what string, err, target error) {
 	e.t.Helper()
 	if !errors.Is(err, target) {
 		e.t.Errorf("%s: error = %v, want one wrapping %v", what, err, target)
@@ -254,7 +267,7 @@ func (e *env) wantErr(what string, err, target error) {
 
 // conflict checks the result of a CompareAndSwap that must fail with
 // ErrConflict and report want at revision rev.
-func (e *env) conflict(what string, got lease.Record[Meta], gotRev lease.Revision, err error, want lease.Record[Meta], rev lease.Revision) {
+func (e *env[M]) conflict(what string, got lease.Record[M], gotRev lease.Revision, err error, want lease.Record[M], rev lease.Revision) {
 	e.t.Helper()
 	if !errors.Is(err, store.ErrConflict) {
 		e.t.Fatalf("%s: error = %v, want one wrapping store.ErrConflict", what, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,5 +69,36 @@ type getOnly struct{ store.Store[storetest.Meta] }
 func TestStoreWithoutWatch(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return getOnly{memstore.New[storetest.Meta]()}
+	})
+}
+
+// pin is a metadata type of its own, as a store tied to one type has.
+type pin struct {
+	Addr  string            `json:"addr"`
+	Ports []int             `json:"ports,omitempty"`
+	Tags  map[string]string `json:"tags,omitempty"`
+}
+
+// A store of another metadata type passes with the caller's samples, and
+// the checks that need more than samples run when given what they need.
+func TestOtherMetadataType(t *testing.T) {
+	samples := []pin{{}, {Addr: "10.0.0.1:80", Ports: []int{80, 443}, Tags: map[string]string{"zone": "b"}}}
+	for i := range 5 {
+		samples = append(samples, pin{Addr: fmt.Sprintf("host-%d:%d", i, 8000+i)}) // a generator
+	}
+	t.Run("pin", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store[pin] { return memstore.New[pin]() },
+			storetest.WithSamples(samples...),
+			storetest.WithOversized(func() pin { return pin{Addr: strings.Repeat("a", store.MaxMetadataBytes)} }),
+			storetest.WithShared(
+				func() pin { return pin{Ports: []int{1}, Tags: map[string]string{"k": "before"}} },
+				func(p *pin) { p.Ports[0] = 2; p.Tags["k"] = "after" }),
+		)
+	})
+	// Plain strings, with nothing but samples: the checks that need more
+	// are skipped, saying so.
+	t.Run("string", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store[string] { return memstore.New[string]() },
+			storetest.WithSamples("", "primary", "héllo ✓"))
 	})
 }

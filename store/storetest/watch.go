@@ -10,14 +10,14 @@ import (
 )
 
 // writes maps the revisions a check wrote to the records stored at them.
-type writes map[lease.Revision]lease.Record[Meta]
+type writes[M any] map[lease.Revision]lease.Record[M]
 
 // watch starts watching name; the watch ends with the check, or earlier when
 // the returned function is called. The check is skipped when the store does
 // not implement store.Watcher.
-func (e *env) watch(name string) (<-chan store.Event[Meta], context.CancelFunc) {
+func (e *env[M]) watch(name string) (<-chan store.Event[M], context.CancelFunc) {
 	e.t.Helper()
-	w, ok := e.st.(store.Watcher[Meta])
+	w, ok := e.st.(store.Watcher[M])
 	if !ok {
 		e.t.Skipf("%T does not implement store.Watcher", e.st)
 	}
@@ -34,8 +34,8 @@ func (e *env) watch(name string) (<-chan store.Event[Meta], context.CancelFunc) 
 // every chance to deliver an event it should not (of another name, out of
 // order), and queues the events for the check. The returned channel is
 // closed when ch is.
-func pump(ctx context.Context, ch <-chan store.Event[Meta]) <-chan store.Event[Meta] {
-	out := make(chan store.Event[Meta], 1024)
+func pump[M any](ctx context.Context, ch <-chan store.Event[M]) <-chan store.Event[M] {
+	out := make(chan store.Event[M], 1024)
 	go func() {
 		defer close(out)
 		for ev := range ch {
@@ -50,7 +50,7 @@ func pump(ctx context.Context, ch <-chan store.Event[Meta]) <-chan store.Event[M
 
 // next returns the next event of ch, which must come within WatchTimeout
 // and must not carry an error.
-func (e *env) next(ch <-chan store.Event[Meta]) store.Event[Meta] {
+func (e *env[M]) next(ch <-chan store.Event[M]) store.Event[M] {
 	e.t.Helper()
 	timer := time.NewTimer(WatchTimeout)
 	defer timer.Stop()
@@ -71,7 +71,7 @@ func (e *env) next(ch <-chan store.Event[Meta]) store.Event[Meta] {
 
 // first checks that the first event of ch is the state of name: absent when
 // rev is 0, else want at revision rev.
-func (e *env) first(ch <-chan store.Event[Meta], want lease.Record[Meta], rev lease.Revision) {
+func (e *env[M]) first(ch <-chan store.Event[M], want lease.Record[M], rev lease.Revision) {
 	e.t.Helper()
 	ev := e.next(ch)
 	if ev.Absent != (rev == 0) || ev.Revision != rev {
@@ -83,7 +83,7 @@ func (e *env) first(ch <-chan store.Event[Meta], want lease.Record[Meta], rev le
 // until reads events from ch up to revision last, checking that revisions
 // strictly increase from after and that each event carries the record
 // written at its revision.
-func (e *env) until(ch <-chan store.Event[Meta], after, last lease.Revision, w writes) {
+func (e *env[M]) until(ch <-chan store.Event[M], after, last lease.Revision, w writes[M]) {
 	e.t.Helper()
 	for prev := after; prev != last; {
 		ev := e.next(ch)
@@ -102,75 +102,75 @@ func (e *env) until(ch <-chan store.Event[Meta], after, last lease.Revision, w w
 	}
 }
 
-func testWatchAbsentFirst(e *env) {
+func testWatchAbsentFirst[M any](e *env[M]) {
 	name := e.name("watch-absent")
 	ch, _ := e.watch(name)
-	e.first(ch, lease.Record[Meta]{}, 0)
-	rec, rev := e.swap(name, 0, term("holder-a", 1))
-	e.until(ch, 0, rev, writes{rev: rec})
+	e.first(ch, lease.Record[M]{}, 0)
+	rec, rev := e.swap(name, 0, e.term("holder-a", 1))
+	e.until(ch, 0, rev, writes[M]{rev: rec})
 }
 
-func testWatchCurrentFirst(e *env) {
+func testWatchCurrentFirst[M any](e *env[M]) {
 	name := e.name("watch-current")
-	rec, rev := e.swap(name, 0, term("holder-a", 1))
+	rec, rev := e.swap(name, 0, e.term("holder-a", 1))
 	rec.RenewedAt = time.Now()
 	rec, rev = e.swap(name, rev, rec)
 	ch, _ := e.watch(name)
 	e.first(ch, rec, rev)
 }
 
-func testWatchOrder(e *env) {
+func testWatchOrder[M any](e *env[M]) {
 	name := e.name("watch-order")
 	ch, _ := e.watch(name)
-	e.first(ch, lease.Record[Meta]{}, 0)
-	w := writes{}
+	e.first(ch, lease.Record[M]{}, 0)
+	w := writes[M]{}
 	var (
-		rec lease.Record[Meta]
+		rec lease.Record[M]
 		rev lease.Revision
 	)
 	for i := range 20 {
-		next := term(fmt.Sprintf("holder-%d", i%3), uint64(i/3+1))
+		next := e.term(fmt.Sprintf("holder-%d", i%3), uint64(i/3+1))
 		rec, rev = e.swap(name, rev, next)
 		w[rev] = rec
 	}
 	e.until(ch, 0, rev, w)
 }
 
-func testWatchOtherName(e *env) {
+func testWatchOtherName[M any](e *env[M]) {
 	name, other := e.name("watch-this"), e.name("watch-other")
 	ch, _ := e.watch(name)
-	e.first(ch, lease.Record[Meta]{}, 0)
+	e.first(ch, lease.Record[M]{}, 0)
 	// Each write to other is seen by a watcher of other before the next,
 	// which gives a store time to misdeliver it to the watcher of name too.
 	otherCh, _ := e.watch(other)
-	e.first(otherCh, lease.Record[Meta]{}, 0)
+	e.first(otherCh, lease.Record[M]{}, 0)
 	var (
-		rec lease.Record[Meta]
+		rec lease.Record[M]
 		rev lease.Revision
 	)
 	for i := range 3 {
 		prev := rev
-		rec, rev = e.swap(other, rev, term("holder-other", uint64(i+1)))
-		e.until(otherCh, prev, rev, writes{rev: rec})
+		rec, rev = e.swap(other, rev, e.term("holder-other", uint64(i+1)))
+		e.until(otherCh, prev, rev, writes[M]{rev: rec})
 	}
-	rec, rev = e.swap(name, 0, term("holder-this", 1))
-	e.until(ch, 0, rev, writes{rev: rec})
+	rec, rev = e.swap(name, 0, e.term("holder-this", 1))
+	e.until(ch, 0, rev, writes[M]{rev: rec})
 }
 
-func testWatchTwoWatchers(e *env) {
+func testWatchTwoWatchers[M any](e *env[M]) {
 	name := e.name("watch-two")
 	ch1, _ := e.watch(name)
 	ch2, _ := e.watch(name)
-	e.first(ch1, lease.Record[Meta]{}, 0)
-	e.first(ch2, lease.Record[Meta]{}, 0)
-	rec, rev := e.swap(name, 0, term("holder-a", 1))
-	e.until(ch1, 0, rev, writes{rev: rec})
-	e.until(ch2, 0, rev, writes{rev: rec})
+	e.first(ch1, lease.Record[M]{}, 0)
+	e.first(ch2, lease.Record[M]{}, 0)
+	rec, rev := e.swap(name, 0, e.term("holder-a", 1))
+	e.until(ch1, 0, rev, writes[M]{rev: rec})
+	e.until(ch2, 0, rev, writes[M]{rev: rec})
 }
 
-func testWatchCancel(e *env) {
+func testWatchCancel[M any](e *env[M]) {
 	name := e.name("watch-cancel")
-	rec, rev := e.swap(name, 0, term("holder-a", 1))
+	rec, rev := e.swap(name, 0, e.term("holder-a", 1))
 	ch, cancel := e.watch(name)
 	e.first(ch, rec, rev)
 	cancel()

@@ -68,15 +68,18 @@ func (h *harness[M]) poll() {
 	}
 	h.mu.Unlock()
 	type view struct {
-		t  lead.Term
-		ok bool
-		st lead.Status
+		t       lead.Term
+		ok      bool
+		st      lead.Status
+		rec     lease.Record[M]
+		haveRec bool
 	}
 	views := make([]view, len(live))
 	var leaders []*incarnation[M]
 	for i, inc := range live {
 		views[i].t, views[i].ok = inc.e.Term()
 		views[i].st = inc.e.Status()
+		views[i].rec, views[i].haveRec = inc.e.Record()
 		if views[i].ok {
 			leaders = append(leaders, inc)
 		}
@@ -104,6 +107,7 @@ func (h *harness[M]) poll() {
 	}
 	for i, inc := range live {
 		v := views[i]
+		h.leadersAgree(seen, now, inc, v.rec, v.haveRec)
 		if v.ok {
 			h.termSeen(inc, v.t.Token, true)
 			if inc.ended != 0 && v.t.Token <= inc.ended {

@@ -99,6 +99,7 @@ type incarnation[M any] struct {
 	ended       fence.Token // the largest token whose term Term reported ended
 	bodies      map[*body]struct{}
 	watches     map[int]context.CancelFunc
+	leaders     *leadersSeen // what its Leaders channel reported
 	// The elector's watch loop only.
 	watchCount int
 }
@@ -419,6 +420,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.mu.Unlock()
 	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f)", inc.release, n.rate)
 
+	h.followLeaders(ctx, inc)
 	var parts sync.WaitGroup
 	parts.Go(func() {
 		if err := e.Run(ctx); err != nil {

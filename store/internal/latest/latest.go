@@ -1,68 +1,23 @@
 // Package latest hands the newest of a stream of values to a slow
 // receiver: what the stores' Watch implementations need so that writers
 // never wait for watchers, and a watcher that falls behind skips to the
-// newest state instead of receiving old ones.
+// newest state instead of receiving old ones. It is store/watchutil under
+// the names the stores of this module use.
 package latest
 
 import (
 	"context"
-	"sync"
+
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
-// Box holds the newest value offered and not yet sent. A value offered
-// while another waits replaces it. It is safe for concurrent use.
-type Box[T any] struct {
-	ready chan struct{} // capacity 1: a value was offered
-
-	mu   sync.Mutex
-	v    T
-	full bool
-}
+// Box is watchutil.Box.
+type Box[T any] = watchutil.Box[T]
 
 // New returns an empty Box.
-func New[T any]() *Box[T] { return &Box[T]{ready: make(chan struct{}, 1)} }
+func New[T any]() *Box[T] { return watchutil.NewBox[T]() }
 
-// Offer makes v the value sent next, replacing one not yet sent. It never
-// blocks.
-func (b *Box[T]) Offer(v T) {
-	b.mu.Lock()
-	b.v, b.full = v, true
-	b.mu.Unlock()
-	select {
-	case b.ready <- struct{}{}:
-	default: // a wake-up is already waiting; it will find v
-	}
-}
-
-// take returns the value offered since the last take, if any.
-func (b *Box[T]) take() (T, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v, ok := b.v, b.full
-	var zero T
-	b.v, b.full = zero, false
-	return v, ok
-}
-
-// Serve sends every value taken from b, turned into an E by conv at the
-// moment it is taken, on out until ctx ends. While the receiver is not
-// ready, a newer value replaces the one waiting to be sent. Closing out is
-// the caller's, after whatever cleanup must come first.
+// Serve is watchutil.Serve.
 func Serve[T, E any](ctx context.Context, b *Box[T], out chan<- E, conv func(T) E) {
-	var (
-		ev   E
-		send chan<- E // nil while there is nothing to send
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.ready:
-			if v, ok := b.take(); ok {
-				ev, send = conv(v), out
-			}
-		case send <- ev:
-			send = nil
-		}
-	}
+	watchutil.Serve(ctx, b, out, conv)
 }

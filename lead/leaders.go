@@ -1,0 +1,207 @@
+package lead
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/lease"
+)
+
+// Leader is who holds an election's lease, as an elector saw it in the
+// store: what Record returns, at the moment it changed holder.
+type Leader[M any] struct {
+	// Holder is the holder's identity, or "" when nobody holds the lease:
+	// the store holds no record, or a released one.
+	Holder string
+	// Token is the fencing token of the holder's term (0 when Holder is
+	// "").
+	Token fence.Token
+	// Present reports that the store holds a record (held or released);
+	// Record and Revision are then what it holds.
+	Present bool
+	// Record is the record seen; the zero Record when !Present.
+	Record lease.Record[M]
+	// Revision is the store's revision of Record; 0 when !Present.
+	Revision lease.Revision
+	// Self reports that Holder is this elector's identity. It says what the
+	// record says, not that this elector leads now: use IsLeader, Term or
+	// WithObserver for that.
+	Self bool
+}
+
+// leaderKey is what makes two Leaders the same change: the holder and the
+// term. Every "nobody holds it" is the same.
+type leaderKey struct {
+	holder string
+	token  fence.Token
+}
+
+func (l Leader[M]) key() leaderKey {
+	if l.Holder == "" {
+		return leaderKey{}
+	}
+	return leaderKey{l.Holder, l.Token}
+}
+
+// leaderFeed is an Elector's state for Leaders: the last leader seen and
+// the subscriptions. It is guarded by the Elector's mu.
+type leaderFeed[M any] struct {
+	known bool
+	last  Leader[M]
+	subs  map[*leaderSub[M]]struct{}
+}
+
+// leaderSub is one Leaders channel: the newest leader not yet sent, and a
+// goroutine sending it.
+type leaderSub[M any] struct {
+	wake chan struct{} // capacity 1
+
+	mu      sync.Mutex
+	pending Leader[M]
+	full    bool
+}
+
+func (s *leaderSub[M]) offer(l Leader[M]) {
+	s.mu.Lock()
+	s.pending, s.full = l, true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *leaderSub[M]) take() (Leader[M], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.pending, s.full
+	s.pending, s.full = Leader[M]{}, false
+	return l, ok
+}
+
+// Leaders returns a channel that reports every change of holder this
+// elector sees, for followers and the leader alike: another elector taking
+// the lease, a new term of the same holder, a release, the record
+// vanishing. It starts with the holder seen last, if the elector has seen
+// the store yet; a renewal (same holder, same token) is not a change. This
+// is client-go's OnNewLeader, with the record (and its metadata) in hand.
+//
+// A change is what this elector accepted from the store, as Record reports
+// it: the answer of a read or a swap it checked. An elector learns of a
+// change at its next read: at once when the store watches (store.Watcher),
+// within a RetryInterval when followers poll. A record names its holder
+// until someone replaces it, also after the holder crashed: a lease that
+// nobody renews is reported when another elector takes it over.
+//
+// Delivery never blocks the elector: each channel holds the newest change
+// not yet received, and a receiver that falls behind skips to the newest
+// one. A receiver gets changes in the order the elector saw them, may miss
+// a holder that came and went meanwhile, and never gets the same holder
+// and term twice in a row. Tokens only go up, unless the store goes back
+// in time (see ErrRevisionRollback): the elector then reports what the
+// store holds now. The channel is closed when ctx ends, or after Run has returned and
+// the last change was received. Leaders may be called before Run, and any
+// number of times; each channel is independent, and costs a goroutine until
+// it is closed.
+//
+// Leaders returns an error wrapping ErrNilArgument for a nil ctx or an
+// Elector not made by New.
+func (e *Elector[M]) Leaders(ctx context.Context) (<-chan Leader[M], error) {
+	if err := e.usable("Leaders"); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: Leaders: ctx is nil", ErrNilArgument)
+	}
+	s := &leaderSub[M]{wake: make(chan struct{}, 1)}
+	out := make(chan Leader[M])
+	e.mu.Lock()
+	if e.leaders.subs == nil {
+		e.leaders.subs = map[*leaderSub[M]]struct{}{}
+	}
+	e.leaders.subs[s] = struct{}{}
+	if e.leaders.known {
+		s.offer(e.leaders.last)
+	}
+	e.mu.Unlock()
+	go func() {
+		defer close(out)
+		defer func() {
+			e.mu.Lock()
+			delete(e.leaders.subs, s)
+			e.mu.Unlock()
+		}()
+		e.serveLeaders(ctx, s, out)
+	}()
+	return out, nil
+}
+
+// serveLeaders sends what s is offered on out until ctx ends, or Run has
+// returned and nothing is left to send.
+func (e *Elector[M]) serveLeaders(ctx context.Context, s *leaderSub[M], out chan<- Leader[M]) {
+	var (
+		sent    leaderKey
+		anySent bool
+		next    Leader[M]
+		send    chan<- Leader[M] // nil while nothing waits to be sent
+		stopped = e.stopped
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+			if l, ok := s.take(); ok && (!anySent || l.key() != sent) {
+				next, send = l, out
+			} else if ok {
+				// Back to the holder last sent before the receiver took
+				// the one in between: nothing new to tell.
+				send = nil
+			}
+		case send <- next:
+			sent, anySent, send = next.key(), true, nil
+		case <-stopped:
+			// Run has returned: the elector learns nothing more. Send
+			// what waits, then close.
+			stopped = nil
+			if l, ok := s.take(); ok && (!anySent || l.key() != sent) {
+				next, send = l, out
+			}
+			if send == nil {
+				return
+			}
+		}
+		if stopped == nil && send == nil {
+			return
+		}
+	}
+}
+
+// seeLeaderLocked publishes the holder of what Record reports now, if it
+// differs from the last one published. absentSeen says the elector has just
+// accepted that the store holds no record (Record's ok is false then, but
+// before the first read it is false too). e.mu must be held.
+func (e *Elector[M]) seeLeaderLocked(absentSeen bool) {
+	var l Leader[M]
+	switch {
+	case e.haveRec:
+		l = Leader[M]{Holder: e.rec.Holder, Token: fence.Token(e.rec.Token), Present: true, Record: e.rec, Revision: e.rev}
+		if l.Holder == "" {
+			l.Token = 0
+		}
+		l.Self = l.Holder != "" && l.Holder == e.id
+	case !absentSeen:
+		return
+	}
+	f := &e.leaders
+	if f.known && f.last.key() == l.key() {
+		f.last = l // the newest record of the same holder, for new channels
+		return
+	}
+	f.known, f.last = true, l
+	for s := range f.subs {
+		s.offer(l)
+	}
+}

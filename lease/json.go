@@ -1,0 +1,116 @@
+package lease
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// configJSON is the JSON form of a Config: durations in Go syntax ("15s"),
+// keys named as the environment variables of Load, in lower case. A nil
+// field was absent from the input.
+type configJSON struct {
+	LeaseDuration  *string  `json:"lease_duration,omitempty"`
+	RenewDeadline  *string  `json:"renew_deadline,omitempty"`
+	RetryInterval  *string  `json:"retry_interval,omitempty"`
+	RetryJitter    *float64 `json:"retry_jitter,omitempty"`
+	BackendTimeout *string  `json:"backend_timeout,omitempty"`
+	ErrorInterval  *string  `json:"error_interval,omitempty"`
+}
+
+// MarshalJSON writes c as a JSON object with every duration a string in Go
+// syntax:
+//
+//	{"lease_duration":"15s","renew_deadline":"10s","retry_interval":"2s",
+//	 "retry_jitter":0.1,"backend_timeout":"5s","error_interval":"30s"}
+//
+// It writes any Config, valid or not, except one whose RetryJitter is NaN
+// or infinite, which JSON cannot hold.
+func (c Config) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(c.RetryJitter) || math.IsInf(c.RetryJitter, 0) {
+		return nil, fmt.Errorf("%w: RetryJitter is %v, which JSON cannot hold", ErrInvalidConfig, c.RetryJitter)
+	}
+	str := func(d time.Duration) *string { s := d.String(); return &s }
+	j := c.RetryJitter
+	return json.Marshal(configJSON{
+		LeaseDuration:  str(c.LeaseDuration),
+		RenewDeadline:  str(c.RenewDeadline),
+		RetryInterval:  str(c.RetryInterval),
+		RetryJitter:    &j,
+		BackendTimeout: str(c.BackendTimeout),
+		ErrorInterval:  str(c.ErrorInterval),
+	})
+}
+
+// UnmarshalJSON reads the object MarshalJSON writes into c. A key that is
+// absent (or null) leaves its field as it was, so decoding into
+// DefaultConfig() changes only what the input sets. Durations are strings
+// in Go syntax ("15s", "1500ms"); a bare number is refused, since it would
+// be read as nanoseconds. An unknown key, a second JSON value after the
+// object, a duration that cannot be parsed, and a result that
+// Config.Validate refuses are errors wrapping ErrInvalidConfig that name the
+// key and the rule; on error c is left unchanged.
+//
+// YAML follows from it with a library that converts YAML to JSON before
+// decoding, such as sigs.k8s.io/yaml (see the package example); this
+// package imports none.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	if c == nil {
+		return fmt.Errorf("%w: UnmarshalJSON into a nil *Config", ErrInvalidConfig)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in configJSON
+	if err := dec.Decode(&in); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			want := "a string duration such as \"15s\""
+			if te.Field == "retry_jitter" {
+				want = "a number such as 0.1"
+			}
+			return fmt.Errorf("%w: %s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, te.Value, want)
+		}
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the JSON object", ErrInvalidConfig)
+	}
+	next := *c
+	var errs []error
+	durations := []struct {
+		key string
+		in  *string
+		dst *time.Duration
+	}{
+		{"lease_duration", in.LeaseDuration, &next.LeaseDuration},
+		{"renew_deadline", in.RenewDeadline, &next.RenewDeadline},
+		{"retry_interval", in.RetryInterval, &next.RetryInterval},
+		{"backend_timeout", in.BackendTimeout, &next.BackendTimeout},
+		{"error_interval", in.ErrorInterval, &next.ErrorInterval},
+	}
+	for _, d := range durations {
+		if d.in == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s is %q, not a duration (use Go syntax such as 15s or 1500ms)", ErrInvalidConfig, d.key, *d.in))
+			continue
+		}
+		*d.dst = v
+	}
+	if in.RetryJitter != nil {
+		next.RetryJitter = *in.RetryJitter
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	*c = next
+	return nil
+}
