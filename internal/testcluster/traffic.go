@@ -1,8 +1,10 @@
 package testcluster
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,28 +112,98 @@ func MeasureTraffic[M any](tb testing.TB, name string, cfg lease.Config, stores 
 	return t
 }
 
+// Handover is one handover after a release, step by step: the time from
+// the leader's stop to its successor leading (Total), and the store
+// operations on the way as lead's Instruments timed them: the old leader's
+// release, then the successor's read (the one that found the lease free)
+// and its acquire. What is left of Total is the watch event's way from the
+// store to the successor, and the hand-offs between goroutines.
+type Handover struct {
+	Total, Release, Read, Acquire time.Duration
+}
+
+// Rest is Total less the three store operations.
+func (h Handover) Rest() time.Duration { return h.Total - h.Release - h.Read - h.Acquire }
+
+// opLog is a lead.Instruments that keeps the last duration of each kind of
+// operation.
+type opLog struct {
+	mu   sync.Mutex
+	last map[string]time.Duration
+}
+
+func (o *opLog) StoreOp(_, op string, took time.Duration, _ error) {
+	o.mu.Lock()
+	o.last[op] = took
+	o.mu.Unlock()
+}
+
+func (o *opLog) get(op string) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last[op]
+}
+
 // MeasureHandover runs one elector of the election name on each of the
 // stores newStore makes (three electors), with timings cfg, then n times
 // stops the leader (which releases the lease), takes the time until
-// another leads, and starts the stopped one again. It returns the times,
-// sorted.
-func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) []time.Duration {
+// another leads, and starts the stopped one again. It returns the
+// handovers, sorted by Total.
+func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) []Handover {
 	tb.Helper()
 	c := NewElectors(tb, name, time.Minute, newStore)
-	ids := []string{"node-0", "node-1", "node-2"}
-	c.StartEach(ids, cfg)
+	logs := map[string]*opLog{}
+	start := func(id string) {
+		logs[id] = &opLog{last: map[string]time.Duration{}}
+		c.Start(id, cfg, lead.WithInstruments(logs[id]))
+	}
+	for _, id := range []string{"node-0", "node-1", "node-2"} {
+		start(id)
+	}
 	leader := c.NextLeader()
-	out := make([]time.Duration, 0, n)
+	out := make([]Handover, 0, n)
 	for range n {
 		// Let the followers settle on the new term (watching, read).
 		settle := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
 		<-settle.C
+		old := logs[leader.ID]
 		next, took := c.Handover(leader.ID)
-		out = append(out, took)
-		c.Start(leader.ID, cfg)
+		succ := logs[next.ID]
+		out = append(out, Handover{Total: took, Release: old.get(lead.OpRelease), Read: succ.get(lead.OpRead), Acquire: succ.get(lead.OpAcquire)})
+		start(leader.ID)
 		leader = next
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b Handover) int { return cmp.Compare(a.Total, b.Total) })
+	return out
+}
+
+// HandoverReport sums up handovers (sorted by Total): p50 and p90 of the
+// total, and the median of each step.
+func HandoverReport(hs []Handover) string {
+	med := func(f func(Handover) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(hs))
+		for i, h := range hs {
+			ds[i] = f(h)
+		}
+		slices.Sort(ds)
+		return Quantile(ds, 0.5)
+	}
+	totals := make([]time.Duration, len(hs))
+	for i, h := range hs {
+		totals[i] = h.Total
+	}
+	return fmt.Sprintf("%d handovers: p50 %v, p90 %v; medians: release %v, successor's read %v, its acquire %v, the rest (watch delivery, goroutine hand-offs) %v",
+		len(hs), Quantile(totals, 0.5), Quantile(totals, 0.9),
+		med(func(h Handover) time.Duration { return h.Release }), med(func(h Handover) time.Duration { return h.Read }),
+		med(func(h Handover) time.Duration { return h.Acquire }), med(Handover.Rest))
+}
+
+// Totals returns the Total of each handover, in order.
+func Totals(hs []Handover) []time.Duration {
+	out := make([]time.Duration, len(hs))
+	for i, h := range hs {
+		out[i] = h.Total
+	}
 	return out
 }
 
