@@ -71,6 +71,7 @@ type rnode[M any] struct {
 	reqCut, respCut bool
 	stallUntil      time.Duration
 	stallTouched    bool              // a stall may have delayed its observers since
+	mutedUntil      time.Duration     // its watch silently delivers nothing until then (FaultMuteWatch)
 	cur             *incarnation[M]   // the running process, nil while down
 	live            []*incarnation[M] // processes whose Run has not returned
 }
@@ -461,6 +462,17 @@ func (h *harness[M]) applyFault(i int) {
 			newID := f.NewIdentity
 			h.push(end, func() { h.restart(n, newID) })
 		}
+		return
+	case sim.FaultMuteWatch:
+		// No disturbance: the electors must notice the silence.
+		h.noteFault(*f)
+		h.mu.Lock()
+		for _, m := range h.nodes {
+			if mask := f.Mask; mask&(1<<m.idx) != 0 || mask == 0 && m.idx == f.Node {
+				m.mutedUntil = max(m.mutedUntil, end)
+			}
+		}
+		h.mu.Unlock()
 		return
 	case sim.FaultDataLoss:
 		h.noteFault(*f)
