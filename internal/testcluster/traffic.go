@@ -192,6 +192,11 @@ func HandoverReport(hs []Handover) string {
 	for i, h := range hs {
 		totals[i] = h.Total
 	}
+	if testing.Verbose() {
+		for _, h := range hs {
+			fmt.Printf("handover %v: release %v, read %v, acquire %v, rest %v\n", h.Total, h.Release, h.Read, h.Acquire, h.Rest())
+		}
+	}
 	return fmt.Sprintf("%d handovers: p50 %v, p90 %v; medians: release %v, successor's read %v, its acquire %v, the rest (watch delivery, goroutine hand-offs) %v",
 		len(hs), Quantile(totals, 0.5), Quantile(totals, 0.9),
 		med(func(h Handover) time.Duration { return h.Release }), med(func(h Handover) time.Duration { return h.Read }),
