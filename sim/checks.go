@@ -40,6 +40,12 @@ func (c *checker) init(s *Cluster) {
 func (c *checker) setBounds(cfgs []lease.Config) {
 	lat := c.s.opt.Store.Latency.Bound()
 	c.bound = int64(LivenessBound(cfgs, c.s.rho, lat))
+	if c.s.opt.Faults.WatchChaos {
+		// A renewal's watch event delayed by up to 3 retry intervals
+		// (beyond the store contract) keeps a follower quiet that much
+		// longer: it is news to it, having read nothing newer.
+		c.bound += int64(float64(3*c.s.opt.Config.RetryInterval) / (1 - c.s.rho))
+	}
 	c.handoverIn = int64(HandoverBound(lat))
 	var t time.Duration
 	for _, cfg := range cfgs {

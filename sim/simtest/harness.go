@@ -184,6 +184,11 @@ func newHarness[M any](o Options[M]) (*harness[M], error) {
 		}
 	}
 	h.chk.bound = sim.LivenessBound(cfgs, h.rho, o.Latency.Bound()) + 2*o.CheckEvery
+	if o.Faults.WatchChaos {
+		// A renewal's watch event delayed by up to 3 retry intervals keeps
+		// a follower quiet that much longer (as in model mode).
+		h.chk.bound += time.Duration(float64(3*o.Config.RetryInterval) / (1 - h.rho))
+	}
 	return h, nil
 }
 
