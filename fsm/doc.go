@@ -52,6 +52,16 @@
 //     confirm the hint (the record it claimed, or a newer revision someone
 //     else wrote) proves it stale or forged: hints are then ignored for a
 //     RetryInterval.
+//   - A hint that shows the record the node follows (same holder and
+//     token) at a newer revision is a renewal: it triggers no read and only
+//     postpones a follower's scheduled read, until the watch has been
+//     silent for RetryInterval·(1+RetryJitter) + RetryInterval/2, and never
+//     past LeaseDuration after the store's last answer; before taking over
+//     from a revision a renewal was heard after, the follower reads once.
+//     So a forged renewal costs liveness, bounded (one LeaseDuration), and
+//     a watch that silently stops delivering degrades to polling; the
+//     driver reports a broken watch with WatchLost, and the follower polls
+//     until renewals are heard again.
 //   - A record out of bounds (see InBounds) or flagged Event.Corrupt is
 //     refused: none of its fields enters the state, a leader that meets it
 //     steps down, and nobody takes the lease over until the record is
@@ -69,7 +79,10 @@
 //
 // # Request budget
 //
-// One request is scheduled per retry pause (at least RetryInterval). Before
+// One request is scheduled per retry pause (at least RetryInterval); a
+// follower that hears renewals on its watch postpones its scheduled reads
+// (to one per LeaseDuration while the watch is healthy), and a leader sends
+// one request per renewal. Before
 // the next one is due, at most two more may follow an answer (an acquire
 // after a read showed the lease free, one retry after a conflict, a release
 // after a term ended), and one read per watch hint; a hint contradicted by

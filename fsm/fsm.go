@@ -77,6 +77,10 @@ const (
 	Stop
 	// Reconfigure: Config replaces the timings from now on.
 	Reconfigure
+	// WatchLost: the watch broke or ended, so changes may have been missed
+	// until the store's next watch event. The machine polls as if it had
+	// no watch until a watch event shows a renewal again.
+	WatchLost
 )
 
 func (k EventKind) String() string {
@@ -99,6 +103,8 @@ func (k EventKind) String() string {
 		return "Stop"
 	case Reconfigure:
 		return "Reconfigure"
+	case WatchLost:
+		return "WatchLost"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

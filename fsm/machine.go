@@ -62,6 +62,17 @@ type Machine struct {
 	hintSeq     uint64        // requests sent when the latest hint arrived
 	muteUntil   time.Duration // hints are ignored until then (one was contradicted)
 
+	// Renewal hints: watch events showing the record the node follows
+	// (same holder and token) at a newer revision. They make a follower
+	// skip its scheduled reads for a while (see pollAt); they never start
+	// or move a wait.
+	heard      bool           // a renewal hint arrived since the watch was last lost
+	heardAt    time.Duration  // when the latest one arrived
+	heardLease Lease          // the record it showed
+	quietRev   lease.Revision // its revision, until an answer settles it (0: none)
+	quietSeq   uint64         // requests sent when it arrived
+	lastAnswer time.Duration  // when the store last answered a read or a swap
+
 	// The one store operation in flight, if any.
 	pending     bool
 	pendingKind ActionKind
@@ -170,7 +181,10 @@ func (m *Machine) NextWake() time.Duration {
 	switch m.state {
 	case Follower:
 		if !m.pending {
-			at(m.nextOp)
+			at(m.pollAt())
+			if m.staleByHints() && m.reached(m.acquireAt()) {
+				at(m.nextOp) // the read before taking over (see advance)
+			}
 			if t := m.acquireAt(); t > m.now && !m.TokensExhausted() {
 				at(t)
 			}
@@ -219,6 +233,11 @@ func (m *Machine) Step(ev Event) []Action {
 		}
 	case Watched:
 		m.hinted(ev)
+	case WatchLost:
+		// Changes may have been missed: poll as without a watch until the
+		// next renewal hint (a follower whose reads were postponed reads
+		// at once, its schedule being due).
+		m.heard, m.quietRev = false, 0
 	case SwapDone, SwapConflict, SwapFailed:
 		if m.pending && m.pendingKind == Swap {
 			m.pending = false
@@ -353,7 +372,15 @@ func (m *Machine) rollback(to lease.Revision) {
 // makes the node read the record (a leader renews instead) soon: at once,
 // or after the request in flight. The answer is what counts.
 func (m *Machine) hinted(ev Event) {
-	if m.stop || m.now < m.muteUntil || !m.news(ev) {
+	if m.stop || m.now < m.muteUntil {
+		return
+	}
+	if m.renewal(ev) {
+		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
+		m.quietRev, m.quietSeq = ev.Revision, m.sent
+		return
+	}
+	if !m.news(ev) {
 		return
 	}
 	m.hint, m.hintRev, m.hintLease, m.hintAbsent, m.hintCorrupt, m.hintSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
@@ -376,6 +403,48 @@ func (m *Machine) news(ev Event) bool {
 	return !m.seen || ev.Corrupt || m.absent || ev.Lease.Holder != m.obs.Holder || ev.Lease.Token != m.obs.Token
 }
 
+// renewal reports whether a watch event shows a renewal of the record the
+// node follows: a valid record with its holder and token at a revision
+// newer than any the node accepted or heard of since its last answer. It
+// is what a healthy watch delivers every retry pause while the lease is
+// held, and what it says is taken on trust for nothing but when to read
+// next (see pollAt): a forged one postpones reads, within bounds.
+func (m *Machine) renewal(ev Event) bool {
+	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
+		ev.Revision > max(m.maxRev, m.quietRev) && InBounds(ev.Lease) &&
+		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
+}
+
+// quietEnd is when a follower that heard renewals of the record it follows
+// reads again, unless another renewal is heard meanwhile: a silence of
+// MaxRetryInterval plus half a RetryInterval after the latest one (a
+// leader renews every retry pause: longer silence means it stopped, or
+// the watch did), and never later than LeaseDuration after the store's
+// last answer (the safety net: forged renewals cannot postpone reads for
+// longer). Never if no renewal of the record it follows was heard since
+// the watch was last lost.
+func (m *Machine) quietEnd() time.Duration {
+	if !m.heard || !m.stealable() || m.corrupt || m.heardLease.Holder != m.obs.Holder || m.heardLease.Token != m.obs.Token {
+		return 0
+	}
+	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
+	return min(sat(m.heardAt, silence), sat(m.lastAnswer, m.cfg.LeaseDuration))
+}
+
+// pollAt is when a follower's scheduled read is due: its retry schedule,
+// postponed while renewals are heard (quietEnd).
+func (m *Machine) pollAt() time.Duration {
+	return max(m.nextOp, m.quietEnd())
+}
+
+// staleByHints reports whether a renewal was heard at a revision newer than
+// the one the follower waits out: taking the lease over from that revision
+// would be a swap bound to fail, so the follower reads first (once per
+// wait, see advance).
+func (m *Machine) staleByHints() bool {
+	return m.quietRev > m.rev && m.quietEnd() != 0
+}
+
 // answered settles the watch hint with the answer to the request that just
 // returned. The answer confirms the hint if it shows the record the hint
 // claimed (same revision and record), or a newer revision that someone else
@@ -387,6 +456,12 @@ func (m *Machine) news(ev Event) bool {
 // RetryInterval, so a flood of forged events costs at most one request per
 // RetryInterval.
 func (m *Machine) answered(ev Event) {
+	m.lastAnswer = m.now
+	if m.quietRev != 0 && (ev.Revision >= m.quietRev || m.pendingSeq > m.quietSeq) {
+		// The answer shows the renewal heard, or was sent after it: what
+		// it shows is what counts.
+		m.quietRev = 0
+	}
 	if !m.hint {
 		return
 	}
@@ -637,7 +712,18 @@ func (m *Machine) advance() {
 				return
 			}
 		case m.reached(m.acquireAt()):
-			if m.TokensExhausted() {
+			if m.staleByHints() && m.lastAnswer < m.acquireAt() {
+				// Renewals were heard since the revision waited out was
+				// read: read before taking over (a forged renewal costs
+				// this one read, since the answer comes after the wait).
+				// If the last request was sent after the wait ended (a
+				// read that failed), the next one waits for the retry
+				// schedule: failing reads never loop.
+				if m.pendingSent < m.acquireAt() || m.reached(m.nextOp) {
+					m.read(false)
+					return
+				}
+			} else if m.TokensExhausted() {
 				// Nothing above lease.MaxToken may be issued, and no token
 				// twice: no new term, ever, until an operator intervenes.
 				// Reported once per answer.
@@ -653,7 +739,7 @@ func (m *Machine) advance() {
 		switch {
 		case m.hint:
 			m.read(true)
-		case m.reached(m.nextOp):
+		case m.reached(m.pollAt()):
 			m.read(false)
 		}
 	case Candidate:

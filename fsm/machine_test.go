@@ -109,6 +109,18 @@ func polls(first, end time.Duration, l Lease, rev lease.Revision) []step {
 	return out
 }
 
+// renewals returns the watch events of "other" (token 4) renewing every 2s
+// from first until before end, at revisions from rev up, each asking for
+// nothing.
+func renewals(first, end time.Duration, rev lease.Revision) []step {
+	var out []step
+	for t := first; t < end; t += 2 * s {
+		out = append(out, step{watched(t, other(4, 2), rev), nil, Follower})
+		rev++
+	}
+	return out
+}
+
 type step struct {
 	ev    Event
 	want  []Action
@@ -202,10 +214,68 @@ func TestTransitions(t *testing.T) {
 		})},
 		{"a watched renewal is not news: no read, and patience is not restarted", false, true, join(followOther(), []step{
 			{watched(3*s, other(4, 2), 12), nil, Follower},
+			// Quiet: the silence bound is 13.5s (9s + 4.5s), the safety
+			// net LeaseDuration after the last answer.
+			{tick(9 * s), nil, Follower},
+			{tick(15*s + 1*ms - ns), nil, Follower},
+			// The wait for revision 10 is over, but a renewal was heard:
+			// read before taking over.
+			{tick(15*s + 1*ms), []Action{aRead()}, Follower},
+			{read(15*s+2*ms, other(4, 2), 12), nil, Follower},
+			// No renewal heard since 3s: polling goes on.
+			{tick(24*s + 1*ms), []Action{aRead()}, Follower},
+			{read(24*s+2*ms, other(4, 2), 12), nil, Follower},
+			{tick(30*s + 2*ms - ns), nil, Follower},
+			{tick(30*s + 2*ms), []Action{acquire(12, me(5, 3))}, Candidate},
+		})},
+		{"renewals heard keep a follower quiet; the safety net reads once per LeaseDuration", false, false, join(followOther(), renewals(1*s, 15*s, 11), []step{
+			{tick(15*s + 1*ms - ns), nil, Follower},
+			{tick(15*s + 1*ms), []Action{aRead()}, Follower},
+			{read(15*s+2*ms, other(4, 2), 17), nil, Follower},
+		}, renewals(15*s+500*ms, 30*s, 18), []step{
+			{tick(30*s + 2*ms - ns), nil, Follower},
+			{tick(30*s + 2*ms), []Action{aRead()}, Follower},
+		})},
+		{"silence after renewals: the follower reads, then polls again", false, false, join(followOther(), []step{
+			{watched(1*s, other(4, 2), 11), nil, Follower},
+			{tick(2 * s), nil, Follower},
+			{tick(4*s - ns), nil, Follower},
+			{tick(4 * s), []Action{aRead()}, Follower},
+			{read(4*s+ms, other(4, 2), 11), nil, Follower},
+			{tick(6*s - ns), nil, Follower},
+			{tick(6 * s), []Action{aRead()}, Follower},
+		})},
+		{"a renewal heard at a revision not newer than the one read keeps nobody quiet", false, false, join(followOther(), []step{
+			{watched(1*s, other(4, 2), 10), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+		})},
+		{"a lost watch ends the quiet: the follower reads at once", false, false, join(followOther(), []step{
+			{watched(1*s, other(4, 2), 11), nil, Follower},
+			{tick(2 * s), nil, Follower},
+			{Event{Kind: WatchLost, Now: 2*s + 500*ms}, []Action{aRead()}, Follower},
+			{read(2*s+501*ms, other(4, 2), 11), nil, Follower},
+			{tick(4*s + 500*ms), []Action{aRead()}, Follower},
+		})},
+		{"forged renewals after a crash cost one read, and delay nothing", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{read(9*s+ms, other(4, 2), 10), nil, Follower},
-			{tick(15*s + 1*ms - ns), nil, Follower},
-			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+		}, renewals(10*s, 15*s, 100), []step{
+			{tick(15*s + 1*ms), []Action{aRead()}, Follower},
+			{watched(15*s+1*ms+500*ns, other(4, 2), 1000), nil, Follower},
+			// The store still holds revision 10, first read at 1ms: the
+			// wait is over.
+			{read(15*s+2*ms, other(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+		})},
+		{"a renewal of another term is news: read at once", false, false, join(followOther(), []step{
+			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},
+		})},
+		{"the leader's own renewals coming back ask for nothing", false, false, join(leaderAt(), []step{
+			{watched(3*ms, me(5, 3), 11), nil, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{watched(2*s+2*ms, me(5, 3), 12), nil, Leader},
+			{done(2*s+3*ms, me(5, 3), 12), nil, Leader},
+			{tick(4*s + 1*ms - ns), nil, Leader},
+			{tick(4*s + 1*ms), []Action{renew(12, me(5, 3))}, Leader},
 		})},
 		{"a watched revision older than the one accepted is not news", false, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 9), nil, Follower},

@@ -69,7 +69,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 		cfg:     cfg,
 		results: make(chan result[M], 1),
 		wake:    make(chan struct{}, 1),
-		watch:   make(chan store.Event[M]),
+		watch:   make(chan watchMsg[M]),
 		errLog:  map[string]time.Duration{},
 		obs:     newObserverQueue(e.observers),
 	}
@@ -82,6 +82,14 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	return err
 }
 
+// watchMsg is what the watch goroutine passes to Run's loop: an event, or
+// the news that the watch broke (lost), so that the machine polls until a
+// new watch shows renewals again.
+type watchMsg[M any] struct {
+	ev   store.Event[M]
+	lost bool
+}
+
 // runner is the state of one Run.
 type runner[M any] struct {
 	e        *Elector[M]
@@ -90,7 +98,7 @@ type runner[M any] struct {
 	cfg      lease.Config
 	results  chan result[M]
 	wake     chan struct{}
-	watch    chan store.Event[M]
+	watch    chan watchMsg[M]
 	timer    Timer
 	opCtx    context.Context
 	ops      sync.WaitGroup
@@ -138,8 +146,12 @@ func (r *runner[M]) run(ctx context.Context) error {
 			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
 		case res := <-r.results:
 			r.handleResult(res)
-		case ev := <-r.watch:
-			r.handleWatch(ev)
+		case msg := <-r.watch:
+			if msg.lost {
+				r.step(fsm.Event{Kind: fsm.WatchLost})
+			} else {
+				r.handleWatch(msg.ev)
+			}
 		case <-r.wake:
 			r.step(fsm.Event{Kind: fsm.Tick})
 		case <-e.reconf:
@@ -452,7 +464,7 @@ func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
 		if err == nil {
 			for ev := range ch {
 				select {
-				case r.watch <- ev:
+				case r.watch <- watchMsg[M]{ev: ev}:
 				case <-ctx.Done():
 					return
 				}
@@ -461,6 +473,13 @@ func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
 				return
 			}
 			err = errors.New("watch closed")
+		}
+		// Changes may be missed until the next watch is up: the machine
+		// polls meanwhile.
+		select {
+		case r.watch <- watchMsg[M]{lost: true}:
+		case <-ctx.Done():
+			return
 		}
 		r.logErrorAsync("watch", err)
 		// Wait a retry interval before watching again; polling goes on

@@ -106,6 +106,10 @@ type adversary struct {
 	calmAt int64
 	// The last rollback, restore or forged watch event (-1: none).
 	backAt int64
+	// The last forged watch event that looked like a renewal of the stored
+	// record (-1: none): it may keep a follower quiet (see
+	// renewalForgeryExtra).
+	lookalikeAt int64
 	// Targeted faults (targeted.go).
 	armed     []int
 	hold      holdState
@@ -143,7 +147,7 @@ func AdversaryFaults() Faults {
 // advInit sets the bounds the checks use from every config of the run.
 func (s *Cluster) advInit(cfgs []lease.Config) {
 	a := &s.adv
-	a.releasedAt, a.backAt = -1, -1
+	a.releasedAt, a.backAt, a.lookalikeAt = -1, -1, -1
 	a.hold.node = -1
 	a.minRetry = math.MaxInt64
 	for _, c := range cfgs {
@@ -385,7 +389,34 @@ func (s *Cluster) forgeWatch(f Fault) {
 		s.push(w)
 	}
 	s.adv.backAt = s.now
+	st := &s.store
+	if res != resCorrupt && st.present && r.Holder != "" && r.Holder == st.rec.Holder && r.Token == st.rec.Token {
+		// It looks like a renewal of the record the nodes follow: it may
+		// postpone their reads, never start a wait. That delay is bounded
+		// (renewalForgeryExtra), and the liveness check keeps counting
+		// from the last real disturbance.
+		s.adv.lookalikeAt = s.now
+		return
+	}
 	s.advDisturbed(s.now)
+}
+
+// renewalForgeryExtra is what the liveness bound grows by, counted from
+// from, when forged watch events that look like renewals of the stored
+// record reached nodes within a lease before from or later: a follower
+// that hears renewals reads at least once per LeaseDuration after the
+// store's last answer (the safety net), and once more before taking over
+// from a revision a renewal was heard after; so forged renewals delay a
+// leader by at most one LeaseDuration and a round trip.
+func (s *Cluster) renewalForgeryExtra(from int64) int64 {
+	if s.adv.lookalikeAt < 0 {
+		return 0
+	}
+	extra := int64(float64(s.adv.maxLease)/(1-s.rho)) + 4*s.net.max
+	if s.adv.lookalikeAt+extra < from {
+		return 0
+	}
+	return extra
 }
 
 // rollback rewinds the store to an earlier revision.

@@ -228,7 +228,7 @@ func TestSimAdversaryFindings(t *testing.T) {
 // others, for rapid.
 func genAdvSchedule(t *rapid.T, nodes int, cfg lease.Config, lossy bool) []Fault {
 	kinds := []FaultKind{FaultCrash, FaultPause, FaultPartition, FaultLoss, FaultRelease, FaultReconfigure,
-		FaultForge, FaultForgeWatch, FaultRollback, FaultRestore, FaultRenewCut, FaultHold, FaultJitter}
+		FaultForge, FaultForgeWatch, FaultRollback, FaultRestore, FaultRenewCut, FaultHold, FaultJitter, FaultMuteWatch}
 	if lossy {
 		kinds = append(kinds, FaultDataLoss)
 	}
@@ -289,6 +289,9 @@ func genAdvSchedule(t *rapid.T, nodes int, cfg lease.Config, lossy bool) []Fault
 			f.Dur = dur(0, 2*l)
 			f.Prob = rapid.Float64Range(0, 1).Draw(t, "prob")
 			f.Latency = dur(0, 2*cfg.BackendTimeout)
+		case FaultMuteWatch:
+			f.Dur = dur(0, 6*l)
+			f.Mask = rapid.Uint64Range(0, 1<<nodes-1).Draw(t, "mask")
 		}
 		out = append(out, f)
 	}

@@ -36,6 +36,7 @@ func advSchedule(s *Cluster) []Fault {
 	add(f.Restore, FaultRestore)
 	add(f.Targeted, FaultRenewCut, FaultHold)
 	add(f.Jitter, FaultJitter)
+	add(f.MuteWatch, FaultMuteWatch)
 	if len(kinds) == 0 {
 		return []Fault{}
 	}
@@ -101,6 +102,11 @@ func advSchedule(s *Cluster) []Fault {
 			fl.Prob = 0.05 + 0.45*s.rng.Float64()
 			fl.Latency = dur(bt/4, 2*bt)
 			fl.Dur = dur(u/15, 2*u)
+		case FaultMuteWatch:
+			fl.Dur = dur(u/15, 6*u)
+			if s.chance(0.5) {
+				fl.Mask = 1<<s.opt.Nodes - 1
+			}
 		}
 		out = append(out, fl)
 	}
@@ -194,8 +200,15 @@ func forgedToken(s *Cluster) uint64 {
 
 // forgedWatchRecord draws the record of a forged watch event: a foreign
 // holder or the stored one, any token, the honest LeaseDuration (so that
-// waiting out what the node last saw stays a lease).
+// waiting out what the node last saw stays a lease); or, three times in
+// ten, the stored record itself (at the forged, newer revision: a renewal
+// lookalike).
 func forgedWatchRecord(s *Cluster) fsm.Lease {
+	if s.chance(0.3) {
+		// The stored record at a newer revision: a renewal lookalike,
+		// which may keep followers quiet (renewalForgeryExtra).
+		return fsm.Lease{}
+	}
 	r := fsm.Lease{Token: forgedToken(s), LeaseDuration: s.opt.Config.LeaseDuration}
 	if s.chance(0.5) {
 		r.Holder = mallory

@@ -51,6 +51,16 @@ func (c *checker) setBounds(cfgs []lease.Config) {
 		}
 		c.bound += int64(float64(i)/(1-c.s.rho)) + 4*int64(lat)
 	}
+	if c.s.opt.Faults.WatchChaos {
+		// A renewal's watch event delayed by up to 3 retry intervals
+		// (beyond the store contract) keeps a follower quiet that much
+		// longer: it is news to it, having read nothing newer.
+		var r time.Duration
+		for _, cfg := range cfgs {
+			r = max(r, cfg.RetryInterval)
+		}
+		c.bound += int64(float64(3*r) / (1 - c.s.rho))
+	}
 	c.handoverIn = int64(HandoverBound(lat))
 	var t time.Duration
 	for _, cfg := range cfgs {
@@ -61,18 +71,23 @@ func (c *checker) setBounds(cfgs []lease.Config) {
 
 // LivenessBound is the longest real time a cluster may go without a leader
 // once faults have healed and a node is up and connected: for the largest
-// LeaseDuration L, BackendTimeout T and RetryInterval·(1+RetryJitter) I of
-// the configs in use, clock drift rho and one-way latency lat,
+// LeaseDuration L, BackendTimeout T, RetryInterval R and
+// RetryInterval·(1+RetryJitter) I of the configs in use, clock drift rho
+// and one-way latency lat,
 //
-//	(L + max(T, I)) / (1 − rho) + 4·lat
+//	(L + max(T, I + R/2)) / (1 − rho) + 6·lat
 //
-// See docs/design.md for the derivation.
+// I + R/2 is how long a follower that hears renewals on its watch stays
+// silent after the last one before it reads (the silence bound); the
+// leader's last renewal reaches it through the watch (two latencies). A
+// watch that silently stops delivering is noticed the same way. See
+// docs/design.md for the derivation.
 func LivenessBound(cfgs []lease.Config, rho float64, lat time.Duration) time.Duration {
-	var l, t, i time.Duration
+	var l, t, i, r time.Duration
 	for _, c := range cfgs {
-		l, t, i = max(l, c.LeaseDuration), max(t, c.BackendTimeout), max(i, c.MaxRetryInterval())
+		l, t, i, r = max(l, c.LeaseDuration), max(t, c.BackendTimeout), max(i, c.MaxRetryInterval()), max(r, c.RetryInterval)
 	}
-	return time.Duration(float64(l+max(t, i))/(1-rho)) + 4*lat + time.Millisecond
+	return time.Duration(float64(l+max(t, i+r/2))/(1-rho)) + 6*lat + time.Millisecond
 }
 
 // HandoverBound is how soon after a release is stored some watching node
@@ -242,7 +257,7 @@ func (c *checker) liveness(starting bool) {
 		return
 	}
 	from := max(c.calmFrom, c.lastLeader)
-	if gap := s.now - from; gap > c.bound+s.livenessExtra() {
+	if gap := s.now - from; gap > c.bound+max(s.livenessExtra(), s.renewalForgeryExtra(from)) {
 		what := "no node leads"
 		if starting {
 			what = "a node starts leading only now"
@@ -276,10 +291,21 @@ func (c *checker) final() { c.periodic() }
 // store, some node leads within HandoverBound.
 func (c *checker) released(by int) {
 	s := c.s
-	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() {
+	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() || s.muted() {
 		return
 	}
 	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})
+}
+
+// muted reports whether some node's watch is silenced (FaultMuteWatch): a
+// handover then waits for a poll, and is not checked.
+func (s *Cluster) muted() bool {
+	for _, n := range s.nodes {
+		if n.mutedUntil > s.now {
+			return true
+		}
+	}
+	return false
 }
 
 // handover checks the deadline that released set.

@@ -20,7 +20,7 @@ func ExampleRunSeed() {
 	fmt.Printf("seed %d: violation %v; %d events, %d terms, %d fenced writes accepted, %d refused\n",
 		res.Seed, res.Err(), res.Events, res.Terms, res.FenceAccepted, res.FenceRejected)
 	// Output:
-	// seed 42: violation <nil>; 6599 events, 8 terms, 284 fenced writes accepted, 1 refused
+	// seed 42: violation <nil>; 5239 events, 8 terms, 288 fenced writes accepted, 1 refused
 }
 
 // A run whose clocks drift past what the timings tolerate makes two
@@ -32,7 +32,7 @@ func ExampleRunSeed_driftBeyondTheBound() {
 	fmt.Println(res.Violation)
 	// Output:
 	// one-leader
-	// 80.901s: one-leader check failed: n0 started leading (token 2) while n1 believes it leads (token 1) until 86.662s
+	// 83.036s: one-leader check failed: n0 started leading (token 2) while n1 believes it leads (token 1) until 86.662s
 }
 
 // WriteTimeline draws a recorded run: one lane per node, the terms, the
@@ -49,26 +49,26 @@ func ExampleCluster_WriteTimeline() {
 	}
 	// Output:
 	// tenure sim: seed 1, 2 nodes, 1m0s, lossy store false, drift 0.000
-	// timings: L=15s R=10s I=2s J=0.10 T=5s; liveness bound 20.081s, handover bound 121ms
+	// timings: L=15s R=10s I=2s J=0.10 T=5s; liveness bound 20.121s, handover bound 121ms
 	// one column = 1s; F follower, C candidate, L leader, E expiring, blank down; faults row: first letter of the fault
 	//
 	// time    |0s                 |20s                |40s
 	// faults                      c
-	// n0      CFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFLLLLLLLLLLLLLLLLLLLLLLLLL
+	// n0      CFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFLLLLLLLLLLLLLLLLLLLLLLL
 	// n1      LLLLLLLLLLLLLLLLLLLLL         FFFFFFFFFFFFFFFFFFFFFFFFFFFFFF
 	//
 	// terms (2):
 	//       0.029s  n1 leads with token 1
-	//      35.851s  n0 leads with token 2
+	//      37.285s  n0 leads with token 2
 	//
 	// store (writes that change holder or token):
 	//       0.027s  rev 1 holder="n1" token=1 transitions=0 (written by n1)
-	//      35.843s  rev 11 holder="n0" token=2 transitions=1 (written by n0)
+	//      37.275s  rev 11 holder="n0" token=2 transitions=1 (written by n0)
 	//
 	// faults (1):
 	//      20.000s  crash n1 for 10s (new identity: false) [aimed at the leader]
 	//
-	// checks: OK: every check held (400 events, 2 terms, 26 fenced writes accepted, 0 refused)
+	// checks: OK: every check held (348 events, 2 terms, 23 fenced writes accepted, 0 refused)
 }
 
 // Check sweeps seeds from a test and fails it, with the seed, the

@@ -58,13 +58,18 @@ const (
 	// FaultJitter delays each message, with probability Prob, by up to
 	// Latency more, for Dur.
 	FaultJitter
+	// FaultMuteWatch makes the watch feeds of the nodes in Mask (Node's
+	// alone if Mask is 0) silently stop delivering for Dur: no event, no
+	// error, as a dead connection nobody noticed does. It is no
+	// disturbance: a leader must appear within the liveness bound anyway.
+	FaultMuteWatch
 )
 
 // lastFaultKind is the largest FaultKind.
-const lastFaultKind = FaultJitter
+const lastFaultKind = FaultMuteWatch
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -115,7 +120,7 @@ type Fault struct {
 	// Cut is how long a hold cuts the leader off.
 	Cut time.Duration
 	// Mask is the set of nodes (bit i for node i) that receive a forged
-	// watch event.
+	// watch event, or whose watch a mutewatch silences.
 	Mask uint64
 }
 
@@ -141,6 +146,8 @@ func (f Fault) String() string {
 	case FaultReconfigure:
 		c := f.Config
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
+	case FaultMuteWatch:
+		return fmt.Sprintf("the watch of nodes %b silently stops delivering for %v", f.muted(), f.Dur)
 	}
 	if f.Kind > FaultReconfigure && f.Kind <= lastFaultKind {
 		return advString(f)
@@ -174,6 +181,14 @@ func (f Fault) validate(nodes int) error {
 	return nil
 }
 
+// muted is the set of nodes a mutewatch silences: Mask, or Node alone.
+func (f Fault) muted() uint64 {
+	if f.Mask != 0 {
+		return f.Mask
+	}
+	return 1 << f.Node
+}
+
 // Aimed reports whether the kind hits one node (and so may be aimed at
 // the leader).
 func (k FaultKind) Aimed() bool {
@@ -200,9 +215,9 @@ func (s *Cluster) applyFault(i int) {
 	n := s.nodes[f.Node]
 	end := simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(f.Node), count: i}
 	c := &s.chk
-	if f.Kind != FaultRelease {
+	if f.Kind != FaultRelease && f.Kind != FaultMuteWatch {
 		// A graceful release is no fault: the handover it starts is
-		// checked.
+		// checked. Nor is a silent watch: followers must notice it.
 		c.disturbed(s.now)
 	}
 	switch f.Kind {
@@ -252,6 +267,12 @@ func (s *Cluster) applyFault(i int) {
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Reconfigure, Config: f.Config})
 		}
+	case FaultMuteWatch:
+		for _, m := range s.nodes {
+			if f.muted()&(1<<m.idx) != 0 {
+				m.mutedUntil = max(m.mutedUntil, s.now+int64(f.Dur))
+			}
+		}
 	default:
 		s.applyAdv(i, &end)
 	}
@@ -265,6 +286,9 @@ func (s *Cluster) endFault(ev *simEvent) {
 	f := s.faults[ev.count]
 	n := s.nodes[f.Node]
 	c := &s.chk
+	if f.Kind == FaultMuteWatch {
+		return // mutedUntil ends it; nothing to heal
+	}
 	c.disturbed(s.now)
 	switch f.Kind {
 	case FaultCrash, FaultRelease:
@@ -316,6 +340,7 @@ func randomSchedule(s *Cluster) []Fault {
 	add(f.DataLoss, FaultDataLoss)
 	add(f.Release, FaultRelease)
 	add(f.Reconfigure, FaultReconfigure)
+	add(f.MuteWatch, FaultMuteWatch)
 	if len(kinds) == 0 {
 		return []Fault{}
 	}
@@ -352,6 +377,11 @@ func randomSchedule(s *Cluster) []Fault {
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
 		case FaultReconfigure:
 			fl.Config = randomConfig(s)
+		case FaultMuteWatch:
+			fl.Dur = time.Duration(s.uniform(int64(time.Second), 6*l))
+			if s.chance(0.5) {
+				fl.Mask = 1<<s.opt.Nodes - 1 // every node's watch
+			}
 		}
 		out = append(out, fl)
 	}

@@ -28,6 +28,7 @@ type node struct {
 	reqCut      bool
 	respCut     bool
 	watchLast   int64 // delivery time of the last watch event (FIFO)
+	mutedUntil  int64 // real time until which its watch silently delivers nothing
 	// The one outstanding store operation.
 	op        uint32
 	opPending bool
@@ -102,8 +103,8 @@ func (s *Cluster) boot(n *node) {
 	if s.tl != nil {
 		s.tl.State(s.now, n.idx, timeline.Follower)
 	}
-	if !s.opt.Store.NoWatch {
-		// A watch opens with the current state.
+	if !s.opt.Store.NoWatch && n.mutedUntil <= s.now {
+		// A watch opens with the current state (unless it is silenced).
 		st := &s.store
 		n.watchLast = s.now + s.latency()
 		s.push(simEvent{at: n.watchLast, kind: evWatch, node: int32(n.idx), gen: n.gen,

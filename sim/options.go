@@ -111,6 +111,11 @@ type Faults struct {
 	Release bool
 	// Reconfigure gives nodes other valid timings (lead's Reconfigure).
 	Reconfigure bool
+	// MuteWatch makes watches silently stop delivering for a while (one
+	// node's, or every node's): followers that stopped polling because
+	// the watch showed renewals must notice and read again. It is no
+	// disturbance: the liveness check runs through it.
+	MuteWatch bool
 
 	// The adversary (adversary.go, targeted.go). While any of Forge,
 	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
@@ -163,7 +168,7 @@ func DefaultFaults() Faults {
 // needs StoreModel.MayLoseRecords.
 func AllFaults() Faults {
 	return Faults{Drift: true, Crash: true, Pause: true, Partition: true, Loss: true,
-		Slow: true, WatchChaos: true, DataLoss: true, Release: true, Reconfigure: true}
+		Slow: true, WatchChaos: true, DataLoss: true, Release: true, Reconfigure: true, MuteWatch: true}
 }
 
 // fields lists every fault's name and field, in the order String writes
@@ -179,7 +184,7 @@ func (f *Faults) fields() []struct {
 		{"drift", &f.Drift}, {"drift-beyond", &f.DriftBeyond}, {"crash", &f.Crash},
 		{"pause", &f.Pause}, {"partition", &f.Partition}, {"loss", &f.Loss},
 		{"slow", &f.Slow}, {"watch-chaos", &f.WatchChaos}, {"dataloss", &f.DataLoss},
-		{"release", &f.Release}, {"reconfigure", &f.Reconfigure},
+		{"release", &f.Release}, {"reconfigure", &f.Reconfigure}, {"mute-watch", &f.MuteWatch},
 	}
 }
 

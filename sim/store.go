@@ -184,7 +184,7 @@ func (s *Cluster) broadcast(w simEvent) {
 	}
 	w.kind = evWatch
 	for _, n := range s.nodes {
-		if !n.up || n.respCut || s.lost() {
+		if !n.up || n.respCut || n.mutedUntil > s.now || s.lost() {
 			continue
 		}
 		w.node, w.gen = int32(n.idx), n.gen

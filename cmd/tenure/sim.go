@@ -42,7 +42,7 @@ Faults. With no fault flag the default set runs: -drift -crash -pause
 -partition -loss -slow -release. Naming any fault flag runs exactly the
 faults named. -calm runs none. Not in the default set: -reconfigure (live
 changes of timings), -watch-chaos (watch events beyond the store contract),
--dataloss (the store loses the record; implies -lossy) and -drift-beyond
+-mute-watch (watches that silently stop delivering), -dataloss (the store loses the record; implies -lossy) and -drift-beyond
 (drift past what the timings tolerate: expect two leaders).
 
 Timings come from lease.DefaultConfig, then the TENURE_* environment
@@ -145,6 +145,7 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	fs.BoolVar(&f.DataLoss, "dataloss", false, "the store loses the record (implies -lossy)")
 	fs.BoolVar(&f.Release, "release", false, "stop nodes gracefully (release) and start them again")
 	fs.BoolVar(&f.Reconfigure, "reconfigure", false, "give nodes other valid timings (opt-in)")
+	fs.BoolVar(&f.MuteWatch, "mute-watch", false, "watches silently stop delivering for a while (one node's or all)")
 	def := lease.DefaultConfig()
 	fs.DurationVar(&cfgFlags.LeaseDuration, "lease", def.LeaseDuration, "LeaseDuration (overrides TENURE_*)")
 	fs.DurationVar(&cfgFlags.RenewDeadline, "renew", def.RenewDeadline, "RenewDeadline (overrides TENURE_*)")

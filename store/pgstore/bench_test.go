@@ -13,8 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/pgstore"
 	"github.com/tenure-go/tenure/store/storetest"
 )
 
@@ -189,4 +192,49 @@ func BenchmarkHandoverAfterRelease(b *testing.B) {
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(len(samples)), "ms/handover")
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkSteadyStateTraffic measures what three electors, each on a pool
+// of its own, send in steady state with issue 13's timings (L=3s,
+// RenewDeadline 2s, RetryInterval 400ms): queries per second per follower
+// (its watch's reads included), and the leader's queries per renewal. One
+// op is a 30s window: run it with -benchtime 1x.
+func BenchmarkSteadyStateTraffic(b *testing.B) {
+	table := freshTable()
+	for b.Loop() {
+		stores := make([]testcluster.Counted[storetest.Meta], 3)
+		for i := range stores {
+			tracer := &queryCounter{}
+			pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4; c.ConnConfig.Tracer = tracer })
+			st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(table))
+			if err != nil {
+				b.Fatal(err)
+			}
+			stores[i] = testcluster.Counted[storetest.Meta]{Store: st, Requests: tracer.n.Load}
+		}
+		t := testcluster.MeasureTraffic(b, "traffic", testcluster.PeerConfig(), stores, 30*time.Second)
+		b.Logf("pgstore: %v", t)
+		b.ReportMetric(t.FollowerPerSecond, "follower-req/s")
+		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
+	}
+}
+
+// BenchmarkHandoverPeerConfig measures the handover after a release among
+// three electors, each on a pool of its own, with issue 13's timings: p50
+// and p90 of the time from the leader's stop to its successor leading. One
+// op is 20 handovers.
+func BenchmarkHandoverPeerConfig(b *testing.B) {
+	table := freshTable()
+	for b.Loop() {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[storetest.Meta] {
+			st, err := pgstore.New[storetest.Meta](newPool(tb, func(c *pgxpool.Config) { c.MaxConns = 4 }), pgstore.WithTable(table))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		})
+		b.Logf("pgstore: %s", testcluster.HandoverReport(hs))
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+	}
 }

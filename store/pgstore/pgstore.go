@@ -222,8 +222,10 @@ func (s *Store[M]) Sequence() string {
 }
 
 // Channel returns the name of the channel on which every write is announced
-// with NOTIFY. The payload is "REVISION:NAME". To listen from psql, quote it
-// as an identifier: LISTEN "tenure:tenure_leases".
+// with NOTIFY, twice: first with the whole record (a payload that starts
+// with "r1:", when the metadata takes at most 2 KiB), then with the payload
+// "REVISION:NAME". To listen from psql, quote it as an identifier: LISTEN
+// "tenure:tenure_leases".
 func (s *Store[M]) Channel() string {
 	if s == nil {
 		return ""
@@ -273,6 +275,28 @@ var sqlValid = `t.token BETWEEN 0 AND ` + sqlMaxToken + ` AND t.token = trunc(t.
 // (store.Renews), otherwise greatest($4, t.token+1) (store.NewToken).
 const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::text = t.holder) THEN t.token ELSE greatest($4::numeric, t.token + 1) END`
 
+// notifyMetadataMax is the largest metadata, in bytes, that a notification
+// carries (hex-encoded, so twice as many characters): the whole payload
+// stays below PostgreSQL's limit of 8000 bytes.
+const notifyMetadataMax = 2048
+
+// notifySQL returns the select list that announces the row of alias a
+// (its name in $1) on the channel in parameter ch: first the whole record
+// ("r1:" payload, see parseNotification) when its metadata is small enough
+// and its times finite, then "REVISION:NAME", which listeners that predate
+// the record payload understand. A listener that delivered the record from
+// the first skips the second (its revision is not newer).
+func notifySQL(a, ch string) string {
+	micros := func(col string) string {
+		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`
+	}
+	full := `'r1:' || ` + a + `.revision::text || ':' || ` + a + `.token::text || ':' || ` + a + `.transitions::text || ':' || ` +
+		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
+		`encode(` + a + `.metadata, 'hex') || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
+	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax)
+	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) END, pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1)`
+}
+
 // buildSQL writes the statements once. The table and the sequence appear in
 // them only quoted by pgx.Identifier.Sanitize; every value is a parameter.
 func (s *Store[M]) buildSQL() {
@@ -304,7 +328,7 @@ func (s *Store[M]) buildSQL() {
 	ON CONFLICT (name) DO UPDATE SET holder = t.holder
 	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata
 ),
-` + n + ` AS (SELECT pg_notify($10, ` + w + `.revision::text || ':' || $1) FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
+` + n + ` AS (SELECT ` + notifySQL(w, "$10") + ` FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
 SELECT coalesce(` + w + `.revision = ` + r + `.rev, false), ` + selected(w) + `, (SELECT count(*) FROM ` + n + `)
 FROM ` + w + `, ` + r
 
@@ -328,7 +352,7 @@ FROM ` + w + `, ` + r
 		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
 	RETURNING ` + columns + `
 ),
-` + n + ` AS (SELECT pg_notify($11, ` + u + `.revision::text || ':' || $1) FROM ` + u + `),
+` + n + ` AS (SELECT ` + notifySQL(u, "$11") + ` FROM ` + u + `),
 ` + c + ` AS (SELECT ` + columns + ` FROM ` + t + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM ` + u + `) FOR SHARE)
 SELECT true, ` + selected(u) + `, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
 UNION ALL
@@ -626,7 +650,15 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 	var r row
 	found := true
 	err := s.retry(ctx, connectionLost, func() error {
-		err := s.pool.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		if err := s.warmSwap(ctx, c); err != nil {
+			return err
+		}
+		err = c.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			found = false
 			return nil
@@ -637,6 +669,32 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 		return row{}, false, fmt.Errorf("pgstore: Get %q: %w", name, withCtx(ctx, err))
 	}
 	return r, found, nil
+}
+
+// warmSwap runs the swap statement once on conn, the first time a read
+// takes conn, so that the driver prepares it there (pgx prepares and
+// caches each statement on a connection at its first use): a follower's
+// takeover after a release then does not wait for that first use, which
+// parses and describes the statement (about 4 ms, four times the swap
+// itself, measured on loopback), since the read that confirms a release
+// usually runs on the connection the acquiring swap takes next. The swap
+// is of the name "" (no election has it) from revision -1: it matches no
+// row, locks nothing and notifies nobody.
+func (s *Store[M]) warmSwap(ctx context.Context, c *pgxpool.Conn) error {
+	data := c.Conn().PgConn().CustomData()
+	if data[s.sqlUpdate] != nil {
+		return nil
+	}
+	rows, err := c.Query(ctx, s.sqlUpdate, "", int64(-1), "", uint64(0), time.Time{}, time.Time{}, int64(0), uint64(0), []byte{}, s.seqText, s.channel)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	data[s.sqlUpdate] = true
+	return nil
 }
 
 // CompareAndSwap stores next under name if the stored revision equals

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -37,7 +39,8 @@ const (
 
 // hub is the one listening connection a Store keeps while it has watchers.
 // It LISTENs on the Store's channel, and on each notification wakes the
-// watchers of the name it carries; each watcher then reads the record. After
+// watchers of the name it carries; each watcher then delivers the record
+// the notification carried, or reads it. After
 // every (re)connection it wakes every watcher, so that a notification missed
 // while the connection was down cannot leave one stale.
 type hub[M any] struct {
@@ -67,16 +70,21 @@ type watch[M any] struct {
 	mu       sync.Mutex
 	notified int64 // the highest revision announced for the name
 	force    bool  // read whatever the revision: the connection was down
+	rec      *row  // the record at notified, if its notification carried it
 }
 
 // wake tells w that the record may have changed: to revision rev, or to an
-// unknown one when rev is 0.
-func (w *watch[M]) wake(rev int64) {
+// unknown one when rev is 0. r is the record at rev if the notification
+// carried it (nil if not).
+func (w *watch[M]) wake(rev int64, r *row) {
 	w.mu.Lock()
-	if rev == 0 {
+	switch {
+	case rev == 0:
 		w.force = true
-	} else if rev > w.notified {
-		w.notified = rev
+	case rev > w.notified:
+		w.notified, w.rec = rev, r
+	case rev == w.notified && w.rec == nil:
+		w.rec = r
 	}
 	w.mu.Unlock()
 	select {
@@ -86,12 +94,12 @@ func (w *watch[M]) wake(rev int64) {
 }
 
 // take returns what wake recorded and clears force.
-func (w *watch[M]) take() (notified int64, force bool) {
+func (w *watch[M]) take() (notified int64, force bool, rec *row) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	notified, force = w.notified, w.force
+	notified, force, rec = w.notified, w.force, w.rec
 	w.force = false
-	return notified, force
+	return notified, force, rec
 }
 
 // add registers w and starts a listener if none runs. It returns the number
@@ -183,19 +191,61 @@ func (h *hub[M]) connected(gen uint64, up bool, err error) {
 	if up {
 		for _, set := range h.subs {
 			for w := range set {
-				w.wake(0)
+				w.wake(0, nil)
 			}
 		}
 	}
 }
 
-// notified wakes the watchers of name for revision rev.
-func (h *hub[M]) notified(name string, rev int64) {
+// notified wakes the watchers of name for revision rev, whose record r
+// carries if not nil.
+func (h *hub[M]) notified(name string, rev int64, r *row) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.subs[name] {
-		w.wake(rev)
+		w.wake(rev, r)
 	}
+}
+
+// parseNotification reads a payload of the Store's channel: "REVISION:NAME",
+// or the whole record, "r1:REVISION:TOKEN:TRANSITIONS:LEASE_NS:ACQUIRED_US:
+// RENEWED_US:METADATA_HEX:HOLDER_BYTES:HOLDER" followed by the name (times
+// in microseconds since 1970, the metadata as it is stored). Anyone who may
+// NOTIFY on the channel can send anything: ok is false for a payload that
+// is not one of these, and a record that is not well formed is dropped (r
+// is nil: a watcher reads the record). The record is only as good as a
+// watch event: a hint, checked by whoever reads it (Store.record).
+func parseNotification(payload string) (name string, rev int64, r *row, ok bool) {
+	if rest, full := strings.CutPrefix(payload, "r1:"); full {
+		f := strings.SplitN(rest, ":", 9)
+		if len(f) != 9 {
+			return "", 0, nil, false
+		}
+		rev, err := strconv.ParseInt(f[0], 10, 64)
+		n, err2 := strconv.Atoi(f[7])
+		if err != nil || err2 != nil || rev < 1 || n < 0 || n > len(f[8]) {
+			return "", 0, nil, false
+		}
+		holder, name := f[8][:n], f[8][n:]
+		acq, err := strconv.ParseInt(f[4], 10, 64)
+		ren, err2 := strconv.ParseInt(f[5], 10, 64)
+		meta, err3 := hex.DecodeString(f[6])
+		if err != nil || err2 != nil || err3 != nil {
+			return name, rev, nil, true
+		}
+		r := &row{
+			holder: &holder, token: &f[1], revision: &f[0], durationNS: &f[3], transitions: &f[2], metadata: &meta,
+			acquiredAt: pgtype.Timestamptz{Time: time.UnixMicro(acq), Valid: true},
+			renewedAt:  pgtype.Timestamptz{Time: time.UnixMicro(ren), Valid: true},
+		}
+		return name, rev, r, true
+	}
+	revText, name, ok := strings.Cut(payload, ":")
+	rev, err := strconv.ParseInt(revText, 10, 64)
+	if !ok || err != nil {
+		return "", 0, nil, false
+	}
+	return name, rev, nil, true
 }
 
 // listen keeps a LISTEN connection until ctx ends, reconnecting with
@@ -273,12 +323,11 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 		if n == nil || n.Channel != h.s.channel {
 			continue
 		}
-		revText, name, ok := strings.Cut(n.Payload, ":")
-		rev, err := strconv.ParseInt(revText, 10, 64)
-		if !ok || err != nil {
+		name, rev, r, ok := parseNotification(n.Payload)
+		if !ok {
 			continue // not ours: someone else notified on the channel
 		}
-		h.notified(name, rev)
+		h.notified(name, rev, r)
 	}
 }
 
@@ -290,10 +339,16 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 // as from Get, no revision).
 //
 // Changes are learned through LISTEN on Channel, over one connection per
-// Store shared by all its watchers, taken from the pool. Each notification
-// makes the watchers of its name read the record. When that connection
-// breaks it is opened again, and then every watcher reads its record again,
-// so that a change made while it was down is not missed.
+// Store shared by all its watchers, taken from the pool. A write announces
+// its whole record when its metadata takes at most 2 KiB, and watchers
+// deliver it as it came, without a read; otherwise (or when the record in
+// the notification does not check out, or the notification comes from a
+// writer that predates this) the watchers of its name read the record.
+// Anyone who may NOTIFY on the channel can make up a notification: treat
+// an event as a hint, as package lead does, and read before acting on it.
+// When that connection breaks it is opened again, and then every watcher
+// reads its record again, so that a change made while it was down is not
+// missed.
 //
 // Watch returns once LISTEN is in force and the current state has been read,
 // or with an error if the first connection attempt fails, if name is bad
@@ -374,7 +429,15 @@ func (s *Store[M]) serveWatch(ctx context.Context, w *watch[M], first observatio
 			send = nil
 			continue
 		case <-w.kick:
-			notified, force := w.take()
+			notified, force, r := w.take()
+			if !force && !due && notified > lastRev && r != nil {
+				// The notification carried the record: no read. A record
+				// that does not check out is left to a read.
+				if rec, rev, err := s.record(w.name, r); err == nil && int64(rev) == notified {
+					ev, send, lastRev, lastAbsent = store.Event[M]{Record: rec, Revision: rev}, out, notified, false
+					continue
+				}
+			}
 			if force || notified > lastRev {
 				due = true
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/redisstore"
 )
 
@@ -494,5 +495,53 @@ func BenchmarkFirstLeader(b *testing.B) {
 			}
 			b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(b.N), "ms/first-leader")
 		})
+	}
+}
+
+// BenchmarkSteadyStateTraffic measures what three electors, each on a
+// client of its own, send in steady state with issue 13's timings (L=3s,
+// RenewDeadline 2s, RetryInterval 400ms): commands per second per follower
+// (Pub/Sub apart), and the leader's commands per renewal. One op is a 30s
+// window: run it with -benchtime 1x.
+func BenchmarkSteadyStateTraffic(b *testing.B) {
+	srv := testcluster.PackageRedis(b)
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		stores := make([]testcluster.Counted[meta], 3)
+		for i := range stores {
+			c := srv.Client(b)
+			n := &counter{}
+			c.AddHook(n)
+			st, err := redisstore.New[meta](c, redisstore.WithPrefix(prefix))
+			if err != nil {
+				b.Fatal(err)
+			}
+			stores[i] = testcluster.Counted[meta]{Store: st, Requests: n.roundTrips.Load}
+		}
+		t := testcluster.MeasureTraffic(b, "traffic", testcluster.PeerConfig(), stores, 30*time.Second)
+		b.Logf("redisstore: %v", t)
+		b.ReportMetric(t.FollowerPerSecond, "follower-req/s")
+		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
+	}
+}
+
+// BenchmarkHandoverPeerConfig measures the handover after a release among
+// three electors, each on a client of its own, with issue 13's timings:
+// p50 and p90 of the time from the leader's stop to its successor leading.
+// One op is 20 handovers.
+func BenchmarkHandoverPeerConfig(b *testing.B) {
+	srv := testcluster.PackageRedis(b)
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+			st, err := redisstore.New[meta](srv.Client(tb), redisstore.WithPrefix(prefix))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		})
+		b.Logf("redisstore: %s", testcluster.HandoverReport(hs))
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
 	}
 }

@@ -75,6 +75,7 @@ type rnode[M any] struct {
 	reqCut, respCut bool
 	stallUntil      time.Duration
 	stallTouched    bool              // a stall may have delayed its observers since
+	mutedUntil      time.Duration     // its watch silently delivers nothing until then (FaultMuteWatch)
 	cur             *incarnation[M]   // the running process, nil while down
 	live            []*incarnation[M] // processes whose Run has not returned
 }
@@ -207,6 +208,11 @@ func newHarness[M any](o Options[M], d Driver) (*harness[M], error) {
 		}
 	}
 	h.chk.bound = sim.LivenessBound(cfgs, h.rho, o.Latency.Bound()) + 2*o.CheckEvery
+	if o.Faults.WatchChaos {
+		// A renewal's watch event delayed by up to 3 retry intervals keeps
+		// a follower quiet that much longer (as in model mode).
+		h.chk.bound += time.Duration(float64(3*o.Config.RetryInterval) / (1 - h.rho))
+	}
 	return h, nil
 }
 
@@ -536,6 +542,17 @@ func (h *harness[M]) applyFault(i int) {
 			newID := f.NewIdentity
 			h.push(end, func() { h.restart(n, newID) })
 		}
+		return
+	case sim.FaultMuteWatch:
+		// No disturbance: the electors must notice the silence.
+		h.noteFault(*f)
+		h.mu.Lock()
+		for _, m := range h.nodes {
+			if mask := f.Mask; mask&(1<<m.idx) != 0 || mask == 0 && m.idx == f.Node {
+				m.mutedUntil = max(m.mutedUntil, end)
+			}
+		}
+		h.mu.Unlock()
 		return
 	case sim.FaultDataLoss:
 		h.noteFault(*f)

@@ -29,6 +29,7 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 	add(f.DataLoss, sim.FaultDataLoss)
 	add(f.Release, sim.FaultRelease)
 	add(f.Reconfigure, sim.FaultReconfigure)
+	add(f.MuteWatch, sim.FaultMuteWatch)
 	out := []sim.Fault{}
 	if len(kinds) == 0 {
 		return out
@@ -66,6 +67,11 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 			fl.Dur = uniform(r, time.Second, 2*l)
 		case sim.FaultReconfigure:
 			fl.Config = randomConfig(r, cfg, lossy)
+		case sim.FaultMuteWatch:
+			fl.Dur = uniform(r, time.Second, 6*l)
+			if r.IntN(2) == 0 {
+				fl.Mask = 1<<o.Nodes - 1 // every node's watch
+			}
 		case sim.FaultDataLoss:
 			if f.Crash && r.IntN(2) == 0 {
 				// A process that remembers nothing starts just after the

@@ -188,6 +188,12 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 			h.mu.Unlock()
 		}()
 		for ev := range in {
+			h.mu.Lock()
+			muted := w.inc.n.mutedUntil > h.now()
+			h.mu.Unlock()
+			if muted {
+				continue // silently
+			}
 			lat, lost := h.fate(w.inc, drawMessage(rng, h.o.Latency), true)
 			if lost {
 				h.mu.Lock()

@@ -1,0 +1,222 @@
+package testcluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// PeerConfig is the timing of issue 13's comparison with client-go and etcd:
+// a 3s lease, a 2s renew deadline, 400ms retries (10% jitter), a 1s backend
+// timeout.
+func PeerConfig() lease.Config {
+	return lease.Config{
+		LeaseDuration:  3 * time.Second,
+		RenewDeadline:  2 * time.Second,
+		RetryInterval:  400 * time.Millisecond,
+		RetryJitter:    0.1,
+		BackendTimeout: time.Second,
+		ErrorInterval:  time.Minute,
+	}
+}
+
+// Counted is the store of one elector of a traffic measurement, with a
+// count of the requests it has sent to its server so far (on the wire: a
+// store's own reads, such as a watch reading the record, count too).
+type Counted[M any] struct {
+	Store    store.Store[M]
+	Requests func() int64
+}
+
+// Traffic is what the electors of one election sent in steady state.
+type Traffic struct {
+	// FollowerPerSecond is the mean number of requests per second each
+	// follower sent.
+	FollowerPerSecond float64
+	// LeaderPerRenewal is the number of requests the leader sent per
+	// renewal it made.
+	LeaderPerRenewal float64
+	// Renewals is the number of renewals the leader made.
+	Renewals int64
+}
+
+// String formats t for a log.
+func (t Traffic) String() string {
+	return fmt.Sprintf("followers %.3f requests/s each, leader %.3f requests per renewal (%d renewals)", t.FollowerPerSecond, t.LeaderPerRenewal, t.Renewals)
+}
+
+// renewCounter is a lead.Instruments that counts renewals.
+type renewCounter struct{ n atomic.Int64 }
+
+func (r *renewCounter) StoreOp(_, op string, _ time.Duration, _ error) {
+	if op == lead.OpRenew {
+		r.n.Add(1)
+	}
+}
+
+// MeasureTraffic runs one elector of the election name on each of stores
+// with timings cfg, waits until one leads and two leases have passed (every
+// follower watches and has read), then counts for window what each sent:
+// requests per second per follower, and the leader's requests per renewal.
+// It fails if the leadership changes meanwhile.
+func MeasureTraffic[M any](tb testing.TB, name string, cfg lease.Config, stores []Counted[M], window time.Duration) Traffic {
+	tb.Helper()
+	next := 0
+	c := NewElectors(tb, name, time.Minute, func(testing.TB) store.Store[M] {
+		st := stores[next].Store
+		next++
+		return st
+	})
+	renewals := make([]*renewCounter, len(stores))
+	ids := make([]string, len(stores))
+	for i := range stores {
+		renewals[i] = &renewCounter{}
+		ids[i] = fmt.Sprint("node-", i)
+		c.Start(ids[i], cfg, lead.WithInstruments(renewals[i]))
+	}
+	first := c.NextLeader()
+	settle := time.NewTimer(2 * cfg.LeaseDuration)
+	<-settle.C
+	before := make([]int64, len(stores))
+	renewed := renewals[slices.Index(ids, first.ID)].n.Load()
+	for i, s := range stores {
+		before[i] = s.Requests()
+	}
+	start := time.Now()
+	// The measurement is a window of time: there is no event to wait for.
+	if ch, ok := c.Next(window); ok {
+		tb.Fatalf("leadership changed while measuring: %s %v (token %d)", ch.ID, ch.Kind, ch.Term.Token)
+	}
+	elapsed := time.Since(start).Seconds()
+	var t Traffic
+	var followers int
+	for i, s := range stores {
+		sent := s.Requests() - before[i]
+		if ids[i] == first.ID {
+			t.Renewals = renewals[i].n.Load() - renewed
+			t.LeaderPerRenewal = float64(sent) / float64(max(t.Renewals, 1))
+			continue
+		}
+		followers++
+		t.FollowerPerSecond += float64(sent) / elapsed
+	}
+	t.FollowerPerSecond /= float64(max(followers, 1))
+	return t
+}
+
+// Handover is one handover after a release, step by step: the time from
+// the leader's stop to its successor leading (Total), and the store
+// operations on the way as lead's Instruments timed them: the old leader's
+// release, then the successor's read (the one that found the lease free)
+// and its acquire. What is left of Total is the watch event's way from the
+// store to the successor, and the hand-offs between goroutines.
+type Handover struct {
+	Total, Release, Read, Acquire time.Duration
+}
+
+// Rest is Total less the three store operations.
+func (h Handover) Rest() time.Duration { return h.Total - h.Release - h.Read - h.Acquire }
+
+// opLog is a lead.Instruments that keeps the last duration of each kind of
+// operation.
+type opLog struct {
+	mu   sync.Mutex
+	last map[string]time.Duration
+}
+
+func (o *opLog) StoreOp(_, op string, took time.Duration, _ error) {
+	o.mu.Lock()
+	o.last[op] = took
+	o.mu.Unlock()
+}
+
+func (o *opLog) get(op string) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last[op]
+}
+
+// MeasureHandover runs one elector of the election name on each of the
+// stores newStore makes (three electors), with timings cfg, then n times
+// stops the leader (which releases the lease), takes the time until
+// another leads, and starts the stopped one again. It returns the
+// handovers, sorted by Total.
+func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) []Handover {
+	tb.Helper()
+	c := NewElectors(tb, name, time.Minute, newStore)
+	logs := map[string]*opLog{}
+	start := func(id string) {
+		logs[id] = &opLog{last: map[string]time.Duration{}}
+		c.Start(id, cfg, lead.WithInstruments(logs[id]))
+	}
+	for _, id := range []string{"node-0", "node-1", "node-2"} {
+		start(id)
+	}
+	leader := c.NextLeader()
+	out := make([]Handover, 0, n)
+	for range n {
+		// Let the followers settle on the new term (watching, read).
+		settle := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
+		<-settle.C
+		old := logs[leader.ID]
+		next, took := c.Handover(leader.ID)
+		succ := logs[next.ID]
+		out = append(out, Handover{Total: took, Release: old.get(lead.OpRelease), Read: succ.get(lead.OpRead), Acquire: succ.get(lead.OpAcquire)})
+		start(leader.ID)
+		leader = next
+	}
+	slices.SortFunc(out, func(a, b Handover) int { return cmp.Compare(a.Total, b.Total) })
+	return out
+}
+
+// HandoverReport sums up handovers (sorted by Total): p50 and p90 of the
+// total, and the median of each step.
+func HandoverReport(hs []Handover) string {
+	med := func(f func(Handover) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(hs))
+		for i, h := range hs {
+			ds[i] = f(h)
+		}
+		slices.Sort(ds)
+		return Quantile(ds, 0.5)
+	}
+	totals := make([]time.Duration, len(hs))
+	for i, h := range hs {
+		totals[i] = h.Total
+	}
+	if testing.Verbose() {
+		for _, h := range hs {
+			fmt.Printf("handover %v: release %v, read %v, acquire %v, rest %v\n", h.Total, h.Release, h.Read, h.Acquire, h.Rest())
+		}
+	}
+	return fmt.Sprintf("%d handovers: p50 %v, p90 %v; medians: release %v, successor's read %v, its acquire %v, the rest (watch delivery, goroutine hand-offs) %v",
+		len(hs), Quantile(totals, 0.5), Quantile(totals, 0.9),
+		med(func(h Handover) time.Duration { return h.Release }), med(func(h Handover) time.Duration { return h.Read }),
+		med(func(h Handover) time.Duration { return h.Acquire }), med(Handover.Rest))
+}
+
+// Totals returns the Total of each handover, in order.
+func Totals(hs []Handover) []time.Duration {
+	out := make([]time.Duration, len(hs))
+	for i, h := range hs {
+		out[i] = h.Total
+	}
+	return out
+}
+
+// Quantile returns the q-quantile (0 to 1) of sorted, nearest rank.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted)) + 0.5)
+	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}

@@ -1,0 +1,63 @@
+package lead_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// countedMem counts the requests one elector sends to a shared memstore;
+// Watch is the memstore's own.
+type countedMem struct {
+	*memstore.Store[meta]
+	n atomic.Int64
+}
+
+func (c *countedMem) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	c.n.Add(1)
+	return c.Store.Get(ctx, name)
+}
+
+func (c *countedMem) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	c.n.Add(1)
+	return c.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// BenchmarkSteadyStateTraffic measures, on memstore, what three electors
+// send in steady state with issue 13's timings (L=3s, RenewDeadline 2s,
+// RetryInterval 400ms): requests per second per follower, and the leader's
+// requests per renewal. One op is a 30s window: run it with -benchtime 1x.
+func BenchmarkSteadyStateTraffic(b *testing.B) {
+	shared := memstore.New[meta]()
+	for b.Loop() {
+		stores := make([]testcluster.Counted[meta], 3)
+		for i := range stores {
+			c := &countedMem{Store: shared}
+			stores[i] = testcluster.Counted[meta]{Store: c, Requests: c.n.Load}
+		}
+		t := testcluster.MeasureTraffic(b, "traffic", testcluster.PeerConfig(), stores, 30*time.Second)
+		b.Logf("memstore: %v", t)
+		b.ReportMetric(t.FollowerPerSecond, "follower-req/s")
+		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
+	}
+}
+
+// BenchmarkHandoverPeerConfig measures, on memstore, the handover after a
+// release among three electors with issue 13's timings: p50 and p90 of the
+// time from the leader's stop to its successor leading. One op is 20
+// handovers.
+func BenchmarkHandoverPeerConfig(b *testing.B) {
+	shared := memstore.New[meta]()
+	for b.Loop() {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(testing.TB) store.Store[meta] { return shared })
+		b.Logf("memstore: %s", testcluster.HandoverReport(hs))
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+	}
+}

@@ -1,0 +1,69 @@
+package kubestore_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/store"
+)
+
+// countedClient returns a clientset of e's API server whose requests n
+// counts, long-running watches apart.
+func countedClient(tb testing.TB, e *env, n *atomic.Int64) kubernetes.Interface {
+	cfg := e.k.Config()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Query().Get("watch") != "true" && !strings.Contains(r.URL.Path, "/watch/") {
+				n.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cs
+}
+
+// BenchmarkSteadyStateTraffic measures what three Tenure electors, each on
+// a client of its own, send in steady state with issue 13's timings (L=3s,
+// RenewDeadline 2s, RetryInterval 400ms): requests per second per follower
+// (watches, which are long-running, apart), and the leader's requests per
+// renewal. One op is a 30s window: run it with -benchtime 1x.
+func BenchmarkSteadyStateTraffic(b *testing.B) {
+	e := newEnv(b, "bench-traffic")
+	for b.Loop() {
+		stores := make([]testcluster.Counted[meta], 3)
+		for i := range stores {
+			n := &atomic.Int64{}
+			stores[i] = testcluster.Counted[meta]{Store: newStore[meta](b, countedClient(b, e, n), e.ns), Requests: n.Load}
+		}
+		t := testcluster.MeasureTraffic(b, "traffic", testcluster.PeerConfig(), stores, 30*time.Second)
+		b.Logf("kubestore: %v", t)
+		b.ReportMetric(t.FollowerPerSecond, "follower-req/s")
+		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
+	}
+}
+
+// BenchmarkHandoverPeerConfig measures the handover after a release among
+// three Tenure electors, each on a client of its own, with issue 13's
+// timings: p50 and p90 of the time from the leader's stop to its successor
+// leading. One op is 20 handovers.
+func BenchmarkHandoverPeerConfig(b *testing.B) {
+	e := newEnv(b, "bench-handover-peer")
+	for b.Loop() {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+			return newStore[meta](tb, e.k.Client(tb), e.ns)
+		})
+		b.Logf("kubestore: %s", testcluster.HandoverReport(hs))
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+	}
+}

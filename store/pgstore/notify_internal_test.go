@@ -1,0 +1,55 @@
+package pgstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseNotification reads the payloads of the Store's channel, and
+// whatever else anyone may NOTIFY on it.
+func TestParseNotification(t *testing.T) {
+	tests := []struct {
+		name, payload string
+		ok            bool
+		wantName      string
+		wantRev       int64
+		record        bool // the record came with it
+	}{
+		{"revision and name", "42:job", true, "job", 42, false},
+		{"a name with colons", "42:a:b:c", true, "a:b:c", 42, false},
+		{"the whole record", "r1:42:7:3:3000000000:1700000000000000:1700000001000000:6869:4:nodejob", true, "job", 42, true},
+		{"a holder with colons", "r1:42:7:3:3000000000:1:2::3:a:bjob:x", true, "job:x", 42, true},
+		{"a released record", "r1:42:7:3:3000000000:1:2::0:job", true, "job", 42, true},
+		{"metadata that is not hex: read instead", "r1:42:7:3:3000000000:1:2:zz:4:nodejob", true, "job", 42, false},
+		{"times that are not numbers: read instead", "r1:42:7:3:3000000000:x:2::4:nodejob", true, "job", 42, false},
+		{"holder longer than what follows", "r1:42:7:3:3000000000:1:2::99:nodejob", false, "", 0, false},
+		{"negative holder length", "r1:42:7:3:3000000000:1:2::-1:nodejob", false, "", 0, false},
+		{"too few fields", "r1:42:7:3", false, "", 0, false},
+		{"revision 0", "r1:0:7:3:3000000000:1:2::4:nodejob", false, "", 0, false},
+		{"revision not a number", "r1:x:7:3:3000000000:1:2::4:nodejob", false, "", 0, false},
+		{"someone else's payload", "hello", false, "", 0, false},
+		{"empty", "", false, "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name, rev, r, ok := parseNotification(tt.payload)
+			if ok != tt.ok || name != tt.wantName || rev != tt.wantRev || (r != nil) != tt.record {
+				t.Fatalf("parseNotification(%q) = %q, %d, record %v, %v; want %q, %d, record %v, %v",
+					tt.payload, name, rev, r != nil, ok, tt.wantName, tt.wantRev, tt.record, tt.ok)
+			}
+		})
+	}
+	// The record checks out as a read's would.
+	_, _, r, _ := parseNotification("r1:42:7:3:3000000000:1700000000000000:1700000001000000:6869:4:nodejob")
+	raw, rev, err := r.parse()
+	if err != nil || rev != 42 || raw.Holder != "node" || raw.Token != 7 || raw.Transitions != 3 ||
+		raw.LeaseDuration != 3*time.Second || string(raw.Metadata) != "hi" || !raw.RenewedAt.Equal(time.UnixMicro(1700000001000000)) {
+		t.Fatalf("record %+v at %d, %v", raw, rev, err)
+	}
+	// A forged record out of bounds parses, and is refused when checked.
+	_, _, r, _ = parseNotification("r1:42:" + strings.Repeat("9", 30) + ":3:3000000000:1:2::4:nodejob")
+	if _, _, err := r.parse(); err == nil {
+		t.Fatal("a token of 30 digits was accepted")
+	}
+}
