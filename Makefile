@@ -7,7 +7,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 ## demo: several workers on the in-memory store, leaders handing over
 demo:
-	$(GO) run ./cmd/tenure demo
+	$(GO) run ./cmd/tenure-demo
 
 ## test: every test, real backends included (servers are started by the tests)
 test: backends kube

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -35,7 +35,10 @@ func openKubernetes[M any](_ context.Context, u *url.URL, raw string) (Store[M],
 			return nil, fmt.Errorf("%w: no in-cluster config and no usable kubeconfig (set KUBECONFIG): %w", ErrConnect, err)
 		}
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// The coordination/v1 client alone, not a whole clientset: Leases are
+	// all the store needs, and every program using storeurl (the tenure
+	// command among them) then links no other API group's client.
+	client, err := coordinationclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Kubernetes client: %w", ErrConnect, err)
 	}

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -484,6 +485,18 @@ func (k *Kube) Client(tb testing.TB) kubernetes.Interface {
 	c, err := kubernetes.NewForConfig(k.Config())
 	if err != nil {
 		tb.Fatalf("kube: clientset: %v", err)
+	}
+	return c
+}
+
+// Leases returns a coordination/v1 client of the admin user of its own,
+// made from a rest.Config alone as a program that needs only Leases makes it
+// (no clientset): what kubestore.New takes.
+func (k *Kube) Leases(tb testing.TB) coordinationclient.CoordinationV1Interface {
+	tb.Helper()
+	c, err := coordinationclient.NewForConfig(k.Config())
+	if err != nil {
+		tb.Fatalf("kube: coordination/v1 client: %v", err)
 	}
 	return c
 }

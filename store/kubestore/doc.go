@@ -1,11 +1,19 @@
 // Package kubestore keeps lease records in Kubernetes: one
 // coordination.k8s.io/v1 Lease per election name, in one namespace, through
-// a client-go [kubernetes.Interface] the application already has. It
-// implements [store.Store] and [store.Watcher] and passes
-// [github.com/tenure-go/tenure/store/storetest] against a real API server.
+// client-go's coordination/v1 client ([coordinationclient.LeasesGetter], as
+// client-go's own LeaseLock takes). It implements [store.Store] and
+// [store.Watcher] and passes [github.com/tenure-go/tenure/store/storetest]
+// against a real API server.
 //
-//	st, err := kubestore.New[Meta](clientset, "my-namespace")
+//	st, err := kubestore.New[Meta](clientset.CoordinationV1(), "my-namespace")
 //	e, err := lead.New("billing-cron", st, lead.WithIdentity(podName))
+//
+// A program that needs no other API group builds that client alone, and so
+// compiles and links only the coordination/v1 part of client-go, not the
+// whole clientset:
+//
+//	leases, err := coordinationv1.NewForConfig(restConfig) // k8s.io/client-go/kubernetes/typed/coordination/v1
+//	st, err := kubestore.New[Meta](leases, "my-namespace")
 //
 // # Layout of a Lease
 //

@@ -4,12 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/kubestore"
 )
 
 // electorConfig is short enough for tests, in the whole seconds a Lease
@@ -27,15 +26,16 @@ func electorConfig() lease.Config {
 }
 
 // newCluster returns the electors of one election (the Lease "job" in
-// namespace ns), each with a clientset of its own, as separate processes
-// would have, and its identity as its metadata.
+// namespace ns), each with a coordination/v1 client of its own (no
+// clientset, as storeurl makes it), as separate processes would have, and
+// its identity as its metadata.
 func newCluster(t testing.TB, k *testcluster.Kube, ns string) *testcluster.Electors[meta] {
 	c := testcluster.NewElectors(t, "job", eventTimeout, func(t testing.TB) store.Store[meta] {
-		cs, err := kubernetes.NewForConfig(k.Config())
+		st, err := kubestore.New[meta](k.Leases(t), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newStore[meta](t, cs, ns)
+		return st
 	})
 	c.BeforeRun = func(e *lead.Elector[meta]) { e.SetMetadata(meta{Pod: e.Identity()}) }
 	return c

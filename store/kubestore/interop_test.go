@@ -124,7 +124,7 @@ func (c *contenders) clientset(id string) kubernetes.Interface {
 // Lease when stopped (false: a crash).
 func (c *contenders) tenure(id string, release bool) {
 	t := c.t
-	st, err := kubestore.New[meta](c.clientset(id), c.e.ns)
+	st, err := kubestore.New[meta](c.clientset(id).CoordinationV1(), c.e.ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func (c *contenders) clientGo(id string, release bool) {
 func (c *contenders) views(ctx context.Context) (lease.Record[meta], *resourcelock.LeaderElectionRecord) {
 	t := c.t
 	t.Helper()
-	st, err := kubestore.New[meta](c.e.client, c.e.ns)
+	st, err := kubestore.New[meta](c.e.client.CoordinationV1(), c.e.ns)
 	if err != nil {
 		t.Fatal(err)
 	}

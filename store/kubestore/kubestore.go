@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/tenure-go/tenure/internal/nilarg"
@@ -52,7 +51,7 @@ func WithCodec[M any](c store.Codec[M]) Option[M] {
 // Store is not usable: call New. Its methods, and those given a nil ctx,
 // return an error wrapping [store.ErrNilArgument].
 type Store[M any] struct {
-	client    kubernetes.Interface
+	client    coordinationclient.LeasesGetter
 	leases    coordinationclient.LeaseInterface
 	namespace string
 	codec     store.Codec[M]
@@ -74,12 +73,15 @@ type seen struct {
 	token uint64                // largest token seen under the name
 }
 
-// New returns a Store that keeps its Leases in namespace through client. It
-// fails on a nil client (an error wrapping [store.ErrNilArgument]) or a
-// namespace that is not a valid namespace name.
+// New returns a Store that keeps its Leases in namespace through client,
+// the coordination/v1 client: a clientset's CoordinationV1(), or one made
+// with [coordinationclient.NewForConfig] when the program needs no other
+// API group (it then links far less of client-go). It fails on a nil client
+// (an error wrapping [store.ErrNilArgument]) or a namespace that is not a
+// valid namespace name.
 // Metadata is encoded with [store.JSONCodec] unless an option says
 // otherwise. New sends no request.
-func New[M any](client kubernetes.Interface, namespace string, opts ...Option[M]) (*Store[M], error) {
+func New[M any](client coordinationclient.LeasesGetter, namespace string, opts ...Option[M]) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("kubestore: New: %w: client is nil", store.ErrNilArgument)
 	}
@@ -97,7 +99,7 @@ func New[M any](client kubernetes.Interface, namespace string, opts ...Option[M]
 	}
 	return &Store[M]{
 		client:    client,
-		leases:    client.CoordinationV1().Leases(namespace),
+		leases:    client.Leases(namespace),
 		namespace: namespace,
 		codec:     o.codec,
 		seen:      make(map[string]*seen),

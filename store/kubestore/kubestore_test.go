@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -30,10 +31,10 @@ func unreachable(t *testing.T) kubernetes.Interface {
 }
 
 func TestNewRefuses(t *testing.T) {
-	c := unreachable(t)
+	c := unreachable(t).CoordinationV1()
 	for _, tc := range []struct {
 		label  string
-		client kubernetes.Interface
+		client coordinationclient.LeasesGetter
 		ns     string
 	}{
 		{"a nil client", nil, "default"},

@@ -52,7 +52,7 @@ func newEnv(t testing.TB, prefix string) *env {
 // store returns a new Store of the env's namespace with its own client.
 func newStore[M any](t testing.TB, client kubernetes.Interface, ns string) *kubestore.Store[M] {
 	t.Helper()
-	st, err := kubestore.New[M](client, ns)
+	st, err := kubestore.New[M](client.CoordinationV1(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/tenure-go/tenure/lease"
@@ -19,10 +19,10 @@ import (
 // store.ErrNilArgument that name them; nothing panics. No server is needed.
 func TestNilArguments(t *testing.T) {
 	var nilCtx context.Context
-	var nilClient *kubernetes.Clientset
+	var nilClient *coordinationclient.CoordinationV1Client
 	var nilS *kubestore.Store[int]
 	zero := &kubestore.Store[int]{}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"}) // never reached
+	cs, err := coordinationclient.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"}) // never reached
 	if err != nil {
 		t.Fatal(err)
 	}

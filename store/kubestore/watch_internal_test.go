@@ -18,7 +18,7 @@ import (
 func TestWatchTooOldReadsAgain(t *testing.T) {
 	k := testcluster.NewKube(t, testcluster.KubeOptions{})
 	ns := k.Namespace(t, "expired")
-	st, err := New[string](k.Client(t), ns)
+	st, err := New[string](k.Leases(t), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
