@@ -163,7 +163,7 @@ type known struct {
 	rev      lease.Revision // the record's mod revision; 0: absent
 	holder   string
 	token    uint64
-	bad      bool  // the record cannot be read
+	bad      bool   // the record cannot be read
 	floor    uint64 // the token key's value
 	floorRev int64  // the token key's mod revision; 0: absent
 	floorBad bool   // the token key cannot be read
