@@ -106,6 +106,9 @@ func New[M any](client *clientv3.Client, opts ...Option) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("etcdstore: New: %w: client is nil", store.ErrNilArgument)
 	}
+	if nilarg.IsNil(client.KV) || nilarg.IsNil(client.Watcher) {
+		return nil, fmt.Errorf("etcdstore: New: %w: client was not made by clientv3.New", store.ErrNilArgument)
+	}
 	cfg := config{prefix: DefaultPrefix}
 	for _, o := range opts {
 		if !nilarg.IsNil(o) {
