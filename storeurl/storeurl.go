@@ -32,8 +32,8 @@ type Opener struct {
 }
 
 // Store is a store opened from a URL. Its dynamic value is the backend's
-// own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store or
-// *memstore.Store) embedded with the means to close its connections, so it
+// own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store,
+// *etcdstore.Store or *memstore.Store) embedded with the means to close its connections, so it
 // keeps every method the backend has: pass it to lead.New as it is, and the
 // elector watches it, learns whether it may lose records, and finds any
 // other optional interface (see package store) the backend implements.
@@ -70,12 +70,12 @@ func open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 	case "memory", "mem":
 		return openMemory[M](o, u)
 	case "":
-		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres:// or kubernetes://)", ErrBadURL, display(rawURL))
+		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres://, kubernetes:// or etcd://)", ErrBadURL, display(rawURL))
 	}
 	open, ok := backend[M](u.Scheme)
 	if !ok {
 		// "localhost:6379" parses too, with the scheme "localhost".
-		return nil, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql or kubernetes)", ErrUnknownScheme, u.Scheme, display(rawURL))
+		return nil, fmt.Errorf("%w: %q in %s (want memory, redis, rediss, unix, postgres, postgresql, kubernetes, etcd or etcds)", ErrUnknownScheme, u.Scheme, display(rawURL))
 	}
 	if !strings.HasPrefix(rawURL[len(u.Scheme):], "://") {
 		return nil, fmt.Errorf("%w: %s: want %s:// followed by the address", ErrBadURL, display(rawURL), u.Scheme)
