@@ -164,7 +164,9 @@ func TestOpenRealBackends(t *testing.T) {
 	for name, url := range map[string]func(t *testing.T) string{
 		"redis":    func(t *testing.T) string { return "unix://" + testcluster.PackageRedis(t).Addr() + "?prefix=urltest:" },
 		"postgres": func(t *testing.T) string { return testcluster.PackagePostgres(t).DSN() + "&tenure_table=url_leases" },
-		"etcd":     func(t *testing.T) string { return "etcd://" + strings.TrimPrefix(testcluster.PackageEtcd(t).Endpoint(), "http://") + "/urltest/" },
+		"etcd": func(t *testing.T) string {
+			return "etcd://" + strings.TrimPrefix(testcluster.PackageEtcd(t).Endpoint(), "http://") + "/urltest/"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := fmt.Sprintf("url-job-%d", time.Now().UnixNano()) // the server outlives one run
