@@ -78,8 +78,8 @@ func PutContext(ctx context.Context, kv clientv3.KV, key, value string, opts ...
 // transaction if token is at least the highest token accepted for resource,
 // and records token as the highest (in TokenKey(resource)). Otherwise it
 // applies nothing and returns an error wrapping [fence.ErrStaleToken].
-// An operation on a token key, or a range that holds the resource's token
-// key, is refused with [ErrInvalidKey] before anything is sent; keep ranges
+// An operation on a token key, a range that holds the resource's token
+// key, or a nested transaction is refused with [ErrInvalidKey] before anything is sent; keep ranges
 // clear of other resources' token keys too. Gets among ops are allowed,
 // but their results are not returned.
 func Do(ctx context.Context, kv clientv3.KV, token fence.Token, resource string, ops ...clientv3.Op) error {
@@ -88,6 +88,9 @@ func Do(ctx context.Context, kv clientv3.KV, token fence.Token, resource string,
 	}
 	tk := TokenKey(resource)
 	for i, op := range ops {
+		if op.IsTxn() {
+			return fmt.Errorf("etcdfence: Do %q: operation %d: %w: a nested transaction cannot be checked for the token key", resource, i, ErrInvalidKey)
+		}
 		k := op.KeyBytes()
 		if err := CheckKey(string(k)); err != nil {
 			return fmt.Errorf("etcdfence: Do %q: operation %d: %w", resource, i, err)

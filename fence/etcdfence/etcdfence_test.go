@@ -152,6 +152,7 @@ func TestDo(t *testing.T) {
 		clientv3.OpPut(etcdfence.TokenKey(res), "1"),
 		clientv3.OpDelete(res, clientv3.WithPrefix()),
 		clientv3.OpDelete("", clientv3.WithFromKey()),
+		clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(etcdfence.TokenKey(res), "1")}, nil),
 	} {
 		if err := etcdfence.Do(ctx, c, 9, res, op); !errors.Is(err, etcdfence.ErrInvalidKey) {
 			t.Errorf("Do touching the token key: %v, want ErrInvalidKey", err)
