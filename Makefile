@@ -3,11 +3,15 @@ GO          ?= go
 GOTESTFLAGS ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test backends kube bench lint cross
+.PHONY: demo build test backends kube bench lint cross
 
 ## demo: several workers on the in-memory store, leaders handing over
 demo:
 	$(GO) run ./cmd/tenure-demo
+
+## build: the tenure command, without gRPC's x/net/trace (see docs/backends/etcd.md, "Build cost")
+build:
+	$(GO) build -tags grpcnotrace -o tenure ./cmd/tenure
 
 ## test: every test, real backends included (servers are started by the tests)
 test: backends kube

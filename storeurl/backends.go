@@ -28,6 +28,8 @@ func backend[M any](scheme string) (opener[M], bool) {
 		return openPostgres[M], true
 	case "kubernetes", "k8s":
 		return openKubernetes[M], true
+	case "etcd", "etcds":
+		return openEtcd[M], true
 	}
 	return nil, false
 }

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/etcdstore"
 	"github.com/tenure-go/tenure/store/kubestore"
 	"github.com/tenure-go/tenure/store/memstore"
 	"github.com/tenure-go/tenure/store/pgstore"
@@ -55,6 +57,12 @@ func TestOpenKeepsEveryCapability(t *testing.T) {
 		{"postgres", func(t *testing.T) string {
 			return testcluster.PackagePostgres(t).DSN() + "&tenure_table=caps_leases"
 		}, reflect.TypeFor[*pgstore.Store[meta]](), false},
+		{"etcd", func(t *testing.T) string {
+			return "etcd://" + strings.TrimPrefix(testcluster.PackageEtcd(t).Endpoint(), "http://") + "/caps/"
+		}, reflect.TypeFor[*etcdstore.Store[meta]](), false},
+		{"etcd restored from backups", func(t *testing.T) string {
+			return "etcd://" + strings.TrimPrefix(testcluster.PackageEtcd(t).Endpoint(), "http://") + "/caps/?may_lose_records=true"
+		}, reflect.TypeFor[*etcdstore.Store[meta]](), true},
 		{"kubernetes", func(t *testing.T) string {
 			k := testcluster.PackageKube(t)
 			kubeconfig, err := k.WriteKubeconfig()

@@ -5,6 +5,7 @@
 //	redis://[user:pass@]host:port/db      Redis (also rediss:// and unix://); ?prefix=P sets the key prefix
 //	postgres://user:pass@host:port/db     PostgreSQL (also postgresql://); ?tenure_table=T or SCHEMA.T sets the table
 //	kubernetes://NAMESPACE                Kubernetes Leases, in-cluster config or KUBECONFIG (?context=C)
+//	etcd://[user:pass@]host:port/PREFIX   etcd (also etcds:// for TLS; several host:port separated by commas)
 //
 // The Store that Open returns is the backend's own store with Close added:
 // it keeps every capability of the backend (store.Watcher, store.Lossy and

@@ -38,9 +38,10 @@ type Opener struct {
 }
 
 // Store is a store opened from a URL. Its dynamic value is the backend's
-// own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store or
-// *memstore.Store) embedded with the means to close its connections, or for
-// a scheme added with Register what its opener returned, so it
+// own store (a *redisstore.Store, *pgstore.Store, *kubestore.Store,
+// *etcdstore.Store or *memstore.Store) embedded with the means to close its
+// connections, or for a scheme added with Register what its opener
+// returned, so it
 // keeps every method the backend has: pass it to lead.New as it is, and the
 // elector watches it, learns whether it may lose records, and finds any
 // other optional interface (see package store) the backend implements.
@@ -77,7 +78,7 @@ func open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 	case "memory", "mem":
 		return openMemory[M](o, u)
 	case "":
-		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres:// or kubernetes://)", ErrBadURL, display(rawURL))
+		return nil, fmt.Errorf("%w: %s has no scheme (want memory://, redis://, rediss://, unix://, postgres://, kubernetes:// or etcd://)", ErrBadURL, display(rawURL))
 	}
 	open, ok := backend[M](u.Scheme)
 	custom, others := registered[M](u.Scheme)
@@ -86,7 +87,7 @@ func open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error
 		return nil, fmt.Errorf("%w: %q in %s is registered for metadata of type %s, not %v (see Register)", ErrUnknownScheme, u.Scheme, display(rawURL), strings.Join(others, ", "), metaType[M]())
 	case !ok && custom == nil:
 		// "localhost:6379" parses too, with the scheme "localhost".
-		want := "memory, redis, rediss, unix, postgres, postgresql or kubernetes"
+		want := "memory, redis, rediss, unix, postgres, postgresql, kubernetes, etcd or etcds"
 		if reg := registeredSchemes(); len(reg) > 0 {
 			want += "; registered: " + strings.Join(reg, ", ")
 		}

@@ -75,6 +75,12 @@ func TestBadURLs(t *testing.T) {
 		{"postgres:///db", storeurl.ErrBadURL, "the host is empty"},
 		{"postgresql://app:s3cret@/db", storeurl.ErrBadURL, "the host is empty"},
 		{"host=db user=app password=s3cret", storeurl.ErrBadURL, "keyword/value string, not a URL"},
+		{"etcd://", storeurl.ErrBadURL, "the host is empty"},
+		{"etcd://:s3cret@/p", storeurl.ErrBadURL, "the host is empty"},
+		{"etcd://db/p", storeurl.ErrBadURL, "HOST:PORT"},
+		{"etcd://db:0/p", storeurl.ErrBadURL, "port"},
+		{"etcd://u:s3cret@db:2379/p?may_lose_records=maybe", storeurl.ErrBadURL, "may_lose_records"},
+		{"etcd://db:2379/p?prefix=x", storeurl.ErrBadURL, "unknown query parameters"},
 	}
 	for _, tt := range tests {
 		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, tt.url)
@@ -131,6 +137,9 @@ func TestNoPasswordInAnyMessage(t *testing.T) {
 		{"user:Pw32-secret@localhost:6379", "Pw32-secret"},
 		{"redis://user:Pw33-secret@127.0.0.1:1/0?may_lose_records=maybe", "Pw33-secret"},
 		{"redis:user:Pw34-secret@localhost", "Pw34-secret"},
+		{"etcd://user:Pw35-secret@127.0.0.1:1/p", "Pw35-secret"},
+		{"etcd://user:Pw36-secret@host:notaport/p", "Pw36-secret"},
+		{"etcds://:Pw37%2Fsecret@/p", "Pw37/secret"},
 	}
 	for _, tt := range tests {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -155,6 +164,9 @@ func TestOpenRealBackends(t *testing.T) {
 	for name, url := range map[string]func(t *testing.T) string{
 		"redis":    func(t *testing.T) string { return "unix://" + testcluster.PackageRedis(t).Addr() + "?prefix=urltest:" },
 		"postgres": func(t *testing.T) string { return testcluster.PackagePostgres(t).DSN() + "&tenure_table=url_leases" },
+		"etcd": func(t *testing.T) string {
+			return "etcd://" + strings.TrimPrefix(testcluster.PackageEtcd(t).Endpoint(), "http://") + "/urltest/"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := fmt.Sprintf("url-job-%d", time.Now().UnixNano()) // the server outlives one run

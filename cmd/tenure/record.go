@@ -37,10 +37,10 @@ type rawMeta = json.RawMessage
 const storeEnv = "TENURE_STORE"
 
 // storeFlagHelp is the help of --store.
-const storeFlagHelp = "store URL (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE); default $" + storeEnv
+const storeFlagHelp = "store URL (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE, etcd://HOST:PORT/PREFIX); default $" + storeEnv
 
 // errNoStore: neither --store nor TENURE_STORE names a store.
-var errNoStore = errors.New("--store or " + storeEnv + " is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE)")
+var errNoStore = errors.New("--store or " + storeEnv + " is required (memory://NAME, redis://HOST:PORT, postgres://..., kubernetes://NAMESPACE, etcd://HOST:PORT/PREFIX)")
 
 // openStore opens the store that flag (--store) names, or else TENURE_STORE,
 // for raw metadata.

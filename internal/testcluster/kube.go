@@ -144,14 +144,7 @@ func KubeBinaries() (apiserver, etcd string, err error) {
 			apiserver = p
 		}
 	}
-	etcd = os.Getenv(EtcdEnv)
-	if etcd == "" {
-		if p, lerr := exec.LookPath("etcd"); lerr == nil {
-			etcd = p
-		} else if kubeExecutable("/usr/bin/etcd") {
-			etcd = "/usr/bin/etcd"
-		}
-	}
+	etcd = etcdBinary()
 	var missing []string
 	if apiserver == "" || !kubeExecutable(apiserver) {
 		missing = append(missing, fmt.Sprintf("kube-apiserver %s (build it with `bash scripts/kube.sh`, several minutes the first time, or set %s)", KubeVersion, KubeAPIServerEnv))
@@ -163,6 +156,20 @@ func KubeBinaries() (apiserver, etcd string, err error) {
 		return "", "", fmt.Errorf("kube: missing %s", strings.Join(missing, " and "))
 	}
 	return apiserver, etcd, nil
+}
+
+// etcdBinary returns the etcd binary named by TENURE_ETCD, or found on PATH
+// or at /usr/bin/etcd; "" when there is none.
+func etcdBinary() string {
+	etcd := os.Getenv(EtcdEnv)
+	if etcd == "" {
+		if p, lerr := exec.LookPath("etcd"); lerr == nil {
+			etcd = p
+		} else if kubeExecutable("/usr/bin/etcd") {
+			etcd = "/usr/bin/etcd"
+		}
+	}
+	return etcd
 }
 
 func kubeExecutable(path string) bool {
@@ -260,19 +267,25 @@ func kubeRandom(n int) (string, error) {
 // spawn starts bin with args, its output going to the log file name in
 // k.dir.
 func (k *Kube) spawn(name, bin string, args ...string) (*kubeProc, error) {
-	logPath := filepath.Join(k.dir, name+".log")
+	return spawnServer("kube", k.dir, name, bin, args...)
+}
+
+// spawnServer starts bin with args in dir, its output going to the log file
+// name in dir; what names the harness in errors.
+func spawnServer(what, dir, name, bin string, args ...string) (*kubeProc, error) {
+	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("kube: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = k.dir
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
 	// The server dies with the test binary, even when it is killed (Linux).
 	cmd.SysProcAttr = serverAttr(syscall.SIGKILL, nil)
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("kube: starting %s: %w", bin, err)
+		return nil, fmt.Errorf("%s: starting %s: %w", what, bin, err)
 	}
 	p := &kubeProc{cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
@@ -308,7 +321,7 @@ func (k *Kube) startEtcdLocked() error {
 			return err
 		}
 		k.etcd = p
-		if lastErr = k.waitHTTP(p, k.etcdURL+"/health", "", etcdReadyTimeout, func(body string) bool {
+		if lastErr = waitHTTP(p, k.etcdURL+"/health", "", etcdReadyTimeout, func(body string) bool {
 			return strings.Contains(body, `"health":"true"`)
 		}); lastErr == nil {
 			return nil
@@ -359,7 +372,7 @@ func (k *Kube) startLocked() error {
 		return err
 	}
 	k.apiserver = p
-	if err := k.waitHTTP(p, k.URL()+"/readyz", k.tokens["admin"], kubeReadyTimeout, func(body string) bool {
+	if err := waitHTTP(p, k.URL()+"/readyz", k.tokens["admin"], kubeReadyTimeout, func(body string) bool {
 		return strings.TrimSpace(body) == "ok"
 	}); err != nil {
 		p.stop(syscall.SIGKILL, kubeStopTimeout)
@@ -370,7 +383,7 @@ func (k *Kube) startLocked() error {
 
 // waitHTTP polls url until ready accepts a 200 answer's body, the process
 // exits, or timeout passes.
-func (k *Kube) waitHTTP(p *kubeProc, url, token string, timeout time.Duration, ready func(string) bool) error {
+func waitHTTP(p *kubeProc, url, token string, timeout time.Duration, ready func(string) bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	client := &http.Client{

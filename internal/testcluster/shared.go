@@ -63,7 +63,8 @@ func (sh *shared[S]) stop() {
 
 // Main runs a test binary's tests, runs cleanups, stops every shared server
 // they started, and exits with their status: the whole TestMain of a
-// package whose tests use PackageRedis, PackagePostgres or PackageKube.
+// package whose tests use PackageRedis, PackagePostgres, PackageKube or
+// PackageEtcd.
 func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	for _, c := range cleanups {
@@ -72,5 +73,6 @@ func Main(m *testing.M, cleanups ...func()) {
 	StopPackageRedis()
 	StopPackagePostgres()
 	StopPackageKube()
+	StopPackageEtcd()
 	os.Exit(code)
 }

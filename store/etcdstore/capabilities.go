@@ -1,0 +1,39 @@
+package etcdstore
+
+import (
+	"fmt"
+
+	"github.com/tenure-go/tenure/store"
+)
+
+var _ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
+
+// CheckMetadata returns the error CompareAndSwap would return for m: one
+// wrapping [store.ErrEncode] when the Store's codec cannot encode m or
+// decode what it encoded, or [store.ErrMetadataTooLarge] when the encoding
+// exceeds [store.MaxMetadataBytes]. It sends nothing to the server. It
+// implements [store.MetadataChecker].
+func (s *Store[M]) CheckMetadata(m M) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("etcdstore: CheckMetadata: %w", err)
+	}
+	if err := store.CheckCodec(s.codec, m); err != nil {
+		return fmt.Errorf("etcdstore: CheckMetadata: %w", err)
+	}
+	return nil
+}
+
+var _ store.Validator = (*Store[struct{}])(nil)
+
+// Validate returns an error wrapping [store.ErrNilArgument] when s is nil
+// or was not made by New, and nil otherwise. It implements
+// [store.Validator]. The other methods of such a Store return that error.
+func (s *Store[M]) Validate() error {
+	switch {
+	case s == nil:
+		return fmt.Errorf("etcdstore: %w: the *Store is nil (make one with New)", store.ErrNilArgument)
+	case s.client == nil || s.codec == nil:
+		return fmt.Errorf("etcdstore: %w: the Store was not made by New", store.ErrNilArgument)
+	}
+	return nil
+}

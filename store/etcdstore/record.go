@@ -1,0 +1,144 @@
+package etcdstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+)
+
+// stored is the value of a record key: a JSON object with every field
+// present. Pointers tell a missing field from a zero one.
+type stored struct {
+	Holder          *string `json:"holder"`
+	Token           *uint64 `json:"token"`
+	AcquiredAt      *string `json:"acquiredAt"`
+	RenewedAt       *string `json:"renewedAt"`
+	LeaseDurationNs *int64  `json:"leaseDurationNs"`
+	Transitions     *uint64 `json:"transitions"`
+	Metadata        *[]byte `json:"metadata"` // the codec's bytes, base64 in JSON
+}
+
+// encodeRecord returns the value stored for rec with the codec's metadata
+// bytes meta and token token. It fails only on a time outside years 0-9999.
+func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte, error) {
+	acquired, err := formatTime(rec.AcquiredAt)
+	if err != nil {
+		return nil, fmt.Errorf("AcquiredAt: %w", err)
+	}
+	renewed, err := formatTime(rec.RenewedAt)
+	if err != nil {
+		return nil, fmt.Errorf("RenewedAt: %w", err)
+	}
+	d := int64(rec.LeaseDuration)
+	return json.Marshal(stored{
+		Holder:          &rec.Holder,
+		Token:           &token,
+		AcquiredAt:      &acquired,
+		RenewedAt:       &renewed,
+		LeaseDurationNs: &d,
+		Transitions:     &rec.Transitions,
+		Metadata:        &meta,
+	})
+}
+
+// decodeRecord parses a stored value into a record (without its metadata)
+// and the metadata bytes. Unknown or missing fields, trailing data and
+// unparsable values are errors; the bounds are store.ValidateStored's.
+func decodeRecord(value []byte) (lease.Record[struct{}], []byte, error) {
+	var s stored
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return lease.Record[struct{}]{}, nil, fmt.Errorf("the value is not a Tenure record: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return lease.Record[struct{}]{}, nil, errors.New("the value has data after the record")
+	}
+	var missing []string
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"holder", s.Holder != nil}, {"token", s.Token != nil}, {"acquiredAt", s.AcquiredAt != nil},
+		{"renewedAt", s.RenewedAt != nil}, {"leaseDurationNs", s.LeaseDurationNs != nil},
+		{"transitions", s.Transitions != nil}, {"metadata", s.Metadata != nil},
+	} {
+		if !f.ok {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return lease.Record[struct{}]{}, nil, fmt.Errorf("the record lacks the fields %q", missing)
+	}
+	acquired, err := parseTime(*s.AcquiredAt)
+	if err != nil {
+		return lease.Record[struct{}]{}, nil, fmt.Errorf("acquiredAt: %w", err)
+	}
+	renewed, err := parseTime(*s.RenewedAt)
+	if err != nil {
+		return lease.Record[struct{}]{}, nil, fmt.Errorf("renewedAt: %w", err)
+	}
+	return lease.Record[struct{}]{
+		Holder:        *s.Holder,
+		Token:         *s.Token,
+		AcquiredAt:    acquired,
+		RenewedAt:     renewed,
+		LeaseDuration: time.Duration(*s.LeaseDurationNs),
+		Transitions:   *s.Transitions,
+	}, *s.Metadata, nil
+}
+
+// formatTime writes t as RFC 3339 in UTC to the nanosecond; the zero time
+// is "".
+func formatTime(t time.Time) (string, error) {
+	if t.IsZero() {
+		return "", nil
+	}
+	if y := t.Year(); y < 0 || y > 9999 {
+		return "", fmt.Errorf("time %v is outside years 0-9999", t)
+	}
+	return t.UTC().Format(time.RFC3339Nano), nil
+}
+
+// parseTime reverses formatTime.
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
+	}
+	return t.UTC(), nil
+}
+
+// storedTime is t as Get returns it once stored: parseTime(formatTime(t)).
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC()
+}
+
+// The value of a token key is the highest token issued under the name, in
+// decimal without leading zeros.
+func formatCounter(token uint64) string { return strconv.FormatUint(token, 10) }
+
+// parseCounter reverses formatCounter, refusing anything else and a token
+// above lease.MaxToken.
+func parseCounter(value []byte) (uint64, error) {
+	t, err := strconv.ParseUint(string(value), 10, 64)
+	if err != nil || formatCounter(t) != string(value) {
+		return 0, fmt.Errorf("the token key holds %q, not a decimal token", value)
+	}
+	if t > lease.MaxToken {
+		return 0, fmt.Errorf("the token key holds %d, above lease.MaxToken (%d)", t, lease.MaxToken)
+	}
+	return t, nil
+}
