@@ -1,0 +1,141 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+func TestStoreModel(t *testing.T) {
+	a1 := RecView{Holder: "a", Token: 1, LeaseDuration: time.Second}
+	b2 := RecView{Holder: "b", Token: 2, Transitions: 1, LeaseDuration: time.Second}
+	get := func(call, ret int64, out OpOutput) porcupine.Operation {
+		return porcupine.Operation{Input: OpInput{Kind: OpGet}, Output: out, Call: call, Return: ret}
+	}
+	cas := func(call, ret int64, exp lease.Revision, next RecView, out OpOutput) porcupine.Operation {
+		if out.Outcome == OutUnknown {
+			ret = math.MaxInt64
+		}
+		return porcupine.Operation{ClientId: 1, Input: OpInput{Kind: OpCAS, Expected: exp, Next: next}, Output: out, Call: call, Return: ret}
+	}
+	lose := func(call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: OpInput{Kind: OpLose}, Output: OpOutput{Outcome: OutOK}, Call: call, Return: ret}
+	}
+	notFound := OpOutput{Outcome: OutNotFound}
+	unknown := OpOutput{Outcome: OutUnknown}
+	ok := func(r RecView, rev lease.Revision) OpOutput { return OpOutput{Outcome: OutOK, Rec: r, Rev: rev} }
+	conflict := func(r RecView, rev lease.Revision) OpOutput { return OpOutput{Outcome: OutConflict, Rec: r, Rev: rev} }
+	tests := []struct {
+		name string
+		ops  []porcupine.Operation
+		want bool
+	}{
+		{"create then read", []porcupine.Operation{get(0, 1, notFound), cas(2, 3, 0, a1, ok(a1, 10)), get(4, 5, ok(a1, 10))}, true},
+		{"stale read after a write", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 10, b2, ok(b2, 11)), get(4, 5, ok(a1, 10))}, false},
+		{"read of a concurrent write, either way", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 6, 10, b2, ok(b2, 11)), get(3, 4, ok(a1, 10)), get(4, 5, ok(b2, 11))}, true},
+		{"read that goes back", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 9, 10, b2, ok(b2, 11)), get(3, 4, ok(b2, 11)), get(5, 6, ok(a1, 10))}, false},
+		{"two creates both succeed", []porcupine.Operation{cas(0, 5, 0, a1, ok(a1, 10)), cas(0, 5, 0, b2, ok(b2, 11))}, false},
+		{"a revision that does not grow", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 10, b2, ok(b2, 10))}, false},
+		{"a conflict returns the current record", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 9, b2, conflict(a1, 10))}, true},
+		{"a conflict that returns a wrong record", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 9, b2, conflict(b2, 10))}, false},
+		{"a conflict on an absent record", []porcupine.Operation{cas(0, 1, 5, a1, conflict(RecView{}, 0))}, true},
+		{"a conflict with the expected revision", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 10, b2, conflict(a1, 10))}, false},
+		{"an unknown swap that landed", []porcupine.Operation{cas(0, 1, 0, a1, unknown), get(2, 3, ok(RecView{Holder: "a", Token: 3, LeaseDuration: time.Second}, 7))}, true},
+		{"an unknown swap that did not land", []porcupine.Operation{cas(0, 1, 0, a1, unknown), get(2, 3, notFound)}, true},
+		{"an unknown swap that landed and then vanished", []porcupine.Operation{cas(0, 1, 0, a1, unknown), get(2, 3, ok(a1, 7)), get(4, 5, notFound)}, false},
+		{"a token below the proposed one", []porcupine.Operation{cas(0, 1, 0, b2, ok(a1, 10))}, false},
+		{"a loss empties the store", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), lose(2, 3), get(4, 5, notFound), cas(6, 7, 0, b2, ok(b2, 11))}, true},
+		{"a revision reused after a loss", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), lose(2, 3), cas(6, 7, 0, b2, ok(b2, 10))}, false},
+		{"a record that vanishes without a loss", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), get(4, 5, notFound)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := porcupine.CheckOperations(StoreModel, tt.ops); got != tt.want {
+				t.Fatalf("linearizable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Electors-like clients hammering memstore through RecordStore give a
+// linearizable history; a store that serves stale reads does not.
+func TestRecordStoreMemstore(t *testing.T) {
+	h := runClients(t, func() store.Store[struct{}] { return memstore.New[struct{}]() })
+	if res, why := h.Check(time.Minute); res != porcupine.Ok {
+		t.Fatalf("memstore history: %v\n%s", res, why)
+	}
+}
+
+func TestRecordStoreCatchesStaleReads(t *testing.T) {
+	h := runClients(t, func() store.Store[struct{}] { return &staleStore{Store: memstore.New[struct{}]()} })
+	if res, _ := h.Check(time.Minute); res != porcupine.Illegal {
+		t.Fatalf("a store with stale reads: %v, want Illegal", res)
+	}
+}
+
+// staleStore answers every other Get with the record it read the time
+// before.
+type staleStore struct {
+	*memstore.Store[struct{}]
+	mu   sync.Mutex
+	n    int
+	last lease.Record[struct{}]
+	rev  lease.Revision
+	err  error
+}
+
+func (s *staleStore) Get(ctx context.Context, name string) (lease.Record[struct{}], lease.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if s.n%2 == 0 && s.rev != 0 {
+		return s.last, s.rev, s.err
+	}
+	s.last, s.rev, s.err = s.Store.Get(ctx, name)
+	return s.last, s.rev, s.err
+}
+
+// runClients runs 3 clients that read and swap one name on one store for
+// a while: each reads, and swaps from what it read.
+func runClients(t *testing.T, newStore func() store.Store[struct{}]) *History {
+	t.Helper()
+	h := NewHistory()
+	st := newStore()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for c := range 3 {
+		rs := RecordStore(st, h, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				rec, rev, err := rs.Get(ctx, "n")
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Error(err)
+					return
+				}
+				next := lease.Record[struct{}]{Holder: fmt.Sprint("c", c), Token: rec.Token + 1, LeaseDuration: time.Second, Transitions: uint64(i)}
+				_, _, err = rs.CompareAndSwap(ctx, "n", rev, next)
+				if err != nil && !errors.Is(err, store.ErrConflict) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if h.Len() != 600 {
+		t.Fatalf("recorded %d operations, want 600", h.Len())
+	}
+	return h
+}
