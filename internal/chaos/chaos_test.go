@@ -369,7 +369,7 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 		if err := heal(); err != nil {
 			t.Fatalf("seed %d: healing %s: %v", seed, s.kind, err)
 		}
-		chk.Heal(time.Now())
+		chk.Heal(time.Now(), s.String())
 		wait(s.calm)
 	}
 	// Let the last heal be measured.
@@ -385,7 +385,7 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 		_, why = hist.Check(2 * time.Minute)
 	}
 	r := res.report
-	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v, fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, to leader after heals %v",
+	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v, fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, to leader after heals %+v",
 		b.name, seed, len(steps), r.Terms, r.Samples, r.MaxSample, r.MinGap, r.FenceAccepted, r.FenceStale, r.FenceFailed, res.ops, hist.Counts(), res.check, r.ToLeader)
 	if r.Failed() || res.check == porcupine.Illegal {
 		t.Errorf("%s: chaos schedule with seed %d failed (replay: %s=%d %s=%s go test -run TestChaos ./internal/chaos/)\n"+

@@ -27,6 +27,7 @@ type total struct {
 	illegal     int
 	undecided   int // porcupine ran out of time
 	toLeader    []time.Duration
+	overBound   []string // heals after which a leader came later than the bound
 	noLeader    int // heals after which no leader came before the run ended
 	withLeader  int
 	bound       time.Duration
@@ -67,12 +68,15 @@ func record(r result) {
 	case porcupine.Unknown:
 		tt.undecided++
 	}
-	for _, d := range rep.ToLeader {
-		if d < 0 {
+	for _, h := range rep.ToLeader {
+		if h.D < 0 {
 			tt.noLeader++
 			continue
 		}
-		tt.toLeader = append(tt.toLeader, d)
+		tt.toLeader = append(tt.toLeader, h.D)
+		if h.D > r.bound {
+			tt.overBound = append(tt.overBound, fmt.Sprintf("%v after %s (seed %d)", h.D.Round(time.Millisecond), h.What, r.seed))
+		}
 	}
 	tt.withLeader += rep.HealsWithLeader
 	tt.bound = r.bound
@@ -136,6 +140,15 @@ func printSummary() {
 			parts = append(parts, fmt.Sprintf("%s %d", k, tt.faults[kind(k)]))
 		}
 		fmt.Fprintf(&b, "  %s: %s\n", name, strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(&b, "heals after which the next leader came later than the liveness bound:")
+	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
+		if tt := totals[name]; tt != nil {
+			fmt.Fprintf(&b, "  %s: %d of %d\n", name, len(tt.overBound), len(tt.toLeader))
+			for _, o := range tt.overBound {
+				fmt.Fprintf(&b, "    %s\n", o)
+			}
+		}
 	}
 	fmt.Print("\nchaos summary\n", b.String())
 	if path := os.Getenv(summaryEnv); path != "" {

@@ -44,7 +44,7 @@ type Checker struct {
 	samples  int
 	maxSpan  time.Duration // longest sample
 	overlaps []string      // samples with more than one leader
-	heals    []time.Time
+	heals    []heal
 	writes   []FenceWrite
 	timeline []event
 }
@@ -68,6 +68,11 @@ type FenceWrite struct {
 	// StillLeading: after the reply the elector still believed it led in
 	// the same term.
 	StillLeading bool
+}
+
+type heal struct {
+	at   time.Time
+	what string
 }
 
 type event struct {
@@ -109,13 +114,13 @@ func (c *Checker) Observe(id string) func(lead.Change) {
 	}
 }
 
-// Heal records that every fault healed at t: Report measures the time to a
-// leader from it.
-func (c *Checker) Heal(t time.Time) {
+// Heal records that every fault healed at t, what naming the fault:
+// Report measures the time to a leader from it.
+func (c *Checker) Heal(t time.Time, what string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.heals = append(c.heals, t)
-	c.timeline = append(c.timeline, event{t, "healed"})
+	c.heals = append(c.heals, heal{t, what})
+	c.timeline = append(c.timeline, event{t, "healed: " + what})
 }
 
 // Run samples until ctx ends.
@@ -249,9 +254,15 @@ type CheckReport struct {
 	FenceRefusedWhileLeading []string
 	// ToLeader holds, for each heal with nobody leading at it, the time to
 	// the next sample that found a leader (-1 if none came).
-	ToLeader []time.Duration
+	ToLeader []HealTime
 	// HealsWithLeader counts heals at which someone led already.
 	HealsWithLeader int
+}
+
+// HealTime is the time from a heal to the next leader.
+type HealTime struct {
+	What string // the fault healed
+	D    time.Duration
 }
 
 // Failed reports whether the report shows a safety failure.
@@ -316,7 +327,8 @@ func (c *Checker) Report() CheckReport {
 		}
 	}
 	// Time to a leader after each heal.
-	for _, h := range c.heals {
+	for _, hl := range c.heals {
+		h := hl.at
 		led := false
 		next := time.Time{}
 		for _, s := range spans {
@@ -332,9 +344,9 @@ func (c *Checker) Report() CheckReport {
 		case led:
 			r.HealsWithLeader++
 		case next.IsZero():
-			r.ToLeader = append(r.ToLeader, -1)
+			r.ToLeader = append(r.ToLeader, HealTime{hl.what, -1})
 		default:
-			r.ToLeader = append(r.ToLeader, next.Sub(h))
+			r.ToLeader = append(r.ToLeader, HealTime{hl.what, next.Sub(h)})
 		}
 	}
 	return r

@@ -30,7 +30,7 @@ func TestCheckerSamples(t *testing.T) {
 	c.Add("a", a)
 	c.Add("b", b)
 	c.sample()
-	c.Heal(time.Now())
+	c.Heal(time.Now(), "test")
 	a.set(1)
 	c.sample()
 	c.sample()
@@ -39,7 +39,7 @@ func TestCheckerSamples(t *testing.T) {
 	b.set(2)
 	c.sample()
 	r := c.Report()
-	if r.Failed() || r.Terms != 2 || r.MinGap <= 0 || len(r.ToLeader) != 1 || r.ToLeader[0] <= 0 || r.Samples != 5 {
+	if r.Failed() || r.Terms != 2 || r.MinGap <= 0 || len(r.ToLeader) != 1 || r.ToLeader[0].D <= 0 || r.Samples != 5 {
 		t.Fatalf("one leader after the other: %+v", r)
 	}
 	a.set(3) // b leads too
