@@ -385,8 +385,8 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 		_, why = hist.Check(2 * time.Minute)
 	}
 	r := res.report
-	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v, fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, to leader after heals %+v",
-		b.name, seed, len(steps), r.Terms, r.Samples, r.MaxSample, r.MinGap, r.FenceAccepted, r.FenceStale, r.FenceFailed, res.ops, hist.Counts(), res.check, r.ToLeader)
+	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v (of another elector %v), fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, to leader after heals %+v",
+		b.name, seed, len(steps), r.Terms, r.Samples, r.MaxSample, r.MinGap, r.MinGapOther, r.FenceAccepted, r.FenceStale, r.FenceFailed, res.ops, hist.Counts(), res.check, r.ToLeader)
 	if r.Failed() || res.check == porcupine.Illegal {
 		t.Errorf("%s: chaos schedule with seed %d failed (replay: %s=%d %s=%s go test -run TestChaos ./internal/chaos/)\n"+
 			"two leaders: %v\nfence out of order: %v\nfence refused while leading: %v\nmin gap %v\nlinearizability: %v\n%s\nschedule:\n%s\ntimeline (last 300 events):\n%s",

@@ -240,9 +240,11 @@ type CheckReport struct {
 	// Terms is the number of terms seen.
 	Terms int
 	// MinGap is the shortest time between the last sample that saw one
-	// term and the first that saw the next, of another elector or
-	// token (negative: they overlapped).
-	MinGap time.Duration
+	// term and the first that saw the next (negative: they overlapped).
+	// MinGapOther counts only a next term of another elector; a term of
+	// the same elector may follow at once (it retook its own record). Both
+	// are -1 when there were not two such terms.
+	MinGap, MinGapOther time.Duration
 	// Fenced writes: accepted, refused as stale, failed otherwise.
 	FenceAccepted, FenceStale, FenceFailed int
 	// FenceOutOfOrder describes accepted writes that came after an
@@ -267,7 +269,8 @@ type HealTime struct {
 
 // Failed reports whether the report shows a safety failure.
 func (r CheckReport) Failed() bool {
-	return len(r.Overlaps) > 0 || len(r.FenceOutOfOrder) > 0 || len(r.FenceRefusedWhileLeading) > 0 || r.MinGap < 0
+	return len(r.Overlaps) > 0 || len(r.FenceOutOfOrder) > 0 || len(r.FenceRefusedWhileLeading) > 0 ||
+		(r.Terms > 1 && r.MinGap < 0)
 }
 
 // Report computes what the checker found so far. Call it after Run and the
@@ -287,11 +290,16 @@ func (c *Checker) Report() CheckReport {
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].First.Before(spans[j].First) })
 	r.Terms = len(spans)
-	first := true
+	r.MinGap, r.MinGapOther = -1, -1
+	first, firstOther := true, true
 	for i := 1; i < len(spans); i++ {
 		prev, next := spans[i-1], spans[i]
-		if gap := next.First.Sub(prev.Last); first || gap < r.MinGap {
+		gap := next.First.Sub(prev.Last)
+		if first || gap < r.MinGap {
 			r.MinGap, first = gap, false
+		}
+		if prev.ID != next.ID && (firstOther || gap < r.MinGapOther) {
+			r.MinGapOther, firstOther = gap, false
 		}
 	}
 	// Fenced writes.
