@@ -28,7 +28,7 @@ type total struct {
 	undecided   int // porcupine ran out of time
 	toLeader    []time.Duration
 	overBound   []string // heals after which a leader came later than the bound
-	noLeader    int // heals after which no leader came before the run ended
+	noLeader    int      // heals after which no leader came before the run ended
 	withLeader  int
 	bound       time.Duration
 	minGap      time.Duration // between terms of different electors
