@@ -36,6 +36,8 @@ const (
 	backendsEnv = "TENURE_CHAOS_BACKENDS"
 	// summaryEnv names a file the summary table is written to, too.
 	summaryEnv = "TENURE_CHAOS_SUMMARY"
+	// timelineEnv=1 logs the timeline of every schedule, failed or not.
+	timelineEnv = "TENURE_CHAOS_TIMELINE"
 )
 
 type meta struct{}
@@ -216,6 +218,7 @@ type result struct {
 	report   testcluster.CheckReport
 	ops      int
 	check    porcupine.CheckResult
+	watch    testcluster.WatchReport
 	bound    time.Duration
 	duration time.Duration
 }
@@ -298,7 +301,7 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 	// A calm start: a leader, then the faults.
 	wait(2 * b.cfg.LeaseDuration)
 	for _, s := range steps {
-		chk.Note("fault: %v", s)
+		chk.Fault(s.String())
 		res.faults[s.kind]++
 		var heal func() error
 		switch s.kind {
@@ -380,17 +383,22 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 	res.ops = hist.Len()
 	res.duration = time.Since(began)
 	res.check, _ = hist.Check(2 * time.Minute)
+	res.watch = hist.CheckWatches()
 	var why string
 	if res.check == porcupine.Illegal {
 		_, why = hist.Check(2 * time.Minute)
 	}
 	r := res.report
-	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v (of another elector %v), fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, to leader after heals %+v",
-		b.name, seed, len(steps), r.Terms, r.Samples, r.MaxSample, r.MinGap, r.MinGapOther, r.FenceAccepted, r.FenceStale, r.FenceFailed, res.ops, hist.Counts(), res.check, r.ToLeader)
-	if r.Failed() || res.check == porcupine.Illegal {
+	t.Logf("%s seed %d: %d faults, %d terms, %d samples (longest %v), min gap between terms %v (of another elector %v), fence %d accepted %d stale %d failed, %d store ops (%v), linearizable: %v, %d watch events (%d watches), to leader after heals %+v",
+		b.name, seed, len(steps), r.Terms, r.Samples, r.MaxSample, r.MinGap, r.MinGapOther, r.FenceAccepted, r.FenceStale, r.FenceFailed, res.ops, hist.Counts(), res.check, res.watch.Events, res.watch.Watches, r.ToLeader)
+	if os.Getenv(timelineEnv) == "1" {
+		t.Logf("timeline of seed %d:\n%s", seed, chk.Timeline(0))
+	}
+	w := res.watch
+	if r.Failed() || res.check == porcupine.Illegal || len(w.Backwards)+len(w.Phantoms) > 0 {
 		t.Errorf("%s: chaos schedule with seed %d failed (replay: %s=%d %s=%s go test -run TestChaos ./internal/chaos/)\n"+
-			"two leaders: %v\nfence out of order: %v\nfence refused while leading: %v\nmin gap %v\nlinearizability: %v\n%s\nschedule:\n%s\ntimeline (last 300 events):\n%s",
-			b.name, seed, seedEnv, seed, backendsEnv, b.name, r.Overlaps, r.FenceOutOfOrder, r.FenceRefusedWhileLeading, r.MinGap, res.check, why, describeSteps(steps), chk.Timeline(300))
+			"two leaders: %v\nfence out of order: %v\nfence refused while leading: %v\nmin gap %v\nlinearizability: %v\n%s\nwatch revisions backwards: %v\nwatch records nobody wrote: %v\nschedule:\n%s\ntimeline (last 300 events):\n%s",
+			b.name, seed, seedEnv, seed, backendsEnv, b.name, r.Overlaps, r.FenceOutOfOrder, r.FenceRefusedWhileLeading, r.MinGap, res.check, why, w.Backwards, w.Phantoms, describeSteps(steps), chk.Timeline(300))
 		if res.check == porcupine.Illegal {
 			path := fmt.Sprintf("%s/chaos-%s-%d-history.txt", os.TempDir(), b.name, seed)
 			if err := os.WriteFile(path, []byte(hist.Dump()), 0o644); err == nil {

@@ -26,10 +26,13 @@ type total struct {
 	ops         int
 	illegal     int
 	undecided   int // porcupine ran out of time
+	watchEvents int
+	watchBad    int // deliveries going back or of records nobody wrote
 	toLeader    []time.Duration
 	overBound   []string // heals after which a leader came later than the bound
 	noLeader    int      // heals after which no leader came before the run ended
 	withLeader  int
+	interrupted int // heals after which the next fault came before a leader
 	bound       time.Duration
 	minGap      time.Duration // between terms of different electors
 	maxSample   time.Duration
@@ -62,6 +65,8 @@ func record(r result) {
 	tt.stale += rep.FenceStale
 	tt.histories++
 	tt.ops += r.ops
+	tt.watchEvents += r.watch.Events
+	tt.watchBad += len(r.watch.Backwards) + len(r.watch.Phantoms)
 	switch r.check {
 	case porcupine.Illegal:
 		tt.illegal++
@@ -79,6 +84,7 @@ func record(r result) {
 		}
 	}
 	tt.withLeader += rep.HealsWithLeader
+	tt.interrupted += rep.Interrupted
 	tt.bound = r.bound
 	if rep.MinGapOther >= 0 {
 		tt.minGap = min(tt.minGap, rep.MinGapOther)
@@ -106,7 +112,7 @@ func printSummary() {
 	}
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(w, "backend\tschedules\twall\telector×s\ttwo leaders\tfence accepted/stale\tfence out of order\trefused while leading\thistories (ops)\tnon-linearizable\tundecided\theals: leader kept / new\tto new leader median/p99/max\tbound\tno leader by end\tmin gap (other elector)\tlongest sample\t")
+	fmt.Fprintln(w, "backend\tschedules\twall\telector×s\ttwo leaders\tfence accepted/stale\tfence out of order\trefused while leading\thistories (ops)\tnon-linearizable\tundecided\twatch events (bad)\theals: leader kept / new / cut short\tto new leader median/p99/max\tbound\tno leader by end\tmin gap (other elector)\tlongest sample\t")
 	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
 		tt := totals[name]
 		if tt == nil {
@@ -116,9 +122,9 @@ func printSummary() {
 		if tt.minGap != time.Duration(1<<63-1) {
 			gap = tt.minGap.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%s\t%d\t%v\t%.0f\t%d\t%d/%d\t%d\t%d\t%d (%d)\t%d\t%d\t%d / %d\t%v / %v / %v\t%v\t%d\t%s\t%v\t\n",
+		fmt.Fprintf(w, "%s\t%d\t%v\t%.0f\t%d\t%d/%d\t%d\t%d\t%d (%d)\t%d\t%d\t%d (%d)\t%d / %d / %d\t%v / %v / %v\t%v\t%d\t%s\t%v\t\n",
 			name, tt.schedules, tt.wall.Round(time.Second), tt.electorSecs, tt.overlaps, tt.accepted, tt.stale, tt.outOfOrder, tt.refused,
-			tt.histories, tt.ops, tt.illegal, tt.undecided, tt.withLeader, len(tt.toLeader),
+			tt.histories, tt.ops, tt.illegal, tt.undecided, tt.watchEvents, tt.watchBad, tt.withLeader, len(tt.toLeader), tt.interrupted,
 			quantile(tt.toLeader, 0.5).Round(time.Millisecond), quantile(tt.toLeader, 0.99).Round(time.Millisecond), quantile(tt.toLeader, 1).Round(time.Millisecond),
 			tt.bound, tt.noLeader, gap, tt.maxSample)
 	}

@@ -45,6 +45,7 @@ type Checker struct {
 	maxSpan  time.Duration // longest sample
 	overlaps []string      // samples with more than one leader
 	heals    []heal
+	faults   []time.Time // when each fault began
 	writes   []FenceWrite
 	timeline []event
 }
@@ -112,6 +113,15 @@ func (c *Checker) Observe(id string) func(lead.Change) {
 	return func(ch lead.Change) {
 		c.Note("%s: observer: %v token %d %v", id, ch.Kind, ch.Term.Token, ch.Reason)
 	}
+}
+
+// Fault records that a fault, what, begins now.
+func (c *Checker) Fault(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	c.faults = append(c.faults, now)
+	c.timeline = append(c.timeline, event{now, "fault: " + what})
 }
 
 // Heal records that every fault healed at t, what naming the fault:
@@ -255,8 +265,12 @@ type CheckReport struct {
 	// written while the older was believed open.
 	FenceRefusedWhileLeading []string
 	// ToLeader holds, for each heal with nobody leading at it, the time to
-	// the next sample that found a leader (-1 if none came).
+	// the next sample that found a leader (-1 if none came), unless the
+	// next fault began first.
 	ToLeader []HealTime
+	// Interrupted counts the heals with nobody leading at them after which
+	// the next fault began before a leader came.
+	Interrupted int
 	// HealsWithLeader counts heals at which someone led already.
 	HealsWithLeader int
 }
@@ -348,9 +362,18 @@ func (c *Checker) Report() CheckReport {
 				next = s.First
 			}
 		}
+		var nextFault time.Time
+		for _, f := range c.faults {
+			if f.After(h) {
+				nextFault = f
+				break
+			}
+		}
 		switch {
 		case led:
 			r.HealsWithLeader++
+		case !nextFault.IsZero() && (next.IsZero() || next.After(nextFault)):
+			r.Interrupted++
 		case next.IsZero():
 			r.ToLeader = append(r.ToLeader, HealTime{hl.what, -1})
 		default:

@@ -29,6 +29,7 @@ func TestCheckerSamples(t *testing.T) {
 	c := NewChecker(time.Millisecond)
 	c.Add("a", a)
 	c.Add("b", b)
+	c.Fault("test")
 	c.sample()
 	c.Heal(time.Now(), "test")
 	a.set(1)
@@ -41,6 +42,17 @@ func TestCheckerSamples(t *testing.T) {
 	r := c.Report()
 	if r.Failed() || r.Terms != 2 || r.MinGap <= 0 || len(r.ToLeader) != 1 || r.ToLeader[0].D <= 0 || r.Samples != 5 {
 		t.Fatalf("one leader after the other: %+v", r)
+	}
+	// A heal after which the next fault comes before a leader.
+	b.set(0)
+	c.sample()
+	c.Heal(time.Now(), "second")
+	c.Fault("third")
+	c.sample()
+	b.set(2)
+	c.sample()
+	if r := c.Report(); r.Interrupted != 1 || len(r.ToLeader) != 1 {
+		t.Fatalf("a heal cut short: %+v", r)
 	}
 	a.set(3) // b leads too
 	c.sample()

@@ -102,7 +102,8 @@ type History struct {
 	ops   []porcupine.Operation
 	// Other counts the errors that are neither conflicts, absent records
 	// nor unknown outcomes a fault explains; see Errors.
-	errs map[string]int
+	errs    map[string]int
+	watches []*watchLog
 }
 
 // NewHistory returns an empty history whose times count from now.
@@ -370,8 +371,27 @@ type recordedWatcher[M any] struct {
 	w store.Watcher[M]
 }
 
+// Watch forwards the events of st's watch, recording each delivery (see
+// History.CheckWatches).
 func (r *recordedWatcher[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
-	return r.w.Watch(ctx, name)
+	in, err := r.w.Watch(ctx, name)
+	if err != nil || in == nil {
+		return in, err
+	}
+	w := r.h.newWatch(r.client)
+	out := make(chan store.Event[M])
+	go func() {
+		defer close(out)
+		for ev := range in {
+			w.deliver(r.h, ev.Absent, ev.Err != nil, viewOf(ev.Record), ev.Revision)
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 func (r *recorded[M]) MayLoseRecords() bool { return r.lossy }
@@ -408,6 +428,100 @@ func (r *recorded[M]) CompareAndSwap(ctx context.Context, name string, expected 
 	}
 	r.h.add(r.client, OpInput{Kind: OpCAS, Expected: expected, Next: viewOf(next)}, out, call, ret)
 	return rec, rev, err
+}
+
+// watchLog is the deliveries of one watch.
+type watchLog struct {
+	client int
+	evs    []watchEvent
+}
+
+type watchEvent struct {
+	at      int64
+	absent  bool
+	corrupt bool
+	rec     RecView
+	rev     lease.Revision
+}
+
+func (h *History) newWatch(client int) *watchLog {
+	w := &watchLog{client: client}
+	h.mu.Lock()
+	h.watches = append(h.watches, w)
+	h.mu.Unlock()
+	return w
+}
+
+func (w *watchLog) deliver(h *History, absent, corrupt bool, rec RecView, rev lease.Revision) {
+	at := h.now()
+	h.mu.Lock()
+	w.evs = append(w.evs, watchEvent{at: at, absent: absent, corrupt: corrupt, rec: rec, rev: rev})
+	h.mu.Unlock()
+}
+
+// WatchReport is what CheckWatches found.
+type WatchReport struct {
+	Watches, Events int
+	// Backwards describes deliveries of a revision older than one the
+	// same watch delivered before (Absent events, which carry no
+	// revision, excepted).
+	Backwards []string
+	// Phantoms describes deliveries of a record at a revision that no
+	// operation of the history returned, nor any swap of unknown outcome
+	// could have written (same holder, token at least the proposed one,
+	// revision above the expected one).
+	Phantoms []string
+}
+
+// CheckWatches checks every recorded watch: revisions never go back, and
+// every record delivered was written by some recorded operation.
+func (h *History) CheckWatches() WatchReport {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	type key struct {
+		rec RecView
+		rev lease.Revision
+	}
+	seen := map[key]bool{}
+	var proposals []OpInput
+	for _, op := range h.ops {
+		in, out := op.Input.(OpInput), op.Output.(OpOutput)
+		switch {
+		case out.Outcome == OutOK && in.Kind != OpLose, out.Outcome == OutConflict && out.Rev != 0:
+			seen[key{out.Rec, out.Rev}] = true
+		case out.Outcome == OutUnknown:
+			proposals = append(proposals, in)
+		}
+	}
+	var r WatchReport
+	for _, w := range h.watches {
+		r.Watches++
+		var last lease.Revision
+		for _, ev := range w.evs {
+			r.Events++
+			if ev.absent {
+				continue
+			}
+			if ev.rev < last {
+				r.Backwards = append(r.Backwards, fmt.Sprintf("client %d's watch delivered revision %d at %v after %d", w.client, ev.rev, time.Duration(ev.at), last))
+			}
+			last = max(last, ev.rev)
+			if ev.corrupt || seen[key{ev.rec, ev.rev}] {
+				continue
+			}
+			explained := false
+			for _, p := range proposals {
+				if p.Kind == OpCAS && p.Next.Holder == ev.rec.Holder && ev.rec.Token >= p.Next.Token && ev.rev > p.Expected {
+					explained = true
+					break
+				}
+			}
+			if !explained {
+				r.Phantoms = append(r.Phantoms, fmt.Sprintf("client %d's watch delivered %+v at revision %d at %v, which no recorded write made", w.client, ev.rec, ev.rev, time.Duration(ev.at)))
+			}
+		}
+	}
+	return r
 }
 
 // noteErr counts an error that made an outcome unknown, by its first line

@@ -139,3 +139,37 @@ func runClients(t *testing.T, newStore func() store.Store[struct{}]) *History {
 	}
 	return h
 }
+
+// Watches through RecordStore are recorded; CheckWatches finds nothing
+// wrong with memstore's, and catches a revision going back and a record
+// nobody wrote.
+func TestCheckWatches(t *testing.T) {
+	h := NewHistory()
+	st := RecordStore[struct{}](memstore.New[struct{}](), h, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := store.Watch(ctx, st, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, rev, err := st.CompareAndSwap(ctx, "n", 0, lease.Record[struct{}]{Holder: "a", Token: 1, LeaseDuration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := NextEvent(t, ch, 5*time.Second)
+		if ev.Revision == rev {
+			break
+		}
+	}
+	if r := h.CheckWatches(); r.Watches != 1 || r.Events < 1 || len(r.Backwards)+len(r.Phantoms) != 0 {
+		t.Fatalf("memstore's watch: %+v", r)
+	}
+	w := h.newWatch(1)
+	w.deliver(h, false, false, viewOf(rec), rev)
+	w.deliver(h, false, false, RecView{Holder: "z", Token: 7}, rev+5)
+	w.deliver(h, false, false, viewOf(rec), rev)
+	if r := h.CheckWatches(); len(r.Backwards) != 1 || len(r.Phantoms) != 1 {
+		t.Fatalf("a bad watch: %+v", r)
+	}
+}
