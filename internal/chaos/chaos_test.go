@@ -192,15 +192,17 @@ func TestChaos(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			e := b.setup(t)
-			fenceSrv := testcluster.PackageRedis(t)
-			fc := redis.NewClient(&redis.Options{Network: fenceSrv.Network(), Addr: fenceSrv.Addr(), ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = fc.Close() })
+			newFence := redisFence(t)
+			if e.network == "" {
+				// memstore needs no server: its fence is in process too.
+				newFence = registerFence
+			}
 			end := time.Now().Add(long)
 			for i := uint64(0); ; i++ {
 				s := seed + i
 				rng := rand.New(rand.NewPCG(s, 0x7e17e))
 				steps := schedule(rng, b.kinds, 20, 3, long == 0)
-				res := runSchedule(t, b, e, fc, s, steps)
+				res := runSchedule(t, b, e, newFence, s, steps)
 				record(res)
 				if t.Failed() || long == 0 || time.Now().After(end) {
 					return
@@ -208,6 +210,27 @@ func TestChaos(t *testing.T) {
 			}
 		})
 	}
+}
+
+// redisFence returns a maker of fenced resources: a fresh key each, on the
+// package's redis-server (not the one under test), through a connection
+// without faults.
+func redisFence(t *testing.T) func() testcluster.FenceWriteFunc {
+	return func() testcluster.FenceWriteFunc {
+		srv := testcluster.PackageRedis(t)
+		c := redis.NewClient(&redis.Options{Network: srv.Network(), Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = c.Close() })
+		key := fmt.Sprintf("chaos/%s/%d", t.Name(), time.Now().UnixNano())
+		return func(ctx context.Context, tok fence.Token, v string) error {
+			return redisfence.Set(ctx, c, tok, key, v, 0)
+		}
+	}
+}
+
+// registerFence returns a fresh in-process fenced resource.
+func registerFence() testcluster.FenceWriteFunc {
+	var r fence.Register
+	return func(_ context.Context, tok fence.Token, _ string) error { return r.Check(tok) }
 }
 
 // result is what one schedule found.
@@ -232,7 +255,7 @@ type elector struct {
 	cancel context.CancelFunc
 }
 
-func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64, steps []step) result {
+func runSchedule(t *testing.T, b backend, e *env, newFence func() testcluster.FenceWriteFunc, seed uint64, steps []step) result {
 	t.Helper()
 	began := time.Now()
 	name, newStore := e.newSchedule(t, seed)
@@ -240,10 +263,7 @@ func runSchedule(t *testing.T, b backend, e *env, fc *redis.Client, seed uint64,
 	chk := testcluster.NewChecker(2 * time.Millisecond)
 	res := result{backend: b.name, seed: seed, faults: map[kind]int{},
 		bound: sim.LivenessBound([]lease.Config{b.cfg}, 0, 0)}
-	fenceKey := fmt.Sprintf("chaos/%s/%d/%d", b.name, seed, time.Now().UnixNano())
-	write := func(ctx context.Context, tok fence.Token, v string) error {
-		return redisfence.Set(ctx, fc, tok, fenceKey, v, 0)
-	}
+	write := newFence()
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
