@@ -421,7 +421,7 @@ func runSchedule(t *testing.T, b backend, e *env, newFence func() testcluster.Fe
 	margin := b.cfg.LeaseDuration - b.cfg.RenewDeadline
 	tooClose := r.MinGapOther >= 0 && r.MinGapOther < margin
 	if tooClose {
-		t.Errorf("%s seed %d: another elector's term started %v after the end of the one before, less than LeaseDuration − RenewDeadline (%v)", b.name, seed, r.MinGapOther, margin)
+		t.Errorf("%s seed %d: another elector's term started %v after the end of the one before, less than LeaseDuration − RenewDeadline (%v): %s", b.name, seed, r.MinGapOther, margin, r.MinGapOtherAt)
 	}
 	w := res.watch
 	if tooClose || r.Failed() || res.check == porcupine.Illegal || len(w.Backwards)+len(w.Phantoms) > 0 {

@@ -255,6 +255,8 @@ type CheckReport struct {
 	// the same elector may follow at once (it retook its own record). Both
 	// are -1 when there were not two such terms.
 	MinGap, MinGapOther time.Duration
+	// MinGapOtherAt describes the two terms of MinGapOther.
+	MinGapOtherAt string
 	// Fenced writes: accepted, refused as stale, failed otherwise.
 	FenceAccepted, FenceStale, FenceFailed int
 	// FenceOutOfOrder describes accepted writes that came after an
@@ -314,6 +316,8 @@ func (c *Checker) Report() CheckReport {
 		}
 		if prev.ID != next.ID && (firstOther || gap < r.MinGapOther) {
 			r.MinGapOther, firstOther = gap, false
+			r.MinGapOtherAt = fmt.Sprintf("%s's term (token %d) last seen at %v, %s's (token %d) first seen at %v",
+				prev.ID, prev.Token, prev.Last.Sub(c.start), next.ID, next.Token, next.First.Sub(c.start))
 		}
 	}
 	// Fenced writes.
