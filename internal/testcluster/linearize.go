@@ -177,6 +177,7 @@ func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, string) {
 			ops[i].ClientId = 0 // only porcupine's pictures use it
 		}
 	}
+	boundUnknown(ops)
 	res, info := porcupine.CheckOperationsVerbose(StoreModel, ops, timeout)
 	if res != porcupine.Illegal {
 		return res, ""
@@ -203,6 +204,50 @@ func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, string) {
 		fmt.Fprintf(&b, "  %s\n", describeOp(op))
 	}
 	return res, b.String()
+}
+
+// boundUnknown gives each swap of unknown outcome that expected a revision
+// X > 0 a return time: the first return of an operation that saw a revision
+// above X. Revisions only grow and are never reused (the model checks it),
+// so from then on the stored revision is never X again and the swap can no
+// longer take effect: linearized later, it is a no-op, which the model
+// allows anywhere. Without it every unknown outcome stays open to the end
+// of the history and the search explodes. Swaps that expected no record
+// (0) stay open: after a Lose the record may be absent again.
+func boundUnknown(ops []porcupine.Operation) {
+	type seen struct {
+		rev lease.Revision
+		ret int64
+	}
+	var obs []seen
+	for _, op := range ops {
+		out := op.Output.(OpOutput)
+		if (out.Outcome == OutOK || out.Outcome == OutConflict) && out.Rev > 0 {
+			obs = append(obs, seen{out.Rev, op.Return})
+		}
+	}
+	// By revision, descending; firstRet[i] is the earliest return among
+	// obs[:i+1], the observations of revisions at least obs[i].rev.
+	sort.Slice(obs, func(i, j int) bool { return obs[i].rev > obs[j].rev })
+	firstRet := make([]int64, len(obs))
+	for i, o := range obs {
+		firstRet[i] = o.ret
+		if i > 0 {
+			firstRet[i] = min(firstRet[i], firstRet[i-1])
+		}
+	}
+	for i, op := range ops {
+		in, out := op.Input.(OpInput), op.Output.(OpOutput)
+		if in.Kind != OpCAS || out.Outcome != OutUnknown || in.Expected == 0 {
+			continue
+		}
+		// The observations of revisions above Expected: obs[:n].
+		n := sort.Search(len(obs), func(k int) bool { return obs[k].rev <= in.Expected })
+		if n == 0 {
+			continue
+		}
+		ops[i].Return = max(firstRet[n-1], op.Call+1)
+	}
 }
 
 // Dump describes every operation, by call time, for a failure report.
@@ -277,59 +322,21 @@ func (s ModelState) bind(rec RecView, rev lease.Revision) ModelState {
 //     and returns the current record and revision (zero when absent);
 //   - an unknown outcome may have taken effect or not;
 //   - a Lose empties the store but keeps revisions from going back.
-var StoreModel = porcupine.Model{
-	Init: func() any { return ModelState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(ModelState), input.(OpInput), output.(OpOutput)
-		switch in.Kind {
-		case OpLose:
-			return true, ModelState{Floor: max(s.Floor, s.Rev)}
-		case OpGet:
-			switch out.Outcome {
-			case OutNotFound:
-				return !s.Exists, s
-			case OutOK:
-				if !s.matches(out.Rec, out.Rev) {
-					return false, s
-				}
-				return true, s.bind(out.Rec, out.Rev)
-			default:
-				return true, s // a failed read changes nothing
-			}
-		case OpCAS:
-			// Could the stored revision be the expected one?
-			var mayMatch bool
-			switch {
-			case in.Expected == 0:
-				mayMatch = !s.Exists
-			case s.Rev != 0:
-				mayMatch = s.Exists && s.Rev == in.Expected
-			default:
-				mayMatch = s.Exists && in.Expected > s.Floor
-			}
-			floor := max(s.Floor, s.Rev, in.Expected)
-			switch out.Outcome {
-			case OutOK:
-				if !mayMatch || out.Rev <= floor || out.Rec.Holder != in.Next.Holder || out.Rec.Token < in.Next.Token {
-					return false, s
-				}
-				return true, ModelState{Exists: true, Rec: out.Rec, Rev: out.Rev, Floor: out.Rev}
-			case OutConflict:
-				if out.Rev == 0 {
-					return in.Expected != 0 && !s.Exists, s
-				}
-				if out.Rev == in.Expected || !s.matches(out.Rec, out.Rev) {
-					return false, s
-				}
-				return true, s.bind(out.Rec, out.Rev)
-			default: // unknown: linearized here it took effect (if it could)
-				if !mayMatch {
-					return true, s
-				}
-				return true, ModelState{Exists: true, Rec: in.Next, Proposed: true, Floor: floor}
-			}
+var StoreModel = storeModel.ToModel()
+
+var storeModel = porcupine.NondeterministicModel{
+	Init: func() []any { return []any{ModelState{}} },
+	Step: func(state, input, output any) []any {
+		ok, next := step(state, input, output)
+		switch {
+		case !ok:
+			return nil
+		case next == nil:
+			// An unknown swap linearized here: it took effect, or not.
+			s, in := state.(ModelState), input.(OpInput)
+			return []any{s, ModelState{Exists: true, Rec: in.Next, Proposed: true, Floor: max(s.Floor, s.Rev, in.Expected)}}
 		}
-		return false, s
+		return []any{next}
 	},
 	Equal: func(a, b any) bool { return a.(ModelState) == b.(ModelState) },
 	DescribeOperation: func(input, output any) string {
@@ -345,6 +352,61 @@ var StoreModel = porcupine.Model{
 		return "?"
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(ModelState)) },
+}
+
+// step is StoreModel's step with one outcome; a nil state with true is an
+// unknown swap that may have taken effect.
+func step(state, input, output any) (bool, any) {
+	s, in, out := state.(ModelState), input.(OpInput), output.(OpOutput)
+	switch in.Kind {
+	case OpLose:
+		return true, ModelState{Floor: max(s.Floor, s.Rev)}
+	case OpGet:
+		switch out.Outcome {
+		case OutNotFound:
+			return !s.Exists, s
+		case OutOK:
+			if !s.matches(out.Rec, out.Rev) {
+				return false, s
+			}
+			return true, s.bind(out.Rec, out.Rev)
+		default:
+			return true, s // a failed read changes nothing
+		}
+	case OpCAS:
+		// Could the stored revision be the expected one?
+		var mayMatch bool
+		switch {
+		case in.Expected == 0:
+			mayMatch = !s.Exists
+		case s.Rev != 0:
+			mayMatch = s.Exists && s.Rev == in.Expected
+		default:
+			mayMatch = s.Exists && in.Expected > s.Floor
+		}
+		floor := max(s.Floor, s.Rev, in.Expected)
+		switch out.Outcome {
+		case OutOK:
+			if !mayMatch || out.Rev <= floor || out.Rec.Holder != in.Next.Holder || out.Rec.Token < in.Next.Token {
+				return false, s
+			}
+			return true, ModelState{Exists: true, Rec: out.Rec, Rev: out.Rev, Floor: out.Rev}
+		case OutConflict:
+			if out.Rev == 0 {
+				return in.Expected != 0 && !s.Exists, s
+			}
+			if out.Rev == in.Expected || !s.matches(out.Rec, out.Rev) {
+				return false, s
+			}
+			return true, s.bind(out.Rec, out.Rev)
+		default: // unknown: it may have taken effect here (if it could)
+			if !mayMatch {
+				return true, s
+			}
+			return true, nil
+		}
+	}
+	return false, s
 }
 
 // RecordStore returns st wrapped so that every Get and CompareAndSwap goes

@@ -173,3 +173,33 @@ func TestCheckWatches(t *testing.T) {
 		t.Fatalf("a bad watch: %+v", r)
 	}
 }
+
+// An unknown swap is closed once a revision above the one it expected is
+// seen, and the history still checks both ways.
+func TestBoundUnknown(t *testing.T) {
+	a1 := RecView{Holder: "a", Token: 1, LeaseDuration: time.Second}
+	b2 := RecView{Holder: "b", Token: 2, LeaseDuration: time.Second}
+	h := NewHistory()
+	h.add(0, OpInput{Kind: OpCAS, Next: a1}, OpOutput{Outcome: OutOK, Rec: a1, Rev: 10}, 0, 1)
+	h.add(1, OpInput{Kind: OpCAS, Expected: 10, Next: b2}, OpOutput{Outcome: OutUnknown}, 2, 3)
+	h.add(0, OpInput{Kind: OpGet}, OpOutput{Outcome: OutOK, Rec: a1, Rev: 10}, 4, 5)
+	h.add(0, OpInput{Kind: OpCAS, Expected: 10, Next: a1}, OpOutput{Outcome: OutOK, Rec: a1, Rev: 12}, 6, 7)
+	if res, why := h.Check(time.Minute); res != porcupine.Ok {
+		t.Fatalf("the unknown swap did not land: %v\n%s", res, why)
+	}
+	ops := append([]porcupine.Operation(nil), h.ops...)
+	boundUnknown(ops)
+	if ops[1].Return != 7 {
+		t.Fatalf("the unknown swap's return: %d, want 7 (when revision 12 was seen)", ops[1].Return)
+	}
+	// Had it landed (rev 11), reading rev 10 after it would be illegal;
+	// here it may have landed between 2 and 4 and been read at 8.
+	h2 := NewHistory()
+	h2.add(0, OpInput{Kind: OpCAS, Next: a1}, OpOutput{Outcome: OutOK, Rec: a1, Rev: 10}, 0, 1)
+	h2.add(1, OpInput{Kind: OpCAS, Expected: 10, Next: b2}, OpOutput{Outcome: OutUnknown}, 2, 3)
+	h2.add(0, OpInput{Kind: OpGet}, OpOutput{Outcome: OutOK, Rec: b2, Rev: 11}, 8, 9)
+	h2.add(0, OpInput{Kind: OpGet}, OpOutput{Outcome: OutOK, Rec: a1, Rev: 10}, 10, 11)
+	if res, _ := h2.Check(time.Minute); res != porcupine.Illegal {
+		t.Fatalf("a read going back after an unknown swap landed: %v, want Illegal", res)
+	}
+}
