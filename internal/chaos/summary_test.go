@@ -76,6 +76,7 @@ func record(r result) {
 	for _, h := range rep.ToLeader {
 		if h.D < 0 {
 			tt.noLeader++
+			tt.overBound = append(tt.overBound, fmt.Sprintf("no leader by the end of the run after %s (seed %d)", h.What, r.seed))
 			continue
 		}
 		tt.toLeader = append(tt.toLeader, h.D)
@@ -147,10 +148,10 @@ func printSummary() {
 		}
 		fmt.Fprintf(&b, "  %s: %s\n", name, strings.Join(parts, ", "))
 	}
-	fmt.Fprintln(&b, "heals after which the next leader came later than the liveness bound:")
+	fmt.Fprintln(&b, "heals after which the next leader came later than the liveness bound (or not before the run ended):")
 	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
 		if tt := totals[name]; tt != nil {
-			fmt.Fprintf(&b, "  %s: %d of %d\n", name, len(tt.overBound), len(tt.toLeader))
+			fmt.Fprintf(&b, "  %s: %d of %d\n", name, len(tt.overBound), len(tt.toLeader)+tt.noLeader)
 			for _, o := range tt.overBound {
 				fmt.Fprintf(&b, "    %s\n", o)
 			}
