@@ -100,8 +100,8 @@ type History struct {
 	start time.Time
 	mu    sync.Mutex
 	ops   []porcupine.Operation
-	// Other counts the errors that are neither conflicts, absent records
-	// nor unknown outcomes a fault explains; see Errors.
+	// errs counts the errors that made outcomes unknown, by message; see
+	// Errors.
 	errs    map[string]int
 	watches []*watchLog
 }
