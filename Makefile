@@ -50,7 +50,18 @@ cross:
 		GOOS=$$os GOARCH=$$arch $(GO) build -o /dev/null ./cmd/tenure; \
 	done
 
-.PHONY: sim
+.PHONY: sim chaos
+
+## chaos: long chaos runs on the real servers: every backend (CHAOS_BACKENDS,
+## comma-separated, to pick) runs schedules of network and server faults
+## drawn from CHAOS_SEED for CHAOS_DURATION each, then prints a summary
+## table (docs/reliability.md)
+CHAOS_DURATION ?= 30m
+CHAOS_BACKENDS ?= memstore,redis,postgres,kube
+CHAOS_SEED     ?=
+chaos: backends kube
+	TENURE_REQUIRE_BACKENDS=1 TENURE_CHAOS_DURATION=$(CHAOS_DURATION) TENURE_CHAOS_BACKENDS=$(CHAOS_BACKENDS) \
+		TENURE_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout 0 -run 'TestChaos$$' -v ./internal/chaos/
 
 ## sim: long sweeps of the simulator: model mode (100,000 random schedules)
 ## and runtime mode (2,000 seeds of the real electors on memstore)

@@ -444,6 +444,25 @@ func (k *Kube) Kill() error {
 	return nil
 }
 
+// Pause stops the API server process with SIGSTOP: it keeps its
+// connections but answers nothing until Resume. etcd keeps running.
+func (k *Kube) Pause() error { return k.signalAPIServer("pause", pauseProcess) }
+
+// Resume continues an API server stopped by Pause.
+func (k *Kube) Resume() error { return k.signalAPIServer("resume", resumeProcess) }
+
+func (k *Kube) signalAPIServer(what string, do func(*os.Process) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.apiserver.alive() {
+		return fmt.Errorf("kube: %s: the API server is not running", what)
+	}
+	if err := do(k.apiserver.cmd.Process); err != nil {
+		return fmt.Errorf("kube: %s: %w", what, err)
+	}
+	return nil
+}
+
 // Running reports whether the API server process is alive.
 func (k *Kube) Running() bool {
 	k.mu.Lock()

@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/kubestore"
+	"github.com/tenure-go/tenure/store/memstore"
+	"github.com/tenure-go/tenure/store/pgstore"
+	"github.com/tenure-go/tenure/store/redisstore"
+)
+
+// setupMem: one memstore shared by the electors of a schedule; the only
+// fault is an elector crash.
+func setupMem(*testing.T) *env {
+	return &env{
+		newSchedule: func(t *testing.T, seed uint64) (string, func(*testing.T, string) store.Store[meta]) {
+			st := memstore.New[meta]()
+			return "job", func(*testing.T, string) store.Store[meta] { return st }
+		},
+	}
+}
+
+// setupRedis: a redis-server of the test's own (it is killed), reached
+// through the proxies over TCP; the proxies dial its Unix socket.
+func setupRedis(t *testing.T) *env {
+	srv := testcluster.NewRedis(t)
+	return &env{
+		network: srv.Network(), addr: srv.Addr(),
+		newSchedule: func(t *testing.T, seed uint64) (string, func(*testing.T, string) store.Store[meta]) {
+			prefix := fmt.Sprintf("chaos-%d-%d:", seed, time.Now().UnixNano())
+			return "job", func(t *testing.T, addr string) store.Store[meta] {
+				c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+				t.Cleanup(func() { _ = c.Close() })
+				st, err := redisstore.New[meta](c, redisstore.WithPrefix(prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		},
+		strike: func(k kind) (func() error, bool, error) {
+			switch k {
+			case kPause:
+				return srv.Resume, false, srv.Pause()
+			case kKill:
+				return srv.Restart, true, srv.Kill()
+			}
+			return nil, false, fmt.Errorf("redis: no server fault %s", k)
+		},
+	}
+}
+
+// setupPostgres: a PostgreSQL cluster of the test's own (it is crashed),
+// and an admin pool that reaches it directly, without faults.
+func setupPostgres(t *testing.T) *env {
+	pg, err := testcluster.StartPostgres()
+	if err != nil {
+		testcluster.Unavailable(t, "postgres: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	admin := newPool(t, pg.DSN()+"&application_name=chaos-admin")
+	return &env{
+		network: "tcp", addr: fmt.Sprintf("127.0.0.1:%d", pg.Port()),
+		newSchedule: func(t *testing.T, seed uint64) (string, func(*testing.T, string) store.Store[meta]) {
+			table := fmt.Sprintf("chaos_%d_%d", seed, time.Now().UnixNano())
+			// The table is made without faults, before the electors start.
+			st, err := pgstore.New[meta](admin, pgstore.WithTable(table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return "job", func(t *testing.T, addr string) store.Store[meta] {
+				pool := newPool(t, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
+				st, err := pgstore.New[meta](pool, pgstore.WithTable(table), pgstore.WithAutoMigrate(false))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		},
+		strike: func(k kind) (func() error, bool, error) {
+			switch k {
+			case kKill:
+				return pg.Start, false, pg.Crash()
+			case kTerminate:
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+					WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+					AND application_name <> 'chaos-admin'`)
+				return func() error { return nil }, false, err
+			}
+			return nil, false, fmt.Errorf("postgres: no server fault %s", k)
+		},
+	}
+}
+
+// newPool returns a pool of dsn closed when t ends. It connects lazily.
+func newPool(t *testing.T, dsn string) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// setupKube: an etcd and kube-apiserver of the test's own (the API server
+// is paused and killed; etcd keeps the data).
+func setupKube(t *testing.T) *env {
+	k := testcluster.NewKube(t, testcluster.KubeOptions{})
+	port := k.URL()[len("https://127.0.0.1:"):]
+	return &env{
+		network: "tcp", addr: "127.0.0.1:" + port,
+		newSchedule: func(t *testing.T, seed uint64) (string, func(*testing.T, string) store.Store[meta]) {
+			ns := k.Namespace(t, "chaos")
+			return "job", func(t *testing.T, addr string) store.Store[meta] {
+				cfg := rest.CopyConfig(k.Config())
+				cfg.Host = "https://" + addr
+				leases, err := coordinationclient.NewForConfig(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := kubestore.New[meta](leases, ns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		},
+		strike: func(kd kind) (func() error, bool, error) {
+			switch kd {
+			case kPause:
+				return k.Resume, false, k.Pause()
+			case kKill:
+				return k.Start, false, k.Kill()
+			}
+			return nil, false, fmt.Errorf("kube: no server fault %s", kd)
+		},
+	}
+}

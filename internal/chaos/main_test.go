@@ -1,0 +1,11 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	testcluster.Main(m, printSummary)
+}
