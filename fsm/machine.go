@@ -10,14 +10,15 @@ import (
 // ErrInvalidOptions is wrapped by the errors New returns.
 var ErrInvalidOptions = errors.New("fsm: invalid options")
 
+// This file reads top to bottom: the Machine, Step (every event goes the
+// same way), answer (every store answer goes the same way), then one
+// section per state, each with the becomeX that enters it and the state's
+// rules (answerX, advanceX). What the node accepts from the store's answers
+// is in observe.go, watch hints in hints.go, the requests and their budget
+// in requests.go.
+
 // Machine is one node's state machine for one election. It is not safe for
 // concurrent use: one driver owns it.
-//
-// This file reads top to bottom: the machine, Step (every event goes the
-// same way), then one section per state, each with the becomeX that enters
-// it and the rules it follows. What the node accepts from the store's
-// answers is in observe.go, watch hints in hints.go, the requests and
-// their budget in requests.go.
 type Machine struct {
 	id    string
 	cfg   lease.Config
