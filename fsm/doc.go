@@ -12,7 +12,9 @@
 //
 // # States
 //
-//	Follower  -> Candidate  the lease is free, or expired by local time
+//	Follower  -> Candidate  the lease is free, or expired by local time, or
+//	                        a read shows our own acquire whose outcome was
+//	                        unknown (a renewing swap confirms it)
 //	Candidate -> Leader     the acquiring swap succeeded (the term starts
 //	                        when the request was sent)
 //	Candidate -> Follower   conflict, or the outcome is unknown, or a
@@ -21,9 +23,15 @@
 //	Candidate -> Expiring   the swap succeeded too late to lead, or the
 //	                        node is stopping: release what was taken
 //	Leader    -> Leader     a renewal succeeded
-//	Leader    -> Follower   someone else holds the lease
+//	Leader    -> Follower   the store does not hold the term: another
+//	                        holder or token, no record, a rollback, or a
+//	                        record the machine refuses
 //	Leader    -> Expiring   no renewal within RenewDeadline, or stop
 //	Expiring  -> Follower   released, taken by another, or surely expired
+//
+// After Stop the machine is stopping: a leader's term ends (Expiring), the
+// lease is released unless Stop said to keep it, and the machine then
+// emits Done and has stopped ([Machine.Stopped]).
 //
 // # Safety
 //

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"errors"
-	"math"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
@@ -11,10 +10,12 @@ import (
 // ErrInvalidOptions is wrapped by the errors New returns.
 var ErrInvalidOptions = errors.New("fsm: invalid options")
 
-// maxQuick is how many requests a machine sends before the next scheduled
-// one (see Machine.allowed): enough for an acquire after a read and one
-// retry after a conflict, never a loop.
-const maxQuick = 2
+// This file reads top to bottom: the Machine, Step (every event goes the
+// same way), answer (every store answer goes the same way), then one
+// section per state, each with the becomeX that enters it and the state's
+// rules (answerX, advanceX). What the node accepts from the store's answers
+// is in observe.go, watch hints in hints.go, the requests and their budget
+// in requests.go.
 
 // Machine is one node's state machine for one election. It is not safe for
 // concurrent use: one driver owns it.
@@ -23,21 +24,25 @@ type Machine struct {
 	cfg   lease.Config
 	rand  Rand
 	lossy bool
-	state State
 	out   []Action
 	now   time.Duration
-	done  bool // stopped: every later event is ignored (Stopped)
-	stop  bool // stopping: finish up, then done
-	keep  bool // on stop, keep a held lease (Stop without Release): do not release it
+
+	// The state and the fields the becomeX functions own.
+	state State
+	again bool // Leader, Expiring: a swap is wanted before nextOp (a renewal after a conflict showing our own record, a release after a term ended)
+
+	// Stopping (see stop and finish): two ideas, two names.
+	stopping bool // a Stop arrived: finish up (end the term, release), then stop
+	keep     bool // that Stop had Release false: keep a held lease, do not release it
+	stopped  bool // Done was emitted: every later event is ignored (Stopped)
 
 	// The request budget (see allowed).
 	nextOp time.Duration // when the next scheduled request is due
 	quick  int           // requests sent before nextOp since the last scheduled or hinted one
-	again  bool          // a swap is wanted before nextOp (a renewal after a conflict showing our own record, a release after a term ended)
 	sent   uint64        // requests sent so far
 
 	// What the node accepted from the store's answers (reads and swap
-	// replies; watch events are only hints).
+	// replies; watch events are only hints). See observe.
 	seen      bool           // anything accepted yet (false again after an unknown outcome)
 	absent    bool           // the last answer found no record
 	obs       Lease          // the last record accepted (if !absent)
@@ -47,7 +52,7 @@ type Machine struct {
 	last      Lease          // the record accepted at maxRev
 	maxToken  uint64         // largest token ever accepted
 	maxTrans  uint64         // largest Transitions ever accepted
-	maxLease  time.Duration  // largest LeaseDuration accepted (lossy stores; decays, see advance)
+	maxLease  time.Duration  // largest LeaseDuration accepted (lossy stores; decays, see decayMaxLease)
 	lossWait  bool           // lossy: an absence was seen and not yet waited out in full
 	corrupt   bool           // the store's last answer was a record the machine refused
 	holdUntil time.Duration  // after a rollback, no new term before this
@@ -120,8 +125,9 @@ func (m *Machine) Identity() string { return m.id }
 // Config returns the timings in force.
 func (m *Machine) Config() lease.Config { return m.cfg }
 
-// Stopped reports whether the machine has emitted Done.
-func (m *Machine) Stopped() bool { return m.done }
+// Stopped reports whether the machine has emitted Done. A machine that got
+// Stop is stopping until then: it may still end its term and release.
+func (m *Machine) Stopped() bool { return m.stopped }
 
 // Leading reports whether the node leads at time now: it is Leader and its
 // renew deadline has not passed. The driver uses it to answer questions
@@ -169,7 +175,7 @@ func (m *Machine) TokensExhausted() bool { return m.maxToken >= lease.MaxToken }
 // the Step's time, or Never: nothing the machine could do at once is left
 // for a timer.
 func (m *Machine) NextWake() time.Duration {
-	if m.done {
+	if m.stopped {
 		return Never
 	}
 	wake := Never
@@ -183,7 +189,7 @@ func (m *Machine) NextWake() time.Duration {
 		if !m.pending {
 			at(m.pollAt())
 			if m.staleByHints() && m.reached(m.acquireAt()) {
-				at(m.nextOp) // the read before taking over (see advance)
+				at(m.nextOp) // the read before taking over (see takeOver)
 			}
 			if t := m.acquireAt(); t > m.now && !m.TokensExhausted() {
 				at(t)
@@ -205,475 +211,117 @@ func (m *Machine) NextWake() time.Duration {
 
 // Step handles ev and returns the actions to perform, in order. The slice is
 // reused by the next Step.
+//
+// Every event goes the same way: time moves on (a leader whose deadline
+// has passed steps down first, whatever the event says); the event is
+// handled (an answer by observe, then by the rules of the state the node
+// is in: see answer); then advance does what the state calls for now,
+// the next request included.
 func (m *Machine) Step(ev Event) []Action {
 	m.out = m.out[:0]
-	if m.done {
+	if m.stopped {
 		return m.out
 	}
 	if ev.Now > m.now {
 		m.now = ev.Now
 	}
-	if m.state == Leader && m.now >= m.leaderUntil {
-		// The deadline passed before this event was handled: the term has
-		// ended, whatever the event says (a renewal reply arriving now must
-		// not revive it).
-		m.stepDown(ReasonDeadline, Expiring)
-	}
+	m.checkDeadline()
 	switch ev.Kind {
 	case Tick:
-	case ReadDone:
-		if m.pending && m.pendingKind == Read {
+	case ReadDone, SwapDone, SwapConflict:
+		if m.awaits(ev.Kind) {
 			m.pending = false
-			m.observe(ev)
+			m.answer(ev)
 		}
-	case ReadFailed:
-		if m.pending && m.pendingKind == Read {
+	case ReadFailed, SwapFailed:
+		if m.awaits(ev.Kind) {
 			m.pending = false
-			m.failed()
+			m.failed(ev)
 		}
 	case Watched:
 		m.hinted(ev)
 	case WatchLost:
-		// Changes may have been missed: poll as without a watch until the
-		// next renewal hint (a follower whose reads were postponed reads
-		// at once, its schedule being due).
-		m.heard, m.quietRev = false, 0
-	case SwapDone, SwapConflict, SwapFailed:
-		if m.pending && m.pendingKind == Swap {
-			m.pending = false
-			m.swapResult(ev)
-		}
+		m.watchLost()
 	case Stop:
-		if !m.stop {
-			m.stop = true
-			m.keep = !ev.Release
-			if m.state == Leader {
-				m.stepDown(ReasonStopped, Expiring)
-			}
-		}
+		m.stop(ev.Release)
 	case Reconfigure:
-		if ev.Config.Validate() == nil {
-			m.cfg = ev.Config
-			if m.state == Leader {
-				if until := sat(m.confirmed, m.cfg.RenewDeadline); until < m.leaderUntil {
-					m.leaderUntil = until
-				}
-			}
-		}
+		m.reconfigure(ev.Config)
 	}
 	m.advance()
 	return m.out
 }
 
-// verdict is what observe made of an answer.
-type verdict uint8
-
-const (
-	refused  verdict = iota // corrupt or out of bounds: not accepted
-	same                    // the record already accepted: nothing new
-	fresh                   // accepted: a newer revision, or an absence
-	wentBack                // accepted, but older than what was accepted before
-)
-
-// observe handles the store's answer to a read or a swap. Only one request
-// is in flight at a time and each is sent after the previous answer came,
-// so every answer shows the store as it is now, later than every answer
-// before it: a revision below the newest one accepted is a rollback.
-func (m *Machine) observe(ev Event) verdict {
-	m.answered(ev)
-	if ev.Corrupt || !ev.Absent && (ev.Revision == 0 || !InBounds(ev.Lease)) || ev.Kind == SwapDone && ev.Absent {
-		// Anyone who can write the store can write anything: never let such
-		// a record into the state (no token, wait or revision from it).
-		// Nobody takes the lease over until it is replaced or removed. (A
-		// swap that succeeded and left no record is as unreadable.)
-		m.corrupt = true
-		m.emit(Action{Kind: Report, Problem: ProblemCorrupt, Revision: ev.Revision})
-		if m.state == Leader {
-			m.stepDown(ReasonLost, Follower)
-		}
-		return refused
-	}
-	m.corrupt = false
-	if ev.Absent {
-		v := fresh
-		if m.maxRev > 0 && !m.lossy {
-			// A store that keeps its records never shows none after one
-			// (a release keeps the record): it went back in time.
-			m.rollback(0)
-			m.maxRev, m.last = 0, Lease{}
-			v = wentBack
-		}
-		if !m.seen || !m.absent {
-			m.firstSeen = m.now
-			m.lossWait = m.lossy
-		}
-		m.seen, m.absent = true, true
-		m.obs, m.rev = Lease{}, 0
-		if m.state == Leader {
-			m.stepDown(ReasonLost, Follower)
-		}
-		return v
-	}
-	v := fresh
-	switch {
-	case ev.Revision > m.maxRev:
-	case ev.Revision == m.maxRev && !m.absent && ev.Lease == m.last:
-		if m.seen {
-			return same
-		}
-		// After a swap with an unknown outcome the node forgot what it
-		// saw: the newest revision is news again (its patience restarts).
-	default:
-		// Older than the newest accepted (or the same revision with
-		// another record, or back after the record vanished): the store
-		// was restored, failed over or edited. Follow what it holds now,
-		// but start no term before a full lease has passed.
-		m.rollback(ev.Revision)
-		v = wentBack
-	}
-	m.maxRev, m.last = ev.Revision, ev.Lease
-	m.seen, m.absent = true, false
-	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
-	m.maxToken = max(m.maxToken, ev.Lease.Token)
-	m.maxTrans = max(m.maxTrans, ev.Lease.Transitions)
-	m.maxLease = max(m.maxLease, ev.Lease.LeaseDuration)
-	if m.state == Leader && !m.ours(ev.Lease) {
-		m.stepDown(ReasonLost, Follower)
-	}
-	if m.stealable() {
-		if w := m.patience(); w > m.cfg.LeaseDuration {
-			m.emit(Action{Kind: Report, Problem: ProblemLongWait, Revision: m.rev, Wait: w, Until: m.patienceEnds()})
-		}
-	}
-	return v
-}
-
-// rollback handles an answer showing revision to, older than the newest one
-// accepted (0: no record). The holder of the newest record may still
-// believe it leads: wait out the longest lease the node knows of, counted
-// from now, before starting a term.
-func (m *Machine) rollback(to lease.Revision) {
-	wait := max(m.cfg.LeaseDuration, m.last.LeaseDuration)
-	if m.lossy {
-		wait = max(wait, m.maxLease)
-	}
-	m.holdUntil = max(m.holdUntil, sat(m.now, wait))
-	m.unknownToken = 0 // the old history is not ours to confirm
-	m.emit(Action{Kind: Report, Problem: ProblemRollback, Revision: to, Newest: m.maxRev, Until: m.holdUntil, Wait: wait})
-	if m.state == Leader {
-		// Its term's record is not what the store holds.
-		m.stepDown(ReasonLost, Follower)
-	}
-}
-
-// hinted handles a watch event. Anyone who can publish on the store's
-// channel can forge one, so it changes nothing the node believes or waits
-// for: if it claims something that would change what the node does, it
-// makes the node read the record (a leader renews instead) soon: at once,
-// or after the request in flight. The answer is what counts.
-func (m *Machine) hinted(ev Event) {
-	if m.stop || m.now < m.muteUntil {
-		return
-	}
-	if m.renewal(ev) {
-		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
-		m.quietRev, m.quietSeq = ev.Revision, m.sent
-		return
-	}
-	if !m.news(ev) {
-		return
-	}
-	m.hint, m.hintRev, m.hintLease, m.hintAbsent, m.hintCorrupt, m.hintSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
-	if ev.Absent {
-		m.hintRev, m.hintLease, m.hintCorrupt = 0, Lease{}, false
-	}
-}
-
-// news reports whether a watch event claims something that would change what
-// the node does: a record gone, or a newer revision with another holder or
-// token (or unreadable). A renewal of the record the node follows is not
-// news: its next poll sees it.
-func (m *Machine) news(ev Event) bool {
-	switch {
-	case ev.Absent:
-		return !m.seen || !m.absent
-	case ev.Revision < m.maxRev, ev.Revision == m.maxRev && m.seen:
+// awaits reports whether a result of kind k answers the request in flight
+// (a result with none in flight, or of the other kind, is ignored).
+func (m *Machine) awaits(k EventKind) bool {
+	if !m.pending {
 		return false
 	}
-	return !m.seen || ev.Corrupt || m.absent || ev.Lease.Holder != m.obs.Holder || ev.Lease.Token != m.obs.Token
-}
-
-// renewal reports whether a watch event shows a renewal of the record the
-// node follows: a valid record with its holder and token at a revision
-// newer than any the node accepted or heard of since its last answer. It
-// is what a healthy watch delivers every retry pause while the lease is
-// held, and what it says is taken on trust for nothing but when to read
-// next (see pollAt): a forged one postpones reads, within bounds.
-func (m *Machine) renewal(ev Event) bool {
-	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
-		ev.Revision > max(m.maxRev, m.quietRev) && InBounds(ev.Lease) &&
-		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
-}
-
-// quietEnd is when a follower that heard renewals of the record it follows
-// reads again, unless another renewal is heard meanwhile: a silence of
-// MaxRetryInterval plus half a RetryInterval after the latest one (a
-// leader renews every retry pause: longer silence means it stopped, or
-// the watch did), and never later than LeaseDuration after the store's
-// last answer (the safety net: forged renewals cannot postpone reads for
-// longer). Never if no renewal of the record it follows was heard since
-// the watch was last lost.
-func (m *Machine) quietEnd() time.Duration {
-	if !m.heard || !m.stealable() || m.corrupt || m.heardLease.Holder != m.obs.Holder || m.heardLease.Token != m.obs.Token {
-		return 0
+	if k == ReadDone || k == ReadFailed {
+		return m.pendingKind == Read
 	}
-	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
-	return min(sat(m.heardAt, silence), sat(m.lastAnswer, m.cfg.LeaseDuration))
+	return m.pendingKind == Swap
 }
 
-// pollAt is when a follower's scheduled read is due: its retry schedule,
-// postponed while renewals are heard (quietEnd).
-func (m *Machine) pollAt() time.Duration {
-	return max(m.nextOp, m.quietEnd())
-}
-
-// staleByHints reports whether a renewal was heard at a revision newer than
-// the one the follower waits out: taking the lease over from that revision
-// would be a swap bound to fail, so the follower reads first (once per
-// wait, see advance).
-func (m *Machine) staleByHints() bool {
-	return m.quietRev > m.rev && m.quietEnd() != 0
-}
-
-// answered settles the watch hint with the answer to the request that just
-// returned. The answer confirms the hint if it shows the record the hint
-// claimed (same revision and record), or a newer revision that someone else
-// wrote: the node's own successful write confirms nothing, or a forged event
-// claiming the next revision would be confirmed by the renewal it caused.
-// The hint is settled if the answer confirms it or if the request was sent
-// after the hint arrived; in that second case an answer that does not
-// confirm it proves it stale or forged, and hints are ignored for a
-// RetryInterval, so a flood of forged events costs at most one request per
-// RetryInterval.
-func (m *Machine) answered(ev Event) {
-	m.lastAnswer = m.now
-	if m.quietRev != 0 && (ev.Revision >= m.quietRev || m.pendingSeq > m.quietSeq) {
-		// The answer shows the renewal heard, or was sent after it: what
-		// it shows is what counts.
-		m.quietRev = 0
+// answer handles the store's answer to the request in flight (a read's
+// record, a swap's success or conflict). First observe takes in what the
+// answer shows, the same way in every state, changing no state. Then a
+// leader whose term the answer shows lost steps down (termLost), before
+// anything else: a Follower now, it does nothing more with this answer.
+// Then the wait the answer imposes is reported if long, and the state's own
+// rules for the answer follow.
+func (m *Machine) answer(ev Event) {
+	v := m.observe(ev)
+	if m.state == Leader && m.termLost(ev, v) {
+		m.stepDown(ReasonLost)
 	}
-	if !m.hint {
+	m.warnLongWait(v)
+	switch m.state {
+	case Follower:
+		// A follower only reads: what it saw is taken in; advance acts on it.
+	case Candidate:
+		m.answerCandidate(ev, v)
+	case Leader:
+		m.answerLeader(ev, v)
+	case Expiring:
+		m.answerExpiring(ev)
+	}
+}
+
+// failed handles a request that failed. A hint it was meant to settle is
+// dropped (see dropHint); a Candidate's swap has an unknown outcome.
+func (m *Machine) failed(ev Event) {
+	m.dropHint()
+	if ev.Kind == SwapFailed && m.state == Candidate {
+		m.candidateFailed()
+	}
+}
+
+// stop handles Stop (only the first counts): the machine is stopping. A
+// leader's term ends at once; advance then releases the lease (unless
+// release is false) and finishes (see advanceExpiring, advanceFollower).
+func (m *Machine) stop(release bool) {
+	if m.stopping {
 		return
 	}
-	confirmed := ev.Kind != SwapDone && !m.hintAbsent && !ev.Absent &&
-		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
-	after := m.pendingSeq > m.hintSeq
-	if !confirmed && !after {
-		return // sent before the hint: a request follows
-	}
-	m.hint = false
-	if !confirmed && (!m.hintAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.maxRev)) {
-		m.muteUntil = sat(m.now, m.cfg.RetryInterval)
+	m.stopping, m.keep = true, !release
+	if m.state == Leader {
+		m.stepDown(ReasonStopped)
 	}
 }
 
-// failed handles a request that failed: a hint it was meant to settle is
-// dropped (polling goes on), so a failing store cannot make hints loop.
-func (m *Machine) failed() {
-	if m.hint && m.pendingSeq > m.hintSeq {
-		m.hint = false
-	}
-}
-
-// ours reports whether l is this node's current term.
-func (m *Machine) ours(l Lease) bool {
-	return l.Holder == m.id && l.Token == m.token
-}
-
-func (m *Machine) swapResult(ev Event) {
-	kind := m.pendingSwap
-	switch ev.Kind {
-	case SwapDone:
-		v := m.observe(ev)
-		switch kind {
-		case Acquire, Renew:
-			if v == fresh {
-				m.confirm(ev.Lease)
-			} else {
-				m.unconfirmed()
-			}
-		case Release:
-			if m.state == Expiring {
-				m.setState(Follower)
-			}
-		}
-	case SwapConflict:
-		v := m.observe(ev)
-		switch {
-		case m.state == Leader && v != refused && !ev.Absent && m.ours(ev.Lease):
-			// Our own renewal whose reply was lost: the record is still
-			// ours. Renew again from its revision; the deadline stays.
-			m.again = true
-		case m.state == Leader:
-			m.stepDown(ReasonLost, Follower)
-		case m.state == Candidate, m.state == Expiring:
-			m.setState(Follower)
-		}
-	case SwapFailed:
-		m.failed()
-		if m.state == Candidate {
-			// The swap may or may not have been applied: forget what we
-			// saw and read again after the usual pause.
-			if kind == Acquire && !(m.lossy && m.pendingExp == 0) {
-				// If it landed, a later read shows our token and we
-				// confirm it. A create in a lossy store is only a claim
-				// (see confirm), waited out like anyone's record.
-				m.unknownToken = m.pendingNext.Token
-			}
-			m.seen = false
-			m.setState(Follower)
-		}
-	}
-}
-
-// unconfirmed handles a swap the store called a success whose reply the
-// machine cannot lead on (refused, not newer than what it had, or a
-// rollback): the store breaks its contract.
-func (m *Machine) unconfirmed() {
-	switch m.state {
-	case Leader:
-		m.stepDown(ReasonLost, Follower)
-	case Candidate:
-		m.setState(Follower)
-	case Expiring:
-		m.again = true
-	}
-}
-
-// confirm handles a successful acquire or renew swap that stored l.
-func (m *Machine) confirm(l Lease) {
-	want := m.pendingNext
-	if l.Holder != m.id || m.pendingSwap == Acquire && l.Token < want.Token || m.pendingSwap == Renew && l.Token != want.Token {
-		// A store that reports success but stores another holder, or a
-		// token other than ours (a store may raise a new term's token,
-		// never lower it), breaks its contract; never lead on it.
-		if m.state == Leader {
-			m.stepDown(ReasonLost, Follower)
-		} else if m.state == Candidate {
-			m.setState(Follower)
-		}
+// reconfigure handles Reconfigure: valid timings replace the old ones
+// (invalid ones are ignored). A leader's belief never outlasts the new
+// RenewDeadline counted from its last confirmation.
+func (m *Machine) reconfigure(c lease.Config) {
+	if c.Validate() != nil {
 		return
 	}
-	until := sat(m.pendingSent, m.pendingRD)
-	switch m.state {
-	case Candidate:
-		m.unknownToken = 0
-		if m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0 && !m.stop {
-			// A record created in a store that loses records is only a
-			// claim: a leader whose record vanished may believe it leads
-			// for up to its RenewDeadline after the loss, and absence
-			// cannot be ordered against that loss. Follow our own claim
-			// like anyone's record: take it (with a new token) once it has
-			// stood for LeaseDuration since this reply, which came after
-			// the loss.
-			m.setState(Follower)
-			return
-		}
-		if m.stop || m.now >= until {
-			// Too late to lead (or no longer wanted): give it back.
-			m.token = l.Token
-			m.setState(Expiring)
-			m.again = true
-			return
-		}
-		m.token, m.since = l.Token, m.pendingSent
-		m.confirmed, m.leaderUntil = m.pendingSent, until
-		m.setState(Leader)
-		m.emit(Action{Kind: StartedLeading, Token: m.token, Since: m.since})
-	case Leader:
-		if until > m.leaderUntil {
-			m.confirmed, m.leaderUntil = m.pendingSent, until
-		}
-	case Expiring:
-		// A renewal that was in flight when the term ended; the term stays
-		// ended. Release from the new revision.
-		m.again = true
+	m.cfg = c
+	if m.state == Leader {
+		m.leaderUntil = min(m.leaderUntil, sat(m.confirmed, m.cfg.RenewDeadline))
+		m.checkDeadline()
 	}
-}
-
-// stepDown ends the current term and moves to the given state.
-func (m *Machine) stepDown(r Reason, to State) {
-	m.emit(Action{Kind: StoppedLeading, Token: m.token, Reason: r})
-	m.setState(to)
-	m.again = to == Expiring
-}
-
-func (m *Machine) setState(s State) { m.state = s }
-
-func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
-
-// stealable reports whether the observed record is one the node waits out
-// before taking it over.
-func (m *Machine) stealable() bool {
-	return m.seen && !m.absent && m.obs.Holder != ""
-}
-
-// patience is how long a follower waits out the observed record: the
-// LeaseDuration its holder promised, but never less than its own (anyone
-// who can write the store can shorten the promise on a live leader's
-// record, and the leader's belief still lasts its own RenewDeadline), and in
-// a lossy store at least the longest promise this node has seen (the record
-// may stand in for one that vanished, whose holder promised more).
-func (m *Machine) patience() time.Duration {
-	d := max(m.obs.LeaseDuration, m.cfg.LeaseDuration)
-	if m.lossy {
-		d = max(d, m.maxLease)
-	}
-	return d
-}
-
-// patienceEnds is when a follower may take over the observed record.
-func (m *Machine) patienceEnds() time.Duration { return sat(m.firstSeen, m.patience()) }
-
-// acquireAt is when the follower may start a term on what it observed
-// (Never while it knows nothing or the store's record is unreadable): at
-// once if the lease is free, when its patience ends if it is held, and
-// never before a rollback has been waited out.
-func (m *Machine) acquireAt() time.Duration {
-	if !m.seen || m.corrupt {
-		return Never
-	}
-	if m.absent || m.obs.Holder == "" {
-		return m.holdUntil
-	}
-	return max(m.patienceEnds(), m.holdUntil)
-}
-
-// confirmable reports whether a read shows the acquire whose outcome was
-// unknown as landed, so that a renewing swap may confirm it.
-func (m *Machine) confirmable() bool {
-	return m.seen && !m.absent && !m.corrupt && m.unknownToken != 0 &&
-		m.obs.Holder == m.id && m.obs.Token == m.unknownToken && m.obs.Token == m.maxToken &&
-		m.reached(m.holdUntil)
-}
-
-// allowed reports whether a request may be sent now, and counts it. The
-// scheduled request is due at nextOp (every request moves nextOp a retry
-// pause on); before it, at most maxQuick requests may follow an answer (an
-// acquire after a read showed the lease free, one retry after a conflict, a
-// release after a term ended). So no store behaviour makes the machine
-// loop: without watch hints it sends at most 1+maxQuick requests per
-// RetryInterval.
-func (m *Machine) allowed() bool {
-	if m.reached(m.nextOp) {
-		m.quick = 0
-		return true
-	}
-	if m.quick < maxQuick {
-		m.quick++
-		return true
-	}
-	return false
 }
 
 // advance performs every transition that the current time and observations
@@ -681,197 +329,313 @@ func (m *Machine) allowed() bool {
 func (m *Machine) advance() {
 	switch m.state {
 	case Follower:
-		if m.stop {
-			if !m.pending || m.pendingKind == Read {
-				m.finish()
-			}
-			return
-		}
-		if m.pending {
-			return
-		}
-		if m.lossWait && m.stealable() && m.reached(m.patienceEnds()) {
-			// An absence has been waited out in full, with the longest
-			// lease seen: every holder of a record that vanished before it
-			// has stopped believing it leads. Forget older promises
-			// (docs/design.md, "maxLease decays").
-			m.maxLease = max(m.cfg.LeaseDuration, m.obs.LeaseDuration)
-			m.lossWait = false
-		}
-		switch {
-		case m.confirmable():
-			// Our acquire went through after all: confirm it with a
-			// renewal before leading on it. The renewal promises our own
-			// LeaseDuration, whatever the store shows: followers wait
-			// what the record promises.
-			if m.allowed() {
-				next := m.obs
-				next.LeaseDuration = m.cfg.LeaseDuration
-				m.setState(Candidate)
-				m.swap(Renew, next)
-				return
-			}
-		case m.reached(m.acquireAt()):
-			if m.staleByHints() && m.lastAnswer < m.acquireAt() {
-				// Renewals were heard since the revision waited out was
-				// read: read before taking over (a forged renewal costs
-				// this one read, since the answer comes after the wait).
-				// If the last request was sent after the wait ended (a
-				// read that failed), the next one waits for the retry
-				// schedule: failing reads never loop.
-				if m.pendingSent < m.acquireAt() || m.reached(m.nextOp) {
-					m.read(false)
-					return
-				}
-			} else if m.TokensExhausted() {
-				// Nothing above lease.MaxToken may be issued, and no token
-				// twice: no new term, ever, until an operator intervenes.
-				// Reported once per answer.
-				if m.exhausted != m.sent {
-					m.exhausted = m.sent
-					m.emit(Action{Kind: Report, Problem: ProblemTokensExhausted, Token: m.maxToken})
-				}
-			} else if m.allowed() {
-				m.acquire()
-				return
-			}
-		}
-		switch {
-		case m.hint:
-			m.read(true)
-		case m.reached(m.pollAt()):
-			m.read(false)
-		}
+		m.advanceFollower()
 	case Candidate:
-		// Waiting for the swap's result.
+		// Waiting for the swap's answer (answerCandidate).
 	case Leader:
-		if m.now >= m.leaderUntil {
-			m.stepDown(ReasonDeadline, Expiring)
-			m.advance()
-			return
-		}
-		if m.pending {
-			return
-		}
-		hinted := m.hint
-		if (m.reached(m.nextOp) || m.again) && m.allowed() || hinted {
-			// A leader answers a watch hint with a renewal rather than a
-			// read: its answer tells as much, and a read in flight could
-			// delay a renewal falling due meanwhile (by up to
-			// BackendTimeout), while a renewal moves the deadline on.
-			if hinted {
-				m.quick = 0
-			}
-			next := m.obs
-			next.LeaseDuration = m.cfg.LeaseDuration
-			m.swap(Renew, next)
-		}
+		m.advanceLeader()
 	case Expiring:
-		if m.pending {
-			return
-		}
-		held := m.seen && !m.absent && m.obs.Holder == m.id && m.obs.Token == m.token
-		switch {
-		case !held, m.reached(sat(m.lastWriteSent, m.lastWriteDur)):
-			// Nothing to release, or it has surely expired.
-			m.setState(Follower)
-			m.advance()
-		case m.stop && m.keep:
-			m.finish()
-		case (m.reached(m.nextOp) || m.again) && m.allowed():
-			next := m.obs
-			next.Holder = ""
-			m.swap(Release, next)
-		case m.hint:
-			m.read(true)
-		}
+		m.advanceExpiring()
 	}
 }
 
-// acquire starts a new term with a token above every token seen. The caller
-// has checked that one is left (TokensExhausted).
-func (m *Machine) acquire() {
-	next := Lease{
-		Holder:        m.id,
-		Token:         m.maxToken + 1,
-		Transitions:   m.maxTrans,
-		LeaseDuration: m.cfg.LeaseDuration,
-	}
-	if m.absent && m.maxToken > 0 || !m.absent && m.obs.Holder != m.id {
-		// The lease changes hands (or its record was lost after someone
-		// held it). Transitions is informational: it stops at the bound
-		// of a stored record rather than make the write invalid.
-		next.Transitions = min(next.Transitions+1, lease.MaxToken)
-	}
-	// A new attempt: whatever an earlier acquire with an unknown outcome
-	// did, only this one's outcome may be confirmed.
-	m.unknownToken = 0
-	m.setState(Candidate)
-	m.swap(Acquire, next)
-}
-
-func (m *Machine) swap(kind SwapKind, next Lease) {
-	m.sent++
-	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq = true, Swap, kind, m.sent
-	m.pendingSent, m.pendingNext, m.pendingRD = m.now, next, m.cfg.RenewDeadline
-	m.pendingExp = m.rev
-	if kind != Release {
-		m.lastWriteSent, m.lastWriteDur = m.now, next.LeaseDuration
-	}
-	m.again = false
-	m.nextOp = sat(m.now, m.retryPause())
-	m.emit(Action{Kind: Swap, Swap: kind, Expected: m.rev, Next: next})
-}
-
-// read asks for the record: on schedule (every retry pause), or at once for
-// a watch hint, which leaves the schedule alone (a leader's renewals keep
-// their pace) and opens a fresh allowance of quick requests, so that a
-// watched release is taken one round trip later.
-func (m *Machine) read(hinted bool) {
-	m.sent++
-	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq = true, Read, m.now, m.sent
-	m.quick = 0
-	if !hinted {
-		m.nextOp = sat(m.now, m.retryPause())
-	}
-	m.emit(Action{Kind: Read})
-}
-
+// finish emits Done: the machine has stopped (Stopped) and ignores every
+// later event.
 func (m *Machine) finish() {
-	m.done = true
+	m.stopped = true
 	m.pending = false
 	m.emit(Action{Kind: Done})
 }
 
-// retryPause draws the pause before the next attempt from
-// [RetryInterval, RetryInterval*(1+RetryJitter)).
-func (m *Machine) retryPause() time.Duration {
-	p := m.cfg.RetryInterval
-	if m.rand != nil && m.cfg.RetryJitter > 0 {
-		f := m.rand.Float64()
-		if !(f >= 0 && f < 1) { // false for NaN too
-			f = 0 // a source out of its range gets no say
-		}
-		p += time.Duration(float64(p) * m.cfg.RetryJitter * f)
-	}
-	return p
+// ---- Follower: another node leads, or nobody does yet. ----
+
+// becomeFollower enters Follower. A follower's requests keep to its
+// schedule: again is not its own.
+func (m *Machine) becomeFollower() {
+	m.state = Follower
+	m.again = false
 }
 
-// reached reports whether the time t has come. A time that saturated at
-// Never is never reached: a wait or a schedule that does not fit in a
-// time.Duration does not end (a leader's belief is the exception: it ends
-// at its deadline, whatever it is, see Step).
-func (m *Machine) reached(t time.Duration) bool { return t != Never && m.now >= t }
-
-// sat returns t+d, saturated at the bounds of time.Duration instead of
-// wrapping around.
-func sat(t, d time.Duration) time.Duration {
-	s := t + d
-	switch {
-	case d > 0 && s < t:
-		return math.MaxInt64
-	case d < 0 && s > t:
-		return math.MinInt64
+// advanceFollower: a stopping follower finishes (once no swap is in
+// flight); otherwise, with no request in flight, it takes the lease over if
+// it may (takeOver), else reads for a hint or on its schedule (pollAt).
+func (m *Machine) advanceFollower() {
+	if m.stopping {
+		if !m.pending || m.pendingKind == Read {
+			m.finish()
+		}
+		return
 	}
-	return s
+	if m.pending {
+		return
+	}
+	m.decayMaxLease()
+	if m.takeOver() {
+		return
+	}
+	switch {
+	case m.hint:
+		m.read(true)
+	case m.reached(m.pollAt()):
+		m.read(false)
+	}
+}
+
+// decayMaxLease: in a lossy store, once an absence has been waited out in
+// full with the longest lease seen, every holder of a record that vanished
+// before it has stopped believing it leads. Forget older promises
+// (docs/design.md, "maxLease decays").
+func (m *Machine) decayMaxLease() {
+	if m.lossWait && m.stealable() && m.reached(m.patienceEnds()) {
+		m.maxLease = max(m.cfg.LeaseDuration, m.obs.LeaseDuration)
+		m.lossWait = false
+	}
+}
+
+// takeOver starts a term if the follower may (acquireAt), or confirms its
+// own acquire whose outcome was unknown, and reports whether it sent a
+// request.
+func (m *Machine) takeOver() bool {
+	switch {
+	case m.confirmable():
+		// Our acquire went through after all: confirm it with a renewal
+		// before leading on it. The renewal promises our own
+		// LeaseDuration, whatever the store shows: followers wait what the
+		// record promises.
+		if m.allowed() {
+			next := m.obs
+			next.LeaseDuration = m.cfg.LeaseDuration
+			m.becomeCandidate(Renew, next)
+			return true
+		}
+	case m.reached(m.acquireAt()):
+		if m.staleByHints() && m.lastAnswer < m.acquireAt() {
+			// Renewals were heard since the revision waited out was read:
+			// read before taking over (a forged renewal costs this one
+			// read, since the answer comes after the wait). If the last
+			// request was sent after the wait ended (a read that failed),
+			// the next one waits for the retry schedule: failing reads
+			// never loop.
+			if m.pendingSent < m.acquireAt() || m.reached(m.nextOp) {
+				m.read(false)
+				return true
+			}
+		} else if m.TokensExhausted() {
+			// Nothing above lease.MaxToken may be issued, and no token
+			// twice: no new term, ever, until an operator intervenes.
+			// Reported once per answer.
+			if m.exhausted != m.sent {
+				m.exhausted = m.sent
+				m.emit(Action{Kind: Report, Problem: ProblemTokensExhausted, Token: m.maxToken})
+			}
+		} else if m.allowed() {
+			m.acquire()
+			return true
+		}
+	}
+	return false
+}
+
+// ---- Candidate: an acquiring (or confirming) swap is in flight. ----
+
+// becomeCandidate enters Candidate by sending the swap it waits for: an
+// Acquire (see acquire), or a Renew confirming our own acquire whose
+// outcome was unknown.
+func (m *Machine) becomeCandidate(kind SwapKind, next Lease) {
+	m.state = Candidate
+	m.swap(kind, next)
+}
+
+// answerCandidate: the swap's answer decides. A success that stored what
+// was asked, in time, starts the term; anything else returns to Follower
+// (or, too late or stopping, to Expiring, to give the lease back).
+func (m *Machine) answerCandidate(ev Event, v verdict) {
+	switch ev.Kind {
+	case SwapDone:
+		if v != fresh || !m.stored(ev.Lease) {
+			// A success the machine cannot lead on (refused, not newer
+			// than what it had, a rollback, or not what it asked to
+			// store): the store breaks its contract.
+			m.becomeFollower()
+			return
+		}
+		m.unknownToken = 0
+		if m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0 && !m.stopping {
+			// A record created in a store that loses records is only a
+			// claim: a leader whose record vanished may believe it leads
+			// for up to its RenewDeadline after the loss, and absence
+			// cannot be ordered against that loss. Follow our own claim
+			// like anyone's record: take it (with a new token) once it has
+			// stood for LeaseDuration since this reply, which came after
+			// the loss.
+			m.becomeFollower()
+			return
+		}
+		until := sat(m.pendingSent, m.pendingRD)
+		if m.stopping || m.now >= until {
+			// Too late to lead (or no longer wanted): give it back.
+			m.becomeExpiring(ev.Lease.Token)
+			return
+		}
+		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
+	case SwapConflict:
+		// Someone else wrote first: follow what the store holds.
+		m.becomeFollower()
+	}
+}
+
+// candidateFailed: the swap may or may not have been applied. Forget what
+// we saw and read again after the usual pause.
+func (m *Machine) candidateFailed() {
+	if m.pendingSwap == Acquire && !(m.lossy && m.pendingExp == 0) {
+		// If it landed, a later read shows our token and we confirm it
+		// (confirmable). A create in a lossy store is only a claim (see
+		// answerCandidate), waited out like anyone's record.
+		m.unknownToken = m.pendingNext.Token
+	}
+	m.seen = false
+	m.becomeFollower()
+}
+
+// ---- Leader: this node leads, until its renew deadline. ----
+
+// becomeLeader starts the term with token, begun at since (when the
+// acquiring request was sent) and believed until until.
+func (m *Machine) becomeLeader(token uint64, since, until time.Duration) {
+	m.state = Leader
+	m.token, m.since = token, since
+	m.confirmed, m.leaderUntil = since, until
+	m.emit(Action{Kind: StartedLeading, Token: m.token, Since: m.since})
+}
+
+// checkDeadline ends the term once the leader's belief has run out (at
+// leaderUntil, even if that saturated at Never). It is the only place a
+// term ends for its deadline: Step calls it as soon as time moves on,
+// before the event is handled (a renewal reply arriving now must not
+// revive the term), and reconfigure when a shorter RenewDeadline moves the
+// deadline back. Nothing else moves it back.
+func (m *Machine) checkDeadline() {
+	if m.state == Leader && m.now >= m.leaderUntil {
+		m.stepDown(ReasonDeadline)
+	}
+}
+
+// stepDown ends the current term for r. A term lost (the store shows that
+// it does not hold the term's record) leaves nothing to release: Follower.
+// A term ended by its deadline or a stop may still hold the lease in the
+// store: Expiring, which releases it if it can.
+func (m *Machine) stepDown(r Reason) {
+	m.emit(Action{Kind: StoppedLeading, Token: m.token, Reason: r})
+	if r == ReasonLost {
+		m.becomeFollower()
+	} else {
+		m.becomeExpiring(m.token)
+	}
+}
+
+// termLost reports whether an answer shows that the store does not hold
+// the leader's term: a record refused, none, a rollback, or a newer record
+// that is not the term's.
+func (m *Machine) termLost(ev Event, v verdict) bool {
+	return v == refused || ev.Absent || v == wentBack || v == fresh && !m.ours(ev.Lease)
+}
+
+// answerLeader: the answer to a renewal, when it did not show the term lost
+// (see answer): the record accepted is the term's, or the one accepted
+// before. A success that stored the renewal moves the deadline on; a
+// conflict showing our own record is a renewal whose reply was lost. Any
+// other success or conflict ends the term.
+func (m *Machine) answerLeader(ev Event, v verdict) {
+	switch ev.Kind {
+	case SwapDone:
+		if v == fresh && m.stored(ev.Lease) {
+			if until := sat(m.pendingSent, m.pendingRD); until > m.leaderUntil {
+				m.confirmed, m.leaderUntil = m.pendingSent, until
+			}
+			return
+		}
+		// A success the machine cannot lead on: the store breaks its
+		// contract.
+		m.stepDown(ReasonLost)
+	case SwapConflict:
+		if m.ours(ev.Lease) {
+			// Our own renewal whose reply was lost: the record is still
+			// ours. Renew again from its revision; the deadline stays.
+			m.again = true
+			return
+		}
+		m.stepDown(ReasonLost)
+	}
+}
+
+// advanceLeader renews on schedule, at once after a conflict that showed
+// our own record, and for a watch hint.
+func (m *Machine) advanceLeader() {
+	if m.pending {
+		return
+	}
+	hinted := m.hint
+	if (m.reached(m.nextOp) || m.again) && m.allowed() || hinted {
+		// A leader answers a watch hint with a renewal rather than a read:
+		// its answer tells as much, and a read in flight could delay a
+		// renewal falling due meanwhile (by up to BackendTimeout), while a
+		// renewal moves the deadline on.
+		if hinted {
+			m.quick = 0
+		}
+		next := m.obs
+		next.LeaseDuration = m.cfg.LeaseDuration
+		m.swap(Renew, next)
+	}
+}
+
+// ---- Expiring: the term has ended; release the lease if still held. ----
+
+// becomeExpiring enters Expiring after the term with token ended. The
+// release is wanted at once (again), without waiting for the schedule.
+func (m *Machine) becomeExpiring(token uint64) {
+	m.state = Expiring
+	m.token = token
+	m.again = true
+}
+
+// answerExpiring: a release that succeeded or a conflict leaves nothing to
+// release: Follower. A renewal that was in flight when the term ended
+// leaves the term ended: release from the revision it shows (if the store
+// stored something else, nothing is held and advanceExpiring follows).
+func (m *Machine) answerExpiring(ev Event) {
+	switch ev.Kind {
+	case SwapDone:
+		if m.pendingSwap == Release {
+			m.becomeFollower()
+			return
+		}
+		m.again = true
+	case SwapConflict:
+		m.becomeFollower()
+	}
+}
+
+// advanceExpiring releases the lease while it is held and may not have
+// expired, unless the node stops keeping it; then it follows (a stopping
+// node finishes there).
+func (m *Machine) advanceExpiring() {
+	if m.pending {
+		return
+	}
+	held := m.seen && !m.absent && m.obs.Holder == m.id && m.obs.Token == m.token
+	switch {
+	case !held, m.reached(sat(m.lastWriteSent, m.lastWriteDur)):
+		// Nothing to release, or it has surely expired.
+		m.becomeFollower()
+		m.advanceFollower()
+	case m.stopping && m.keep:
+		m.finish()
+	case (m.reached(m.nextOp) || m.again) && m.allowed():
+		next := m.obs
+		next.Holder = ""
+		m.swap(Release, next)
+	case m.hint:
+		m.read(true)
+	}
 }

@@ -1,0 +1,134 @@
+package fsm
+
+import "time"
+
+// Watch events. They are hints: none changes what the node believes or
+// waits for. A hint that claims news makes the node ask the store (hinted,
+// news, answered); a renewal of the record a follower follows postpones
+// its scheduled reads, within bounds (renewal, quietEnd, pollAt).
+
+// hinted handles a watch event. Anyone who can publish on the store's
+// channel can forge one, so it changes nothing the node believes or waits
+// for: if it claims something that would change what the node does, it
+// makes the node read the record (a leader renews instead) soon: at once,
+// or after the request in flight. The answer is what counts.
+func (m *Machine) hinted(ev Event) {
+	if m.stopping || m.now < m.muteUntil {
+		return
+	}
+	if m.renewal(ev) {
+		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
+		m.quietRev, m.quietSeq = ev.Revision, m.sent
+		return
+	}
+	if !m.news(ev) {
+		return
+	}
+	m.hint, m.hintRev, m.hintLease, m.hintAbsent, m.hintCorrupt, m.hintSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
+	if ev.Absent {
+		m.hintRev, m.hintLease, m.hintCorrupt = 0, Lease{}, false
+	}
+}
+
+// watchLost handles WatchLost: changes may have been missed, so the node
+// polls as without a watch until the next renewal hint (a follower whose
+// reads were postponed reads at once, its schedule being due).
+func (m *Machine) watchLost() {
+	m.heard, m.quietRev = false, 0
+}
+
+// news reports whether a watch event claims something that would change what
+// the node does: a record gone, or a newer revision with another holder or
+// token (or unreadable). A renewal of the record the node follows is not
+// news: its next poll sees it.
+func (m *Machine) news(ev Event) bool {
+	switch {
+	case ev.Absent:
+		return !m.seen || !m.absent
+	case ev.Revision < m.maxRev, ev.Revision == m.maxRev && m.seen:
+		return false
+	}
+	return !m.seen || ev.Corrupt || m.absent || ev.Lease.Holder != m.obs.Holder || ev.Lease.Token != m.obs.Token
+}
+
+// renewal reports whether a watch event shows a renewal of the record the
+// node follows: a valid record with its holder and token at a revision
+// newer than any the node accepted or heard of since its last answer. It
+// is what a healthy watch delivers every retry pause while the lease is
+// held, and what it says is taken on trust for nothing but when to read
+// next (see pollAt): a forged one postpones reads, within bounds.
+func (m *Machine) renewal(ev Event) bool {
+	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
+		ev.Revision > max(m.maxRev, m.quietRev) && InBounds(ev.Lease) &&
+		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
+}
+
+// quietEnd is when a follower that heard renewals of the record it follows
+// reads again, unless another renewal is heard meanwhile: a silence of
+// MaxRetryInterval plus half a RetryInterval after the latest one (a
+// leader renews every retry pause: longer silence means it stopped, or
+// the watch did), and never later than LeaseDuration after the store's
+// last answer (the safety net: forged renewals cannot postpone reads for
+// longer). 0 (nothing postponed) if no renewal of the record it follows
+// was heard since the watch was last lost, or it no longer shows that record.
+func (m *Machine) quietEnd() time.Duration {
+	if !m.heard || !m.stealable() || m.corrupt || m.heardLease.Holder != m.obs.Holder || m.heardLease.Token != m.obs.Token {
+		return 0
+	}
+	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
+	return min(sat(m.heardAt, silence), sat(m.lastAnswer, m.cfg.LeaseDuration))
+}
+
+// pollAt is when a follower's scheduled read is due: its retry schedule,
+// postponed while renewals are heard (quietEnd).
+func (m *Machine) pollAt() time.Duration {
+	return max(m.nextOp, m.quietEnd())
+}
+
+// staleByHints reports whether a renewal was heard at a revision newer than
+// the one the follower waits out: taking the lease over from that revision
+// would be a swap bound to fail, so the follower reads first (once per
+// wait, see takeOver).
+func (m *Machine) staleByHints() bool {
+	return m.quietRev > m.rev && m.quietEnd() != 0
+}
+
+// answered settles the watch hint with the answer to the request that just
+// returned. The answer confirms the hint if it shows the record the hint
+// claimed (same revision and record), or a newer revision that someone else
+// wrote: the node's own successful write confirms nothing, or a forged event
+// claiming the next revision would be confirmed by the renewal it caused.
+// The hint is settled if the answer confirms it or if the request was sent
+// after the hint arrived; in that second case an answer that does not
+// confirm it proves it stale or forged, and hints are ignored for a
+// RetryInterval, so a flood of forged events costs at most one request per
+// RetryInterval.
+func (m *Machine) answered(ev Event) {
+	m.lastAnswer = m.now
+	if m.quietRev != 0 && (ev.Revision >= m.quietRev || m.pendingSeq > m.quietSeq) {
+		// The answer shows the renewal heard, or was sent after it: what
+		// it shows is what counts.
+		m.quietRev = 0
+	}
+	if !m.hint {
+		return
+	}
+	confirmed := ev.Kind != SwapDone && !m.hintAbsent && !ev.Absent &&
+		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
+	after := m.pendingSeq > m.hintSeq
+	if !confirmed && !after {
+		return // sent before the hint: a request follows
+	}
+	m.hint = false
+	if !confirmed && (!m.hintAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.maxRev)) {
+		m.muteUntil = sat(m.now, m.cfg.RetryInterval)
+	}
+}
+
+// dropHint drops, when a request failed, the hint it was meant to settle
+// (polling goes on), so a failing store cannot make hints loop.
+func (m *Machine) dropHint() {
+	if m.hint && m.pendingSeq > m.hintSeq {
+		m.hint = false
+	}
+}
