@@ -57,7 +57,7 @@ cross:
 ## drawn from CHAOS_SEED for CHAOS_DURATION each, then prints a summary
 ## table (docs/reliability.md)
 CHAOS_DURATION ?= 30m
-CHAOS_BACKENDS ?= memstore,redis,postgres,kube
+CHAOS_BACKENDS ?= memstore,redis,postgres,kube,etcd
 CHAOS_SEED     ?=
 chaos: backends kube
 	TENURE_REQUIRE_BACKENDS=1 TENURE_CHAOS_DURATION=$(CHAOS_DURATION) TENURE_CHAOS_BACKENDS=$(CHAOS_BACKENDS) \

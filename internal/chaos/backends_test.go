@@ -3,16 +3,20 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/etcdstore"
 	"github.com/tenure-go/tenure/store/kubestore"
 	"github.com/tenure-go/tenure/store/memstore"
 	"github.com/tenure-go/tenure/store/pgstore"
@@ -154,6 +158,44 @@ func setupKube(t *testing.T) *env {
 				return k.Start, false, k.Kill()
 			}
 			return nil, false, fmt.Errorf("kube: no server fault %s", kd)
+		},
+	}
+}
+
+// setupEtcd: an etcd of the test's own (it is paused, and killed and
+// restarted with its data), reached through the proxies over TCP.
+func setupEtcd(t *testing.T) *env {
+	e := testcluster.NewEtcd(t)
+	addr := strings.TrimPrefix(e.Endpoint(), "http://")
+	return &env{
+		network: "tcp", addr: addr,
+		newSchedule: func(t *testing.T, seed uint64) (string, func(*testing.T, string) store.Store[meta]) {
+			prefix := fmt.Sprintf("chaos-%d-%d/", seed, time.Now().UnixNano())
+			return "job", func(t *testing.T, addr string) store.Store[meta] {
+				c, err := clientv3.New(clientv3.Config{
+					Endpoints:   []string{"http://" + addr},
+					DialTimeout: 2 * time.Second,
+					Logger:      zap.NewNop(),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				st, err := etcdstore.New[meta](c, etcdstore.WithPrefix(prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		},
+		strike: func(k kind) (func() error, bool, error) {
+			switch k {
+			case kPause:
+				return e.Resume, false, e.Pause()
+			case kKill:
+				return e.Start, false, e.Kill()
+			}
+			return nil, false, fmt.Errorf("etcd: no server fault %s", k)
 		},
 	}
 }

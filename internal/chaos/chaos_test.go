@@ -152,6 +152,7 @@ var backends = []backend{
 	{name: "redis", cfg: testcluster.FastConfig(), kinds: append(slicesOf(networkKinds), kPause, kKill, kCrash), setup: setupRedis},
 	{name: "postgres", cfg: testcluster.FastConfig(), kinds: append(slicesOf(networkKinds), kKill, kTerminate, kCrash), setup: setupPostgres},
 	{name: "kube", cfg: kubeConfig(), kinds: append(slicesOf(networkKinds), kPause, kKill, kCrash), setup: setupKube},
+	{name: "etcd", cfg: testcluster.FastConfig(), kinds: append(slicesOf(networkKinds), kPause, kKill, kCrash), setup: setupEtcd},
 }
 
 func slicesOf(ks []kind) []kind { return append([]kind(nil), ks...) }
