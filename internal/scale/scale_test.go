@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,7 +171,7 @@ func runElections(b *testing.B, be backend, n int, settle, window time.Duration)
 	defer func() { cancel(); wg.Wait() }()
 	var leading [groups]atomic.Int64
 	allLed := make(chan struct{})
-	var total atomic.Int64
+	var total, changes atomic.Int64
 	var once sync.Once
 	cfg := lease.DefaultConfig()
 	for i := range n {
@@ -180,6 +181,7 @@ func runElections(b *testing.B, be backend, n int, settle, window time.Duration)
 			e, err := lead.New(fmt.Sprint("election-", i), stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
 				lead.WithConfig(cfg), lead.WithLookupEnv(nil),
 				lead.WithObserver(func(c lead.Change) {
+					changes.Add(1)
 					d := int64(1)
 					if c.Kind == lead.Stopped {
 						d = -1
@@ -201,19 +203,24 @@ func runElections(b *testing.B, be backend, n int, settle, window time.Duration)
 		b.Fatalf("%d of %d elections led after five minutes", total.Load(), n)
 	}
 	time.Sleep(settle) // steady state: no event to wait on
+	changes0 := changes.Load()
 	cpu0, wall0 := cpuTime(), time.Now()
 	time.Sleep(window)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	changed := changes.Load() - changes0
 	after := snapshot()
+	if path := os.Getenv("TENURE_SCALE_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
 	electors := float64(groups * n)
 	perProc := 100 * cpu.Seconds() / wall.Seconds() / groups
 	var load [3]string
 	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
 		copy(load[:], strings.Fields(string(raw)))
 	}
-	b.Logf("%s, %d elections x %d groups: leaders per group %d/%d/%d; CPU %.2f%% of a core per group (process %.2f%%); heap+stacks %.0f B, RSS %.0f B, goroutines %.2f per elector; store connections %d; load average %s %s %s",
-		be.name, n, groups, leading[0].Load(), leading[1].Load(), leading[2].Load(), perProc, perProc*groups,
-		float64(after.mem-before.mem)/electors, float64(after.rss-before.rss)/electors,
+	b.Logf("%s, %d elections x %d groups: leaders per group %d/%d/%d, leadership changes in the window %d; CPU %.2f%% of a core per group (process %.2f%%); heap+stacks %.0f B (stacks %.0f B), RSS %.0f B, goroutines %.2f per elector; store connections %d; load average %s %s %s",
+		be.name, n, groups, leading[0].Load(), leading[1].Load(), leading[2].Load(), changed, perProc, perProc*groups,
+		float64(after.mem-before.mem)/electors, float64(after.stack-before.stack)/electors, float64(after.rss-before.rss)/electors,
 		float64(after.goroutines-before.goroutines)/electors, be.conns(b), load[0], load[1], load[2])
 	b.ReportMetric(perProc, "cpu%/group")
 	b.ReportMetric(float64(after.mem-before.mem)/electors, "heap+stack-B/elector")
@@ -222,8 +229,8 @@ func runElections(b *testing.B, be backend, n int, settle, window time.Duration)
 }
 
 type usage struct {
-	mem, rss   int64
-	goroutines int
+	mem, stack, rss int64
+	goroutines      int
 }
 
 // snapshot measures the process after a collection: heap in use plus
@@ -232,7 +239,19 @@ func snapshot() usage {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return usage{mem: int64(ms.HeapInuse + ms.StackInuse), rss: rss(), goroutines: runtime.NumGoroutine()}
+	return usage{mem: int64(ms.HeapInuse + ms.StackInuse), stack: int64(ms.StackInuse), rss: rss(), goroutines: runtime.NumGoroutine()}
+}
+
+// writeHeapProfile writes the heap profile of the steady state to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rss reads VmRSS from /proc/self/status (0 where there is none).
