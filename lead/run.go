@@ -90,13 +90,13 @@ type watchStart[M any] struct {
 
 // runner is the state of one Run.
 type runner[M any] struct {
-	e        *Elector[M]
-	ctx      context.Context // Run's
-	m        *fsm.Machine
-	cfg      lease.Config
-	results  chan result[M]
-	wake     chan struct{}
-	timer    Timer
+	e       *Elector[M]
+	ctx     context.Context // Run's
+	m       *fsm.Machine
+	cfg     lease.Config
+	results chan result[M]
+	wake    chan struct{}
+	timer   Timer
 	// The watch, received from in Run's loop itself: watcher is nil when
 	// the store cannot watch; watchCh is nil while no watch is up;
 	// watchStarted brings the outcome of Watch; watchRetry is signalled
@@ -106,12 +106,12 @@ type runner[M any] struct {
 	watchStarted chan watchStart[M]
 	watchRetry   chan struct{}
 	watchTimer   Timer
-	opCtx    context.Context
-	ops      sync.WaitGroup
-	errLog   map[string]time.Duration
-	obs      *observerQueue
-	fatal    error
-	swapKind fsm.SwapKind
+	opCtx        context.Context
+	ops          sync.WaitGroup
+	errLog       map[string]time.Duration
+	obs          *observerQueue
+	fatal        error
+	swapKind     fsm.SwapKind
 }
 
 func (r *runner[M]) run(ctx context.Context) error {
