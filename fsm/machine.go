@@ -112,7 +112,7 @@ func New(o Options) (*Machine, error) {
 		cfg:   o.Config,
 		rand:  o.Rand,
 		lossy: o.LossyStore,
-		out:   make([]Action, 0, 8),
+		out:   make([]Action, 0, 2),
 	}, nil
 }
 

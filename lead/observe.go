@@ -3,24 +3,19 @@ package lead
 import "sync"
 
 // observerQueue delivers changes to observers one at a time, in order, on a
-// goroutine of its own, so that observers never delay Run's loop.
+// goroutine of its own, so that observers never delay Run's loop. The
+// goroutine runs only while changes are queued: an elector whose leadership
+// does not change holds none.
 type observerQueue struct {
 	fns     []func(Change)
 	mu      sync.Mutex
 	queue   []Change
-	wake    chan struct{}
-	closed  bool
-	drained chan struct{}
+	running bool          // a delivering goroutine is running
+	idle    chan struct{} // closed when the delivering goroutine ends; nil when none ran
 }
 
 func newObserverQueue(fns []func(Change)) *observerQueue {
-	q := &observerQueue{fns: fns, wake: make(chan struct{}, 1), drained: make(chan struct{})}
-	if len(fns) == 0 {
-		close(q.drained)
-		return q
-	}
-	go q.loop()
-	return q
+	return &observerQueue{fns: fns}
 }
 
 func (q *observerQueue) push(c Change) {
@@ -28,48 +23,44 @@ func (q *observerQueue) push(c Change) {
 		return
 	}
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.queue = append(q.queue, c)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// close delivers what is queued, then stops the goroutine and waits for it.
-func (q *observerQueue) close() {
-	if len(q.fns) == 0 {
+	if q.running {
 		return
 	}
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	<-q.drained
+	q.running = true
+	q.idle = make(chan struct{})
+	go q.deliver(q.idle)
 }
 
-func (q *observerQueue) loop() {
-	defer close(q.drained)
-	for range q.wake {
-		for {
-			q.mu.Lock()
-			if len(q.queue) == 0 {
-				closed := q.closed
-				q.mu.Unlock()
-				if closed {
-					return
-				}
-				break
-			}
-			c := q.queue[0]
-			q.queue = q.queue[1:]
+// close waits until everything queued has been delivered. Nothing is pushed
+// after close.
+func (q *observerQueue) close() {
+	q.mu.Lock()
+	idle := q.idle
+	q.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
+}
+
+// deliver calls the observers with each queued change until the queue is
+// empty, then ends (closing idle).
+func (q *observerQueue) deliver(idle chan struct{}) {
+	defer close(idle)
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 {
+			q.running = false
+			q.queue = nil
 			q.mu.Unlock()
-			for _, f := range q.fns {
-				f(c)
-			}
+			return
+		}
+		c := q.queue[0]
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		for _, f := range q.fns {
+			f(c)
 		}
 	}
 }

@@ -69,7 +69,6 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 		cfg:     cfg,
 		results: make(chan result[M], 1),
 		wake:    make(chan struct{}, 1),
-		watch:   make(chan watchMsg[M]),
 		errLog:  map[string]time.Duration{},
 		obs:     newObserverQueue(e.observers),
 	}
@@ -82,30 +81,37 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	return err
 }
 
-// watchMsg is what the watch goroutine passes to Run's loop: an event, or
-// the news that the watch broke (lost), so that the machine polls until a
-// new watch shows renewals again.
-type watchMsg[M any] struct {
-	ev   store.Event[M]
-	lost bool
+// watchStart is the outcome of one call to Watch, made off Run's loop (it
+// may wait for the server): the channel to receive from, or the error.
+type watchStart[M any] struct {
+	ch  <-chan store.Event[M]
+	err error
 }
 
 // runner is the state of one Run.
 type runner[M any] struct {
-	e        *Elector[M]
-	ctx      context.Context // Run's
-	m        *fsm.Machine
-	cfg      lease.Config
-	results  chan result[M]
-	wake     chan struct{}
-	watch    chan watchMsg[M]
-	timer    Timer
-	opCtx    context.Context
-	ops      sync.WaitGroup
-	errLog   map[string]time.Duration
-	obs      *observerQueue
-	fatal    error
-	swapKind fsm.SwapKind
+	e       *Elector[M]
+	ctx     context.Context // Run's
+	m       *fsm.Machine
+	cfg     lease.Config
+	results chan result[M]
+	wake    chan struct{}
+	timer   Timer
+	// The watch, received from in Run's loop itself: watcher is nil when
+	// the store cannot watch; watchCh is nil while no watch is up;
+	// watchStarted brings the outcome of Watch; watchRetry is signalled
+	// when it is time to watch again after a failure.
+	watcher      store.Watcher[M]
+	watchCh      <-chan store.Event[M]
+	watchStarted chan watchStart[M]
+	watchRetry   chan struct{}
+	watchTimer   Timer
+	opCtx        context.Context
+	ops          sync.WaitGroup
+	errLog       map[string]time.Duration
+	obs          *observerQueue
+	fatal        error
+	swapKind     fsm.SwapKind
 }
 
 func (r *runner[M]) run(ctx context.Context) error {
@@ -120,9 +126,15 @@ func (r *runner[M]) run(ctx context.Context) error {
 		if r.timer != nil {
 			r.timer.Stop()
 		}
+		if r.watchTimer != nil {
+			r.watchTimer.Stop()
+		}
 	}()
 	if w, ok := e.st.(store.Watcher[M]); ok {
-		r.ops.Go(func() { r.watchLoop(opCtx, w) })
+		r.watcher = w
+		r.watchStarted = make(chan watchStart[M], 1)
+		r.watchRetry = make(chan struct{}, 1)
+		r.startWatch()
 	}
 	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
 
@@ -146,12 +158,17 @@ func (r *runner[M]) run(ctx context.Context) error {
 			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
 		case res := <-r.results:
 			r.handleResult(res)
-		case msg := <-r.watch:
-			if msg.lost {
-				r.step(fsm.Event{Kind: fsm.WatchLost})
+		case ev, ok := <-r.watchCh:
+			if ok {
+				r.handleWatch(ev)
 			} else {
-				r.handleWatch(msg.ev)
+				r.watchCh = nil
+				r.watchFailed(errors.New("watch closed"))
 			}
+		case ws := <-r.watchStarted:
+			r.watchBegan(ws)
+		case <-r.watchRetry:
+			r.startWatch()
 		case <-r.wake:
 			r.step(fsm.Event{Kind: fsm.Tick})
 		case <-e.reconf:
@@ -451,51 +468,55 @@ func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
 	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
 }
 
-func (r *runner[M]) watchLoop(ctx context.Context, w store.Watcher[M]) {
-	e := r.e
-	for ctx.Err() == nil {
-		ch, err := w.Watch(ctx, e.name)
-		if errors.Is(err, errors.ErrUnsupported) {
-			// A wrapper forwarded Watch to a store that cannot watch
-			// (store.Watch): poll only.
-			e.log.Info("the store cannot watch; followers poll", "error", err)
-			return
-		}
-		if err == nil {
-			for ev := range ch {
-				select {
-				case r.watch <- watchMsg[M]{ev: ev}:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			err = errors.New("watch closed")
-		}
-		// Changes may be missed until the next watch is up: the machine
-		// polls meanwhile.
-		select {
-		case r.watch <- watchMsg[M]{lost: true}:
-		case <-ctx.Done():
-			return
-		}
-		r.logErrorAsync("watch", err)
-		// Wait a retry interval before watching again; polling goes on
-		// meanwhile, so nothing is missed for long.
-		e.mu.Lock()
-		pause := e.cfg.RetryInterval
-		e.mu.Unlock()
-		t := make(chan struct{})
-		timer := e.clock.AfterFunc(pause, func() { close(t) })
-		select {
-		case <-t:
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		}
+// startWatch calls Watch off Run's loop (it may wait for the server); the
+// loop gets the outcome on watchStarted and from then on receives the
+// events itself, so a watch costs no goroutine of the elector's own.
+func (r *runner[M]) startWatch() {
+	if r.opCtx.Err() != nil {
+		return
 	}
+	name := r.e.name
+	r.ops.Go(func() {
+		ch, err := r.watcher.Watch(r.opCtx, name)
+		r.watchStarted <- watchStart[M]{ch: ch, err: err}
+	})
+}
+
+// watchBegan takes the outcome of a Watch call.
+func (r *runner[M]) watchBegan(ws watchStart[M]) {
+	switch {
+	case r.opCtx.Err() != nil:
+		// Run is ending: the store closes the channel when opCtx ends.
+	case errors.Is(ws.err, errors.ErrUnsupported):
+		// A wrapper forwarded Watch to a store that cannot watch
+		// (store.Watch): poll only.
+		r.e.log.Info("the store cannot watch; followers poll", "error", ws.err)
+		r.watcher = nil
+	case ws.err != nil:
+		r.watchFailed(ws.err)
+	default:
+		r.watchCh = ws.ch
+	}
+}
+
+// watchFailed handles a watch that could not start or that ended: changes
+// may be missed until the next watch is up, so the machine polls meanwhile,
+// and a new watch starts after a retry interval.
+func (r *runner[M]) watchFailed(err error) {
+	if r.opCtx.Err() != nil {
+		return
+	}
+	r.step(fsm.Event{Kind: fsm.WatchLost})
+	r.e.log.Debug("store operation failed", "op", "watch", "error", err)
+	if r.watchTimer != nil {
+		r.watchTimer.Stop()
+	}
+	r.watchTimer = r.e.clock.AfterFunc(r.cfg.RetryInterval, func() {
+		select {
+		case r.watchRetry <- struct{}{}:
+		default:
+		}
+	})
 }
 
 func (r *runner[M]) startTerm(a fsm.Action) {
@@ -613,12 +634,6 @@ func (r *runner[M]) logAt(level slog.Level, key, msg string, args ...any) {
 	}
 	r.errLog[key] = now
 	r.e.log.Log(context.Background(), level, msg, append(args, "state", r.m.State().String())...)
-}
-
-// logErrorAsync logs from the watch goroutine; it does not rate-limit
-// through the loop's map.
-func (r *runner[M]) logErrorAsync(op string, err error) {
-	r.e.log.Debug("store operation failed", "op", op, "error", err)
 }
 
 // Names of store operations, as reported to Instruments.

@@ -1,0 +1,309 @@
+//go:build linux
+
+package scale_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+	"github.com/tenure-go/tenure/store/pgstore"
+	"github.com/tenure-go/tenure/store/redisstore"
+)
+
+type meta struct{}
+
+// groups stands for the three processes the leaders are spread over.
+const groups = 3
+
+// backend makes the store of one group, and counts the connections all
+// groups hold to the server (-1 when there is no server).
+type backend struct {
+	name  string
+	store func(b *testing.B, group int) store.Store[meta]
+	conns func(b *testing.B) int
+}
+
+func backends() []backend {
+	return []backend{
+		{
+			name: "memstore",
+			store: func() func(*testing.B, int) store.Store[meta] {
+				var shared *memstore.Store[meta]
+				return func(_ *testing.B, group int) store.Store[meta] {
+					if group == 0 {
+						shared = memstore.New[meta]()
+					}
+					return shared
+				}
+			}(),
+			conns: func(*testing.B) int { return -1 },
+		},
+		redisBackend(),
+		postgresBackend(),
+	}
+}
+
+func redisBackend() backend {
+	prefix := fmt.Sprintf("scale-%d:", time.Now().UnixNano())
+	return backend{
+		name: "redis",
+		store: func(b *testing.B, group int) store.Store[meta] {
+			srv := testcluster.PackageRedis(b)
+			opts := srv.Options()
+			opts.ClientName = "scale"
+			c := redis.NewClient(opts)
+			b.Cleanup(func() { _ = c.Close() })
+			st, err := redisstore.New[meta](c, redisstore.WithPrefix(prefix))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		},
+		conns: func(b *testing.B) int {
+			admin := testcluster.PackageRedis(b).Client(b)
+			list, err := admin.Do(context.Background(), "CLIENT", "LIST").Text()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return strings.Count(list, " name=scale ")
+		},
+	}
+}
+
+func postgresBackend() backend {
+	table := fmt.Sprintf("scale_%d", time.Now().UnixNano())
+	return backend{
+		name: "postgres",
+		store: func(b *testing.B, group int) store.Store[meta] {
+			pg := testcluster.PackagePostgres(b)
+			cfg, err := pgxpool.ParseConfig(pg.DSN())
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.ConnConfig.RuntimeParams["application_name"] = "scale"
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(pool.Close)
+			st, err := pgstore.New[meta](pool, pgstore.WithTable(table))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		},
+		conns: func(b *testing.B) int {
+			pg := testcluster.PackagePostgres(b)
+			pool, err := pgxpool.New(context.Background(), pg.DSN())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			var n int
+			if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'scale'").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		},
+	}
+}
+
+// BenchmarkElections runs N elections with one elector in each of three
+// groups (each group its own store client: three stand-ins for three
+// processes) at the default timings, waits until every election has a
+// leader and then TENURE_SCALE_SETTLE (default 20s) more, and measures over
+// TENURE_SCALE_WINDOW (default 30s): CPU of the whole process, and per
+// elector the heap and stacks it adds, RSS, goroutines. If not every
+// election has a leader within TENURE_SCALE_WAIT (default 3m) it measures
+// the state reached. The numbers of elections are TENURE_SCALE_ELECTIONS
+// (default 1000; say "1000,10000"). Run it with -benchtime 1x; pick a
+// backend with -bench 'Elections/redis'.
+func BenchmarkElections(b *testing.B) {
+	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
+	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
+	wait := envDuration(b, "TENURE_SCALE_WAIT", 3*time.Minute)
+	sizes := []int{1000}
+	if v := os.Getenv("TENURE_SCALE_ELECTIONS"); v != "" {
+		sizes = nil
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("TENURE_SCALE_ELECTIONS: %q is not a positive number", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, be := range backends() {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/electors=%d", be.name, n), func(b *testing.B) {
+				for b.Loop() {
+					runElections(b, be, n, wait, settle, window)
+				}
+			})
+		}
+	}
+}
+
+func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		b.Fatalf("%s: %v", key, err)
+	}
+	return d
+}
+
+func runElections(b *testing.B, be backend, n int, wait, settle, window time.Duration) {
+	stores := make([]store.Store[meta], groups)
+	for g := range stores {
+		stores[g] = be.store(b, g)
+	}
+	before := snapshot()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	var leading [groups]atomic.Int64
+	allLed := make(chan struct{})
+	var total, changes atomic.Int64
+	var reasonsMu sync.Mutex
+	reasons := map[string]int{} // why terms stopped
+	var once sync.Once
+	cfg := lease.DefaultConfig()
+	for i := range n {
+		// Each group in turn starts first, so that leaders spread.
+		for k := range groups {
+			g := (i + k) % groups
+			e, err := lead.New(fmt.Sprint("election-", i), stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
+				lead.WithConfig(cfg), lead.WithLookupEnv(nil),
+				lead.WithObserver(func(c lead.Change) {
+					changes.Add(1)
+					d := int64(1)
+					if c.Kind == lead.Stopped {
+						d = -1
+						reasonsMu.Lock()
+						reasons[fmt.Sprint(c.Reason)]++
+						reasonsMu.Unlock()
+					}
+					leading[g].Add(d)
+					if total.Add(d) == int64(n) {
+						once.Do(func() { close(allLed) })
+					}
+				}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Go(func() { _ = e.Run(ctx) })
+		}
+	}
+	began := time.Now()
+	select {
+	case <-allLed:
+		b.Logf("every election led %v after the start", time.Since(began).Round(time.Second))
+	case <-time.After(wait):
+		// That is a finding too: measure the state reached.
+		b.Logf("only %d of %d elections led %v after the start", total.Load(), n, wait)
+	}
+	time.Sleep(settle) // steady state: no event to wait on
+	changes0 := changes.Load()
+	cpu0, wall0 := cpuTime(), time.Now()
+	time.Sleep(window)
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	changed := changes.Load() - changes0
+	after := snapshot()
+	if path := os.Getenv("TENURE_SCALE_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
+	electors := float64(groups * n)
+	perProc := 100 * cpu.Seconds() / wall.Seconds() / groups
+	var load [3]string
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		copy(load[:], strings.Fields(string(raw)))
+	}
+	b.Logf("%s, %d elections x %d groups: leaders per group %d/%d/%d, leadership changes in the window %d; CPU %.2f%% of a core per group (process %.2f%%); heap+stacks %.0f B (stacks %.0f B), RSS %.0f B, goroutines %.2f per elector; store connections %d; load average %s %s %s",
+		be.name, n, groups, leading[0].Load(), leading[1].Load(), leading[2].Load(), changed, perProc, perProc*groups,
+		float64(after.mem-before.mem)/electors, float64(after.stack-before.stack)/electors, float64(after.rss-before.rss)/electors,
+		float64(after.goroutines-before.goroutines)/electors, be.conns(b), load[0], load[1], load[2])
+	reasonsMu.Lock()
+	b.Logf("terms stopped since the start, by reason: %v", reasons)
+	reasonsMu.Unlock()
+	b.ReportMetric(float64(total.Load()), "elections-led")
+	b.ReportMetric(float64(changed), "changes-in-window")
+	b.ReportMetric(perProc, "cpu%/group")
+	b.ReportMetric(float64(after.mem-before.mem)/electors, "heap+stack-B/elector")
+	b.ReportMetric(float64(after.rss-before.rss)/electors, "rss-B/elector")
+	b.ReportMetric(float64(after.goroutines-before.goroutines)/electors, "goroutines/elector")
+}
+
+type usage struct {
+	mem, stack, rss int64
+	goroutines      int
+}
+
+// snapshot measures the process after a collection: heap in use plus
+// goroutine stacks, RSS, goroutines.
+func snapshot() usage {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{mem: int64(ms.HeapInuse + ms.StackInuse), stack: int64(ms.StackInuse), rss: rss(), goroutines: runtime.NumGoroutine()}
+}
+
+// writeHeapProfile writes the heap profile of the steady state to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rss reads VmRSS from /proc/self/status (0 where there is none).
+func rss() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cpuTime is the user plus system CPU time of the process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
