@@ -114,7 +114,7 @@ func printSummary() {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(w, "backend\tschedules\twall\telector×s\ttwo leaders\tfence accepted/stale\tfence out of order\trefused while leading\thistories (ops)\tnon-linearizable\tundecided\twatch events (bad)\theals: leader kept / new / cut short\tto new leader median/p99/max\tbound\tno leader by end\tmin gap (other elector)\tlongest sample\t")
-	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
+	for _, name := range backendNames() {
 		tt := totals[name]
 		if tt == nil {
 			continue
@@ -132,7 +132,7 @@ func printSummary() {
 	_ = w.Flush()
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "faults injected, by kind:")
-	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
+	for _, name := range backendNames() {
 		tt := totals[name]
 		if tt == nil {
 			continue
@@ -149,7 +149,7 @@ func printSummary() {
 		fmt.Fprintf(&b, "  %s: %s\n", name, strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(&b, "heals after which the next leader came later than the liveness bound (or not before the run ended):")
-	for _, name := range []string{"memstore", "redis", "postgres", "kube"} {
+	for _, name := range backendNames() {
 		if tt := totals[name]; tt != nil {
 			fmt.Fprintf(&b, "  %s: %d of %d\n", name, len(tt.overBound), len(tt.toLeader)+tt.noLeader)
 			for _, o := range tt.overBound {
@@ -163,4 +163,13 @@ func printSummary() {
 			fmt.Fprintf(os.Stderr, "chaos: writing %s: %v\n", path, err)
 		}
 	}
+}
+
+// backendNames lists the backends in the order they run.
+func backendNames() []string {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.name
+	}
+	return names
 }
