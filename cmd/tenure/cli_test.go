@@ -289,6 +289,11 @@ func TestGetAndWatchMemory(t *testing.T) {
 	if code != 0 || !strings.Contains(out.String(), "holder:       (none: released)") || !strings.Contains(out.String(), "token:        1") {
 		t.Fatalf("get after run: %d\n%s", code, out.String())
 	}
+	// The release is stored; its watch event may still be on its way.
+	// Stop the watch once it printed it (or after 10s, and fail below).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(watched.String(), "holder=(released) token=1"); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	text := (<-w).String()
 	for _, want := range []string{"job  no record", "holder=solo token=1", "holder=(released) token=1"} {
