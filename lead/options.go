@@ -117,6 +117,25 @@ type Instruments interface {
 	StoreOp(name, op string, took time.Duration, err error)
 }
 
+// Names of store operations, as reported to Instruments.
+const (
+	OpRead    = "read"
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+)
+
+func opName(k fsm.SwapKind) string {
+	switch k {
+	case fsm.Acquire:
+		return OpAcquire
+	case fsm.Renew:
+		return OpRenew
+	default:
+		return OpRelease
+	}
+}
+
 // WithInstruments sets where measurements of store operations go. A nil
 // Instruments measures nothing; a typed nil (a nil *metrics.Collectors, say)
 // makes New fail.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
@@ -79,13 +77,6 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.notifyLocked()
 	e.mu.Unlock()
 	return err
-}
-
-// watchStart is the outcome of one call to Watch, made off Run's loop (it
-// may wait for the server): the channel to receive from, or the error.
-type watchStart[M any] struct {
-	ch  <-chan store.Event[M]
-	err error
 }
 
 // runner is the state of one Run.
@@ -254,37 +245,6 @@ func (r *runner[M]) perform(a fsm.Action) {
 	}
 }
 
-// report logs what the machine reported, rate-limited per ErrorInterval,
-// and keeps a rollback for Err. A corrupt record was logged already when
-// its answer was checked.
-func (r *runner[M]) report(a fsm.Action) {
-	e := r.e
-	switch a.Problem {
-	case fsm.ProblemRollback:
-		var err error
-		if a.Revision == 0 {
-			err = fmt.Errorf("lead: %q: %w: the store holds no record after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Newest, a.Wait)
-		} else {
-			err = fmt.Errorf("lead: %q: %w: the store shows revision %d after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Revision, a.Newest, a.Wait)
-		}
-		e.mu.Lock()
-		e.rollbackErr = err
-		e.mu.Unlock()
-		r.logAt(slog.LevelError, "rollback", "store revision went back", "revision", uint64(a.Revision), "newest", uint64(a.Newest), "wait", a.Wait, "error", err)
-	case fsm.ProblemTokensExhausted:
-		e.mu.Lock()
-		err := e.exhaustedErr
-		e.mu.Unlock()
-		if err == nil {
-			err = store.ErrTokenExhausted
-		}
-		r.logAt(slog.LevelError, "tokens", "fencing tokens exhausted", "token", a.Token, "error", err)
-	case fsm.ProblemLongWait:
-		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
-			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
-	}
-}
-
 // buildRecord turns a swap action into the record to write, adding the
 // times and metadata the machine does not track.
 func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
@@ -416,30 +376,6 @@ func checkStored[M any](rec lease.Record[M], rev lease.Revision) error {
 	return nil
 }
 
-// handleWatch passes a watch event to the machine as a hint: it may make the
-// machine read the record, and the read's answer is what counts. Record()
-// too is left to reads and swaps: anyone who can publish on the store's
-// channel can forge an event.
-func (r *runner[M]) handleWatch(ev store.Event[M]) {
-	w := fsm.Event{Kind: fsm.Watched, Absent: ev.Absent, Revision: ev.Revision}
-	switch {
-	case ev.Err != nil && errors.Is(ev.Err, store.ErrCorruptRecord):
-		// The record may have changed into something unreadable: a read
-		// tells, and reports it.
-		w.Corrupt = true
-	case ev.Err != nil:
-		r.logError("watch", ev.Err)
-		return
-	case !ev.Absent:
-		if checkStored(ev.Record, ev.Revision) != nil {
-			w.Corrupt = true
-		} else {
-			w.Lease = leaseOf(ev.Record)
-		}
-	}
-	r.step(w)
-}
-
 // remember keeps the record the machine accepted from the answer ev (rec),
 // for Record(): what a read or a swap showed, never a pushed event, and
 // after a rollback what the store holds now.
@@ -466,191 +402,4 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
 	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
-}
-
-// startWatch calls Watch off Run's loop (it may wait for the server); the
-// loop gets the outcome on watchStarted and from then on receives the
-// events itself, so a watch costs no goroutine of the elector's own.
-func (r *runner[M]) startWatch() {
-	if r.opCtx.Err() != nil {
-		return
-	}
-	name := r.e.name
-	r.ops.Go(func() {
-		ch, err := r.watcher.Watch(r.opCtx, name)
-		r.watchStarted <- watchStart[M]{ch: ch, err: err}
-	})
-}
-
-// watchBegan takes the outcome of a Watch call.
-func (r *runner[M]) watchBegan(ws watchStart[M]) {
-	switch {
-	case r.opCtx.Err() != nil:
-		// Run is ending: the store closes the channel when opCtx ends.
-	case errors.Is(ws.err, errors.ErrUnsupported):
-		// A wrapper forwarded Watch to a store that cannot watch
-		// (store.Watch): poll only.
-		r.e.log.Info("the store cannot watch; followers poll", "error", ws.err)
-		r.watcher = nil
-	case ws.err != nil:
-		r.watchFailed(ws.err)
-	default:
-		r.watchCh = ws.ch
-	}
-}
-
-// watchFailed handles a watch that could not start or that ended: changes
-// may be missed until the next watch is up, so the machine polls meanwhile,
-// and a new watch starts after a retry interval.
-func (r *runner[M]) watchFailed(err error) {
-	if r.opCtx.Err() != nil {
-		return
-	}
-	r.step(fsm.Event{Kind: fsm.WatchLost})
-	r.e.log.Debug("store operation failed", "op", "watch", "error", err)
-	if r.watchTimer != nil {
-		r.watchTimer.Stop()
-	}
-	r.watchTimer = r.e.clock.AfterFunc(r.cfg.RetryInterval, func() {
-		select {
-		case r.watchRetry <- struct{}{}:
-		default:
-		}
-	})
-}
-
-func (r *runner[M]) startTerm(a fsm.Action) {
-	e := r.e
-	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &activeTerm{
-		term: Term{
-			Name:     e.name,
-			Identity: e.id,
-			Token:    fence.Token(a.Token),
-			Start:    e.epoch.Add(a.Since),
-		},
-		ctx:       fence.WithToken(ctx, fence.Token(a.Token)),
-		cancel:    cancel,
-		until:     r.m.LeaderUntil(),
-		confirmed: r.m.LastConfirmed(),
-	}
-	// The term's work stops the moment Run's ctx ends, without waiting
-	// for the loop to step down.
-	t.unhook = context.AfterFunc(r.ctx, func() {
-		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
-	})
-	e.mu.Lock()
-	e.term = t
-	e.notifyLocked()
-	e.mu.Unlock()
-	r.armWatchdog(t)
-	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
-	r.obs.push(Change{Kind: Started, Term: t.term})
-}
-
-// armWatchdog cancels the term's context at its deadline even if Run's loop
-// is late: the work stops before the local deadline passes.
-func (r *runner[M]) armWatchdog(t *activeTerm) {
-	if t.watchdog != nil {
-		t.watchdog.Stop()
-	}
-	d := max(t.until-r.now(), 0)
-	t.watchdog = r.e.clock.AfterFunc(d, func() {
-		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
-	})
-}
-
-func (r *runner[M]) endTerm(reason fsm.Reason) {
-	e := r.e
-	e.mu.Lock()
-	t := e.term
-	e.term = nil
-	if t != nil {
-		e.notifyLocked()
-	}
-	e.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.watchdog.Stop()
-	t.unhook()
-	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
-	t.cancel(cause)
-	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
-	r.obs.push(Change{Kind: Stopped, Term: t.term, Reason: cause})
-}
-
-// refreshTerm moves the term's deadline after a renewal (or a Reconfigure
-// that shortened it).
-func (r *runner[M]) refreshTerm() {
-	if r.m.State() != fsm.Leader {
-		return
-	}
-	e := r.e
-	until := r.m.LeaderUntil()
-	e.mu.Lock()
-	t := e.term
-	moved := t != nil && t.until != until && t.ctx.Err() == nil
-	if moved {
-		t.until, t.confirmed = until, r.m.LastConfirmed()
-	}
-	e.mu.Unlock()
-	if moved {
-		r.armWatchdog(t)
-	}
-}
-
-// logError logs a failed store operation at most once per ErrorInterval for
-// each operation, and keeps err for Err(). The store refusing to issue a
-// token above lease.MaxToken is logged at Error, the rest at Warn.
-func (r *runner[M]) logError(op string, err error) {
-	e := r.e
-	e.mu.Lock()
-	e.lastErr = err
-	e.mu.Unlock()
-	level := slog.LevelWarn
-	if errors.Is(err, store.ErrTokenExhausted) {
-		level = slog.LevelError
-	}
-	r.logAt(level, op, "store operation failed", "op", op, "error", err)
-}
-
-// logCorrupt reports a corrupt record the store answered with: kept for
-// Err() and logged at Error, at most once per ErrorInterval.
-func (r *runner[M]) logCorrupt(op string, err error) {
-	e := r.e
-	e.mu.Lock()
-	e.lastErr = err
-	e.mu.Unlock()
-	r.logAt(slog.LevelError, "corrupt", "store holds a corrupt record; not overwriting it, and not leading until it is replaced or removed", "op", op, "error", err)
-}
-
-// logAt logs msg at most once per ErrorInterval for each key, with the
-// machine's state.
-func (r *runner[M]) logAt(level slog.Level, key, msg string, args ...any) {
-	now := r.now()
-	if last, ok := r.errLog[key]; ok && now-last < r.cfg.ErrorInterval {
-		return
-	}
-	r.errLog[key] = now
-	r.e.log.Log(context.Background(), level, msg, append(args, "state", r.m.State().String())...)
-}
-
-// Names of store operations, as reported to Instruments.
-const (
-	OpRead    = "read"
-	OpAcquire = "acquire"
-	OpRenew   = "renew"
-	OpRelease = "release"
-)
-
-func opName(k fsm.SwapKind) string {
-	switch k {
-	case fsm.Acquire:
-		return OpAcquire
-	case fsm.Renew:
-		return OpRenew
-	default:
-		return OpRelease
-	}
 }
