@@ -117,7 +117,7 @@ type Instruments interface {
 	StoreOp(name, op string, took time.Duration, err error)
 }
 
-// Names of store operations, as reported to Instruments.
+// Names of store operations, as reported to Instruments.StoreOp.
 const (
 	OpRead    = "read"
 	OpAcquire = "acquire"
@@ -125,14 +125,18 @@ const (
 	OpRelease = "release"
 )
 
+// opName names the store operation of a swap of kind k, or a read for the
+// zero kind.
 func opName(k fsm.SwapKind) string {
 	switch k {
 	case fsm.Acquire:
 		return OpAcquire
 	case fsm.Renew:
 		return OpRenew
-	default:
+	case fsm.Release:
 		return OpRelease
+	default:
+		return OpRead
 	}
 }
 

@@ -8,6 +8,16 @@ import (
 	"github.com/tenure-go/tenure/fsm"
 )
 
+// A term's life in the driver follows the machine's actions: startTerm at
+// StartedLeading, refreshTerm after each step that moved its deadline, and
+// endTerm at StoppedLeading. The machine emits one StoppedLeading for each
+// StartedLeading, before it stops (fsm's property test checks both), so
+// each term ends exactly once. Two timers cancel the term's work without
+// waiting for Run's loop: the watchdog at the term's deadline, and Run's
+// ctx ending.
+
+// startTerm opens the term the machine started: the context of its work,
+// its watchdog, the observers' Started.
 func (r *runner[M]) startTerm(a fsm.Action) {
 	e := r.e
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -49,18 +59,25 @@ func (r *runner[M]) armWatchdog(t *activeTerm) {
 	})
 }
 
+// endTerm closes the term the machine ended for reason: its work is
+// cancelled, its timers stopped, the observers told.
 func (r *runner[M]) endTerm(reason fsm.Reason) {
+	if r.ctxEnded {
+		// The Stop that Run's ctx ending brought: that is why the term
+		// ends (its work was cancelled for it then, see startTerm), even
+		// if the machine found its deadline passed in the same step.
+		reason = fsm.ReasonStopped
+	}
 	e := r.e
 	e.mu.Lock()
 	t := e.term
-	e.term = nil
-	if t != nil {
-		e.notifyLocked()
-	}
-	e.mu.Unlock()
 	if t == nil {
-		return
+		e.mu.Unlock()
+		return // never: the machine ends only the term it started
 	}
+	e.term = nil
+	e.notifyLocked()
+	e.mu.Unlock()
 	t.watchdog.Stop()
 	t.unhook()
 	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)

@@ -7,6 +7,9 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
+// opWatch names the watch in logs (it is not measured by Instruments).
+const opWatch = "watch"
+
 // watchStart is the outcome of one call to Watch, made off Run's loop (it
 // may wait for the server): the channel to receive from, or the error.
 type watchStart[M any] struct {
@@ -47,13 +50,14 @@ func (r *runner[M]) watchBegan(ws watchStart[M]) {
 
 // watchFailed handles a watch that could not start or that ended: changes
 // may be missed until the next watch is up, so the machine polls meanwhile,
-// and a new watch starts after a retry interval.
+// and a new watch starts after a retry interval. The failure is logged and
+// kept for Err like that of any store operation.
 func (r *runner[M]) watchFailed(err error) {
 	if r.opCtx.Err() != nil {
 		return
 	}
 	r.step(fsm.Event{Kind: fsm.WatchLost})
-	r.e.log.Debug("store operation failed", "op", "watch", "error", err)
+	r.logError(opWatch, err)
 	if r.watchTimer != nil {
 		r.watchTimer.Stop()
 	}
@@ -77,7 +81,7 @@ func (r *runner[M]) handleWatch(ev store.Event[M]) {
 		// tells, and reports it.
 		w.Corrupt = true
 	case ev.Err != nil:
-		r.logError("watch", ev.Err)
+		r.logError(opWatch, ev.Err)
 		return
 	case !ev.Absent:
 		if checkStored(ev.Record, ev.Revision) != nil {
