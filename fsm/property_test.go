@@ -115,7 +115,9 @@ func TestPropertyNewRejectsInvalidConfigs(t *testing.T) {
 //     most lease.MaxToken and never 0, and terms' tokens strictly increase;
 //   - every record it asks to write passes the bounds of a stored record;
 //   - no busy loop: at one instant, with W watch events, no more than
-//     (1+maxQuick)·(2+W) requests go out.
+//     (1+maxQuick)·(2+W) requests go out;
+//   - terms nest properly: StoppedLeading ends the open term, the state is
+//     Leader exactly while a term is open, and none is open once stopped.
 func TestPropertyNoOverflow(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := validConfig(t, "cfg")
@@ -132,6 +134,7 @@ func TestPropertyNoOverflow(t *testing.T) {
 			now            time.Duration // the machine's time: the largest Now so far, from 0
 			maxAccepted    uint64        // the largest in-bounds token answered to a request in flight
 			lastStarted    uint64
+			openTerm       uint64 // the token of the term started and not yet stopped
 			pendingRead    bool
 			pendingSwap    bool
 			lastSwap       Action
@@ -250,6 +253,15 @@ func TestPropertyNoOverflow(t *testing.T) {
 						t.Fatalf("step %d: term with token %d; largest accepted %d, last term %d", i, a.Token, maxAccepted, lastStarted)
 					}
 					lastStarted = a.Token
+					if openTerm != 0 {
+						t.Fatalf("step %d: term %d starts while term %d is open", i, a.Token, openTerm)
+					}
+					openTerm = a.Token
+				case StoppedLeading:
+					if a.Token != openTerm || openTerm == 0 {
+						t.Fatalf("step %d: term %d stops; the open term is %d", i, a.Token, openTerm)
+					}
+					openTerm = 0
 				case Done:
 					pendingRead, pendingSwap = false, false
 				}
@@ -265,6 +277,14 @@ func TestPropertyNoOverflow(t *testing.T) {
 			}
 			if m.TokensExhausted() != (maxAccepted >= lease.MaxToken) {
 				t.Fatalf("step %d: TokensExhausted = %v, largest accepted %d", i, m.TokensExhausted(), maxAccepted)
+			}
+			// The driver ends each term once, at its StoppedLeading: every
+			// term that starts stops, before the machine stops.
+			if (m.State() == Leader) != (openTerm != 0) {
+				t.Fatalf("step %d: state %v with open term %d", i, m.State(), openTerm)
+			}
+			if m.Stopped() && openTerm != 0 {
+				t.Fatalf("step %d: stopped with term %d open", i, openTerm)
 			}
 			if m.Leading(now) && m.State() != Leader {
 				t.Fatalf("step %d: Leading in state %v", i, m.State())

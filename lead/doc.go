@@ -12,7 +12,7 @@
 //	}, lead.Repeat())
 //
 //	// Or a periodic task that runs only on the leader:
-//	err = lead.Every(ctx, e, time.Minute, func(ctx context.Context, t lead.Term) error {
+//	err = e.Every(ctx, time.Minute, func(ctx context.Context, t lead.Term) error {
 //		return sendReminders(ctx)
 //	})
 //

@@ -404,9 +404,10 @@ func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 	return e.rec, e.haveRec
 }
 
-// Err returns the last error met talking to the store (an error wrapping
-// store.ErrCorruptRecord when the store holds a record out of bounds or
-// unreadable), or, when the last operation succeeded, what keeps this
+// Err returns the last error met talking to the store, in a read, a write
+// or a watch (an error wrapping store.ErrCorruptRecord when the store holds
+// a record out of bounds or unreadable), until the store next answers a read
+// or a write; or, when the last operation succeeded, what keeps this
 // elector from starting a term: an error wrapping ErrRevisionRollback while
 // it waits out a rollback of the store, or one wrapping
 // store.ErrTokenExhausted once the largest token seen is lease.MaxToken.

@@ -355,7 +355,7 @@ func TestEveryRunsOnlyOnTheLeader(t *testing.T) {
 		errs := make(chan error, 2)
 		for i, n := range []*node{a, b} {
 			go func() {
-				errs <- lead.Every(ctx, n.e, time.Second, func(ctx context.Context, term lead.Term) error {
+				errs <- n.e.Every(ctx, time.Second, func(ctx context.Context, term lead.Term) error {
 					runs[i].Add(1)
 					return nil
 				})
@@ -385,7 +385,7 @@ func TestEveryCancelsBodyWhenTermEnds(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cancelled := make(chan time.Time, 1)
-		go lead.Every(ctx, a.e, time.Second, func(ctx context.Context, term lead.Term) error {
+		go a.e.Every(ctx, time.Second, func(ctx context.Context, term lead.Term) error {
 			f.down.Store(true)
 			<-ctx.Done()
 			cancelled <- time.Now()
@@ -407,7 +407,7 @@ func TestEveryRejectsBadInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lead.Every(context.Background(), n, 0, func(context.Context, lead.Term) error { return nil }); err == nil || !strings.Contains(err.Error(), "interval") {
+	if err := n.Every(context.Background(), 0, func(context.Context, lead.Term) error { return nil }); err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Fatalf("Every(0) = %v", err)
 	}
 }

@@ -59,7 +59,7 @@ func ExampleElector_Record() {
 }
 
 // Every runs a periodic task on the leader only.
-func ExampleEvery() {
+func ExampleElector_Every() {
 	st := memstore.New[struct{}]()
 	e, _ := lead.New("reminders", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
 	runCtx, stopRun := context.WithCancel(context.Background())
@@ -67,7 +67,7 @@ func ExampleEvery() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	runs := 0
-	err := lead.Every(ctx, e, 10*time.Millisecond, func(ctx context.Context, t lead.Term) error {
+	err := e.Every(ctx, 10*time.Millisecond, func(ctx context.Context, t lead.Term) error {
 		runs++
 		if runs == 3 {
 			cancel()

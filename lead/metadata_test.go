@@ -141,7 +141,7 @@ func TestLeadAndEveryBeforeAndAfterRun(t *testing.T) {
 		ticked := make(chan lead.Term, 100)
 		every := make(chan error, 1)
 		go func() {
-			every <- lead.Every(context.Background(), e, time.Second, func(_ context.Context, t lead.Term) error {
+			every <- e.Every(context.Background(), time.Second, func(_ context.Context, t lead.Term) error {
 				ticked <- t
 				return nil
 			})
@@ -184,7 +184,7 @@ func TestLeadAndEveryBeforeAndAfterRun(t *testing.T) {
 		if err := e.Lead(context.Background(), func(context.Context, lead.Term) error { return nil }); !errors.Is(err, lead.ErrStopped) {
 			t.Fatalf("Lead after Run = %v, want ErrStopped", err)
 		}
-		if err := lead.Every(context.Background(), e, time.Second, func(context.Context, lead.Term) error { return nil }); !errors.Is(err, lead.ErrStopped) {
+		if err := e.Every(context.Background(), time.Second, func(context.Context, lead.Term) error { return nil }); !errors.Is(err, lead.ErrStopped) {
 			t.Fatalf("Every after Run = %v, want ErrStopped", err)
 		}
 	})

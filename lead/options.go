@@ -117,6 +117,29 @@ type Instruments interface {
 	StoreOp(name, op string, took time.Duration, err error)
 }
 
+// Names of store operations, as reported to Instruments.StoreOp.
+const (
+	OpRead    = "read"
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+)
+
+// opName names the store operation of a swap of kind k, or a read for the
+// zero kind.
+func opName(k fsm.SwapKind) string {
+	switch k {
+	case fsm.Acquire:
+		return OpAcquire
+	case fsm.Renew:
+		return OpRenew
+	case fsm.Release:
+		return OpRelease
+	default:
+		return OpRead
+	}
+}
+
 // WithInstruments sets where measurements of store operations go. A nil
 // Instruments measures nothing; a typed nil (a nil *metrics.Collectors, say)
 // makes New fail.

@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
-
-// result is the outcome of one store operation, sent back to Run's loop.
-type result[M any] struct {
-	read bool
-	rec  lease.Record[M]
-	rev  lease.Revision
-	err  error
-}
 
 // Run takes part in the election until ctx ends. Then it steps down if it
 // leads, releases the lease (unless WithReleaseOnStop(false)) so that a
@@ -81,14 +71,13 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	return err
 }
 
-// watchStart is the outcome of one call to Watch, made off Run's loop (it
-// may wait for the server): the channel to receive from, or the error.
-type watchStart[M any] struct {
-	ch  <-chan store.Event[M]
-	err error
-}
-
-// runner is the state of one Run.
+// runner is the state of one Run. Its loop (run) is the only goroutine that
+// steps the machine: it feeds it each event (a timer, the answer to a store
+// operation, a watch event, the end of Run's ctx, a Reconfigure) and
+// performs the actions that come back (perform): store operations, run off
+// the loop, whose answers come back on results (handleResult); the start
+// and end of terms (term.go); reports (report.go). The watch is in
+// watch.go.
 type runner[M any] struct {
 	e       *Elector[M]
 	ctx     context.Context // Run's
@@ -110,10 +99,13 @@ type runner[M any] struct {
 	ops          sync.WaitGroup
 	errLog       map[string]time.Duration
 	obs          *observerQueue
-	fatal        error
-	swapKind     fsm.SwapKind
+	fatal        error // a write the store refuses for good: Run stops and returns it
+	stopping     bool  // the machine was told to Stop
+	ctxEnded     bool  // Run's ctx ended (the reason of the Stop)
 }
 
+// run is Run's loop: it steps the machine until the machine has stopped,
+// and returns the error of a write the store refused for good, if any.
 func (r *runner[M]) run(ctx context.Context) error {
 	e := r.e
 	// Store operations outlive ctx (the release happens after it ends) but
@@ -139,23 +131,19 @@ func (r *runner[M]) run(ctx context.Context) error {
 	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
 
 	r.step(fsm.Event{Kind: fsm.Tick})
-	stopping := false
 	for !r.m.Stopped() {
-		if r.fatal != nil && !stopping {
-			stopping = true
-			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
+		if r.fatal != nil && !r.stopping {
+			r.stop()
 			continue
 		}
 		var done <-chan struct{}
-		if !stopping {
+		if !r.stopping {
 			done = ctx.Done()
 		}
 		select {
 		case <-done:
-			stopping = true
-			// Local state says "not leader" from this moment.
-			r.endTerm(fsm.ReasonStopped)
-			r.step(fsm.Event{Kind: fsm.Stop, Release: e.releaseOnStop})
+			r.ctxEnded = true
+			r.stop()
 		case res := <-r.results:
 			r.handleResult(res)
 		case ev, ok := <-r.watchCh:
@@ -178,11 +166,22 @@ func (r *runner[M]) run(ctx context.Context) error {
 			r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
 		}
 	}
-	r.endTerm(fsm.ReasonStopped)
+	// The machine stops only after stepping down (fsm's property test
+	// checks it), so no term is open here: each ended at its
+	// StoppedLeading.
 	e.markReady()
 	return r.fatal
 }
 
+// stop tells the machine to stop: a leader steps down at once, the lease is
+// released (unless WithReleaseOnStop(false)), and then the machine is
+// Stopped, which ends Run's loop.
+func (r *runner[M]) stop() {
+	r.stopping = true
+	r.step(fsm.Event{Kind: fsm.Stop, Release: r.e.releaseOnStop})
+}
+
+// markReady closes Ready (once).
 func (e *Elector[M]) markReady() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -211,8 +210,10 @@ func (r *runner[M]) step(ev fsm.Event) {
 	r.arm()
 }
 
+// now is the machine's time: monotonic, since Run started.
 func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) }
 
+// arm sets the timer to wake the loop at the machine's NextWake.
 func (r *runner[M]) arm() {
 	if r.timer != nil {
 		r.timer.Stop()
@@ -231,17 +232,18 @@ func (r *runner[M]) arm() {
 	})
 }
 
+// perform carries out one action of the machine.
 func (r *runner[M]) perform(a fsm.Action) {
 	e := r.e
 	switch a.Kind {
 	case fsm.Read:
-		r.startOp(OpRead, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		// Swap kind 0: a read.
+		r.startOp(0, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return e.st.Get(ctx, e.name)
 		})
 	case fsm.Swap:
 		next := r.buildRecord(a)
-		r.swapKind = a.Swap
-		r.startOp(opName(a.Swap), func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
 		})
 	case fsm.StartedLeading:
@@ -251,37 +253,6 @@ func (r *runner[M]) perform(a fsm.Action) {
 	case fsm.Report:
 		r.report(a)
 	case fsm.Done:
-	}
-}
-
-// report logs what the machine reported, rate-limited per ErrorInterval,
-// and keeps a rollback for Err. A corrupt record was logged already when
-// its answer was checked.
-func (r *runner[M]) report(a fsm.Action) {
-	e := r.e
-	switch a.Problem {
-	case fsm.ProblemRollback:
-		var err error
-		if a.Revision == 0 {
-			err = fmt.Errorf("lead: %q: %w: the store holds no record after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Newest, a.Wait)
-		} else {
-			err = fmt.Errorf("lead: %q: %w: the store shows revision %d after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Revision, a.Newest, a.Wait)
-		}
-		e.mu.Lock()
-		e.rollbackErr = err
-		e.mu.Unlock()
-		r.logAt(slog.LevelError, "rollback", "store revision went back", "revision", uint64(a.Revision), "newest", uint64(a.Newest), "wait", a.Wait, "error", err)
-	case fsm.ProblemTokensExhausted:
-		e.mu.Lock()
-		err := e.exhaustedErr
-		e.mu.Unlock()
-		if err == nil {
-			err = store.ErrTokenExhausted
-		}
-		r.logAt(slog.LevelError, "tokens", "fencing tokens exhausted", "token", a.Token, "error", err)
-	case fsm.ProblemLongWait:
-		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
-			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
 	}
 }
 
@@ -314,7 +285,17 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 	return rec
 }
 
-func (r *runner[M]) startOp(kind string, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
+// result is the answer to one store operation, sent back to Run's loop.
+type result[M any] struct {
+	swap fsm.SwapKind // the kind of swap asked for; 0 for a read
+	rec  lease.Record[M]
+	rev  lease.Revision
+	err  error
+}
+
+// startOp runs op (a read when swap is 0, else a swap of that kind) off
+// Run's loop, within BackendTimeout, and sends its answer to results.
+func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Go(func() {
@@ -323,10 +304,90 @@ func (r *runner[M]) startOp(kind string, op func(context.Context) (lease.Record[
 		began := e.clock.Now()
 		rec, rev, err := op(ctx)
 		if e.instruments != nil {
-			e.instruments.StoreOp(e.name, kind, e.clock.Now().Sub(began), err)
+			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
-		r.results <- result[M]{read: kind == OpRead, rec: rec, rev: rev, err: err}
+		r.results <- result[M]{swap: swap, rec: rec, rev: rev, err: err}
 	})
+}
+
+// handleResult passes the answer to a store operation to the machine. A
+// failure is logged and kept for Err (and a write the store refuses for good
+// stops Run); a corrupt record is reported; any other answer clears Err's
+// last error and, once the machine accepted it, is kept for Record.
+func (r *runner[M]) handleResult(res result[M]) {
+	e := r.e
+	defer e.markReady()
+	var ev fsm.Event
+	if res.swap == 0 {
+		ev = r.readEvent(res)
+	} else {
+		ev = r.swapEvent(res)
+	}
+	failed := ev.Kind == fsm.ReadFailed || ev.Kind == fsm.SwapFailed
+	switch {
+	case failed:
+		r.logError(opName(res.swap), res.err)
+		if res.swap != 0 && permanent(res.err) {
+			r.fatal = fmt.Errorf("lead: %s of %q refused by the store: %w", res.swap, e.name, res.err)
+		}
+	case ev.Corrupt:
+		r.logCorrupt(opName(res.swap), ev.Err)
+	default:
+		// The store answered (a record, its absence, or a conflict).
+		e.mu.Lock()
+		e.lastErr = nil
+		e.mu.Unlock()
+	}
+	r.step(ev)
+	if !failed && !ev.Corrupt {
+		r.remember(ev, res.rec)
+	}
+}
+
+// readEvent turns the answer to a read into the machine's event.
+func (r *runner[M]) readEvent(res result[M]) fsm.Event {
+	switch {
+	case res.err == nil:
+		return r.answered(fsm.ReadDone, res)
+	case errors.Is(res.err, store.ErrNotFound):
+		return fsm.Event{Kind: fsm.ReadDone, Absent: true}
+	case errors.Is(res.err, store.ErrCorruptRecord):
+		return fsm.Event{Kind: fsm.ReadDone, Corrupt: true, Err: res.err}
+	default:
+		return fsm.Event{Kind: fsm.ReadFailed, Err: res.err}
+	}
+}
+
+// swapEvent turns the answer to a swap into the machine's event.
+func (r *runner[M]) swapEvent(res result[M]) fsm.Event {
+	switch {
+	case res.err == nil:
+		return r.answered(fsm.SwapDone, res)
+	case errors.Is(res.err, store.ErrConflict) && res.rev == 0:
+		return fsm.Event{Kind: fsm.SwapConflict, Absent: true, Err: res.err}
+	case errors.Is(res.err, store.ErrConflict):
+		return r.answered(fsm.SwapConflict, res)
+	case errors.Is(res.err, store.ErrCorruptRecord):
+		// The store refused to overwrite a record it cannot read: the swap
+		// was not applied, and the store holds something unusable.
+		return fsm.Event{Kind: fsm.SwapConflict, Corrupt: true, Err: res.err}
+	default:
+		return fsm.Event{Kind: fsm.SwapFailed, Err: res.err}
+	}
+}
+
+// answered is the event of kind for an answer that carries a record, after
+// checking the record as untrusted input: a record outside
+// store.ValidateStored, or one at revision 0, makes a corrupt event whose
+// Err says why.
+func (r *runner[M]) answered(kind fsm.EventKind, res result[M]) fsm.Event {
+	ev := fsm.Event{Kind: kind, Revision: res.rev, Err: res.err}
+	if err := checkStored(res.rec, res.rev); err != nil {
+		ev.Corrupt, ev.Err = true, fmt.Errorf("lead: record of %q at revision %d: %w", r.e.name, res.rev, err)
+		return ev
+	}
+	ev.Lease = leaseOf(res.rec)
+	return ev
 }
 
 // permanent reports whether err is the store refusing what this elector
@@ -334,74 +395,6 @@ func (r *runner[M]) startOp(kind string, op func(context.Context) (lease.Record[
 func permanent(err error) bool {
 	return errors.Is(err, store.ErrInvalidName) || errors.Is(err, store.ErrInvalidRecord) ||
 		errors.Is(err, store.ErrMetadataTooLarge) || errors.Is(err, store.ErrEncode)
-}
-
-func (r *runner[M]) handleResult(res result[M]) {
-	e := r.e
-	defer e.markReady()
-	op := OpRead
-	if !res.read {
-		op = opName(r.swapKind)
-	}
-	ev := fsm.Event{Err: res.err}
-	var bad error // the store answered with a corrupt record
-	switch {
-	case res.read && errors.Is(res.err, store.ErrNotFound):
-		ev.Kind, ev.Absent, ev.Err = fsm.ReadDone, true, nil
-	case res.read && errors.Is(res.err, store.ErrCorruptRecord):
-		ev.Kind, ev.Corrupt, bad = fsm.ReadDone, true, res.err
-	case res.read && res.err != nil:
-		ev.Kind = fsm.ReadFailed
-		r.logError(op, res.err)
-	case res.read:
-		ev.Kind = fsm.ReadDone
-		bad = r.fill(&ev, res.rec, res.rev)
-	case res.err == nil:
-		ev.Kind = fsm.SwapDone
-		bad = r.fill(&ev, res.rec, res.rev)
-	case errors.Is(res.err, store.ErrConflict) && res.rev == 0:
-		ev.Kind, ev.Absent = fsm.SwapConflict, true
-	case errors.Is(res.err, store.ErrConflict):
-		ev.Kind = fsm.SwapConflict
-		bad = r.fill(&ev, res.rec, res.rev)
-	case errors.Is(res.err, store.ErrCorruptRecord):
-		// The store refused to overwrite a record it cannot read: the swap
-		// was not applied, and the store holds something unusable.
-		ev.Kind, ev.Corrupt, bad = fsm.SwapConflict, true, res.err
-	default:
-		ev.Kind = fsm.SwapFailed
-		r.logError(op, res.err)
-		if permanent(res.err) {
-			r.fatal = fmt.Errorf("lead: %s of %q refused by the store: %w", r.swapKind, e.name, res.err)
-		}
-	}
-	switch {
-	case bad != nil:
-		ev.Err = bad
-		r.logCorrupt(op, bad)
-	case ev.Kind != fsm.ReadFailed && ev.Kind != fsm.SwapFailed:
-		// The store answered (a record, its absence, or a conflict).
-		e.mu.Lock()
-		e.lastErr = nil
-		e.mu.Unlock()
-	}
-	r.step(ev)
-	if bad == nil && ev.Kind != fsm.ReadFailed && ev.Kind != fsm.SwapFailed {
-		r.remember(ev, res.rec)
-	}
-}
-
-// fill puts the record a store answered with into ev, after checking it as
-// untrusted input: a record outside store.ValidateStored, or one at revision
-// 0, is marked corrupt and the error returned.
-func (r *runner[M]) fill(ev *fsm.Event, rec lease.Record[M], rev lease.Revision) error {
-	ev.Revision = rev
-	if err := checkStored(rec, rev); err != nil {
-		ev.Corrupt = true
-		return fmt.Errorf("lead: record of %q at revision %d: %w", r.e.name, rev, err)
-	}
-	ev.Lease = leaseOf(rec)
-	return nil
 }
 
 // checkStored checks a record read from a store, which anyone with access to
@@ -414,30 +407,6 @@ func checkStored[M any](rec lease.Record[M], rev lease.Revision) error {
 		return fmt.Errorf("%w: a record at revision 0 (the revision of no record)", store.ErrCorruptRecord)
 	}
 	return nil
-}
-
-// handleWatch passes a watch event to the machine as a hint: it may make the
-// machine read the record, and the read's answer is what counts. Record()
-// too is left to reads and swaps: anyone who can publish on the store's
-// channel can forge an event.
-func (r *runner[M]) handleWatch(ev store.Event[M]) {
-	w := fsm.Event{Kind: fsm.Watched, Absent: ev.Absent, Revision: ev.Revision}
-	switch {
-	case ev.Err != nil && errors.Is(ev.Err, store.ErrCorruptRecord):
-		// The record may have changed into something unreadable: a read
-		// tells, and reports it.
-		w.Corrupt = true
-	case ev.Err != nil:
-		r.logError("watch", ev.Err)
-		return
-	case !ev.Absent:
-		if checkStored(ev.Record, ev.Revision) != nil {
-			w.Corrupt = true
-		} else {
-			w.Lease = leaseOf(ev.Record)
-		}
-	}
-	r.step(w)
 }
 
 // remember keeps the record the machine accepted from the answer ev (rec),
@@ -466,191 +435,4 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
 	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
-}
-
-// startWatch calls Watch off Run's loop (it may wait for the server); the
-// loop gets the outcome on watchStarted and from then on receives the
-// events itself, so a watch costs no goroutine of the elector's own.
-func (r *runner[M]) startWatch() {
-	if r.opCtx.Err() != nil {
-		return
-	}
-	name := r.e.name
-	r.ops.Go(func() {
-		ch, err := r.watcher.Watch(r.opCtx, name)
-		r.watchStarted <- watchStart[M]{ch: ch, err: err}
-	})
-}
-
-// watchBegan takes the outcome of a Watch call.
-func (r *runner[M]) watchBegan(ws watchStart[M]) {
-	switch {
-	case r.opCtx.Err() != nil:
-		// Run is ending: the store closes the channel when opCtx ends.
-	case errors.Is(ws.err, errors.ErrUnsupported):
-		// A wrapper forwarded Watch to a store that cannot watch
-		// (store.Watch): poll only.
-		r.e.log.Info("the store cannot watch; followers poll", "error", ws.err)
-		r.watcher = nil
-	case ws.err != nil:
-		r.watchFailed(ws.err)
-	default:
-		r.watchCh = ws.ch
-	}
-}
-
-// watchFailed handles a watch that could not start or that ended: changes
-// may be missed until the next watch is up, so the machine polls meanwhile,
-// and a new watch starts after a retry interval.
-func (r *runner[M]) watchFailed(err error) {
-	if r.opCtx.Err() != nil {
-		return
-	}
-	r.step(fsm.Event{Kind: fsm.WatchLost})
-	r.e.log.Debug("store operation failed", "op", "watch", "error", err)
-	if r.watchTimer != nil {
-		r.watchTimer.Stop()
-	}
-	r.watchTimer = r.e.clock.AfterFunc(r.cfg.RetryInterval, func() {
-		select {
-		case r.watchRetry <- struct{}{}:
-		default:
-		}
-	})
-}
-
-func (r *runner[M]) startTerm(a fsm.Action) {
-	e := r.e
-	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &activeTerm{
-		term: Term{
-			Name:     e.name,
-			Identity: e.id,
-			Token:    fence.Token(a.Token),
-			Start:    e.epoch.Add(a.Since),
-		},
-		ctx:       fence.WithToken(ctx, fence.Token(a.Token)),
-		cancel:    cancel,
-		until:     r.m.LeaderUntil(),
-		confirmed: r.m.LastConfirmed(),
-	}
-	// The term's work stops the moment Run's ctx ends, without waiting
-	// for the loop to step down.
-	t.unhook = context.AfterFunc(r.ctx, func() {
-		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
-	})
-	e.mu.Lock()
-	e.term = t
-	e.notifyLocked()
-	e.mu.Unlock()
-	r.armWatchdog(t)
-	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
-	r.obs.push(Change{Kind: Started, Term: t.term})
-}
-
-// armWatchdog cancels the term's context at its deadline even if Run's loop
-// is late: the work stops before the local deadline passes.
-func (r *runner[M]) armWatchdog(t *activeTerm) {
-	if t.watchdog != nil {
-		t.watchdog.Stop()
-	}
-	d := max(t.until-r.now(), 0)
-	t.watchdog = r.e.clock.AfterFunc(d, func() {
-		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
-	})
-}
-
-func (r *runner[M]) endTerm(reason fsm.Reason) {
-	e := r.e
-	e.mu.Lock()
-	t := e.term
-	e.term = nil
-	if t != nil {
-		e.notifyLocked()
-	}
-	e.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.watchdog.Stop()
-	t.unhook()
-	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
-	t.cancel(cause)
-	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
-	r.obs.push(Change{Kind: Stopped, Term: t.term, Reason: cause})
-}
-
-// refreshTerm moves the term's deadline after a renewal (or a Reconfigure
-// that shortened it).
-func (r *runner[M]) refreshTerm() {
-	if r.m.State() != fsm.Leader {
-		return
-	}
-	e := r.e
-	until := r.m.LeaderUntil()
-	e.mu.Lock()
-	t := e.term
-	moved := t != nil && t.until != until && t.ctx.Err() == nil
-	if moved {
-		t.until, t.confirmed = until, r.m.LastConfirmed()
-	}
-	e.mu.Unlock()
-	if moved {
-		r.armWatchdog(t)
-	}
-}
-
-// logError logs a failed store operation at most once per ErrorInterval for
-// each operation, and keeps err for Err(). The store refusing to issue a
-// token above lease.MaxToken is logged at Error, the rest at Warn.
-func (r *runner[M]) logError(op string, err error) {
-	e := r.e
-	e.mu.Lock()
-	e.lastErr = err
-	e.mu.Unlock()
-	level := slog.LevelWarn
-	if errors.Is(err, store.ErrTokenExhausted) {
-		level = slog.LevelError
-	}
-	r.logAt(level, op, "store operation failed", "op", op, "error", err)
-}
-
-// logCorrupt reports a corrupt record the store answered with: kept for
-// Err() and logged at Error, at most once per ErrorInterval.
-func (r *runner[M]) logCorrupt(op string, err error) {
-	e := r.e
-	e.mu.Lock()
-	e.lastErr = err
-	e.mu.Unlock()
-	r.logAt(slog.LevelError, "corrupt", "store holds a corrupt record; not overwriting it, and not leading until it is replaced or removed", "op", op, "error", err)
-}
-
-// logAt logs msg at most once per ErrorInterval for each key, with the
-// machine's state.
-func (r *runner[M]) logAt(level slog.Level, key, msg string, args ...any) {
-	now := r.now()
-	if last, ok := r.errLog[key]; ok && now-last < r.cfg.ErrorInterval {
-		return
-	}
-	r.errLog[key] = now
-	r.e.log.Log(context.Background(), level, msg, append(args, "state", r.m.State().String())...)
-}
-
-// Names of store operations, as reported to Instruments.
-const (
-	OpRead    = "read"
-	OpAcquire = "acquire"
-	OpRenew   = "renew"
-	OpRelease = "release"
-)
-
-func opName(k fsm.SwapKind) string {
-	switch k {
-	case fsm.Acquire:
-		return OpAcquire
-	case fsm.Renew:
-		return OpRenew
-	default:
-		return OpRelease
-	}
 }

@@ -9,7 +9,11 @@ import (
 	"github.com/tenure-go/tenure/fence"
 )
 
-// LeadOption configures Lead.
+// LeadOption configures one call of Lead. It is a type apart from Option,
+// which configures the Elector, so that the compiler refuses one where the
+// other is meant. Repeat is the only one: the option keeps both common forms
+// short, Lead(ctx, fn) and Lead(ctx, fn, Repeat()), and leaves room for
+// more without changing Lead's signature.
 type LeadOption func(*leadOptions)
 
 type leadOptions struct{ repeat bool }
@@ -60,7 +64,7 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 			return err
 		}
 		last = t.Token
-		err, lost := runInTerm(ctx, termCtx, t, fn)
+		lost, err := runInTerm(ctx, termCtx, t, fn)
 		switch {
 		case ctx.Err() != nil && o.repeat:
 			return ctx.Err()
@@ -75,14 +79,14 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 }
 
 // runInTerm runs fn with a context that ends with ctx or with the term, and
-// reports whether the term ended before fn returned.
-func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (err error, lost bool) {
+// returns fn's error and whether the term ended before fn returned.
+func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (lost bool, err error) {
 	bodyCtx, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
 	defer cancel(nil)
 	stop := context.AfterFunc(termCtx, func() { cancel(context.Cause(termCtx)) })
 	err = fn(bodyCtx, t)
 	// If stop reports false, the term's end has already cancelled the body.
-	return err, !stop()
+	return !stop(), err
 }
 
 // awaitTerm waits for a term whose token is larger than after.
@@ -106,29 +110,28 @@ func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, co
 	}
 }
 
-// Every runs fn every interval while e leads, until ctx ends. Ticks that
-// come while e follows are skipped, and so are ticks that come while fn is
-// still running. fn's context is cancelled the instant the term ends and
-// carries the term's fencing token.
+// Every runs fn every interval while this elector leads, until ctx ends.
+// Ticks that come while it follows are skipped, and so are ticks that come
+// while fn is still running. fn's context is cancelled the instant the term
+// ends and carries the term's fencing token.
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
-// when e's Run has returned (at once if it had returned before Every was
+// when Run has returned (at once if it had returned before Every was
 // called), or the first error fn returns while its term is still going (an
 // error from a run cut short by the end of its term is dropped: the next
-// leader runs the task). interval must be positive; a nil ctx, e or fn,
-// or an Elector not made by New, is an error wrapping ErrNilArgument. Like Lead, Every may be
-// called before Run starts: its ticks are skipped until e leads.
-func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn func(ctx context.Context, t Term) error) error {
+// leader runs the task). interval must be positive; a nil ctx or fn, or an
+// Elector not made by New, is an error wrapping ErrNilArgument. Like Lead,
+// Every may be called before Run starts: its ticks are skipped until this
+// elector leads.
+func (e *Elector[M]) Every(ctx context.Context, interval time.Duration, fn func(ctx context.Context, t Term) error) error {
+	if err := e.usable("Every"); err != nil {
+		return err
+	}
 	switch {
 	case ctx == nil:
 		return fmt.Errorf("%w: Every: ctx is nil", ErrNilArgument)
 	case fn == nil:
 		return fmt.Errorf("%w: Every: fn is nil", ErrNilArgument)
-	case e == nil:
-		return fmt.Errorf("%w: Every: e is nil", ErrNilArgument)
-	}
-	if err := e.usable("Every"); err != nil {
-		return err
 	}
 	if interval <= 0 {
 		return fmt.Errorf("lead: Every interval is %v, must be > 0", interval)
@@ -159,7 +162,7 @@ func Every[M any](ctx context.Context, e *Elector[M], interval time.Duration, fn
 		start := e.clock.Now()
 		t, termCtx, ok := e.currentTerm()
 		if ok {
-			if err, lost := runInTerm(ctx, termCtx, t, fn); err != nil && !lost && ctx.Err() == nil {
+			if lost, err := runInTerm(ctx, termCtx, t, fn); err != nil && !lost && ctx.Err() == nil {
 				return err
 			}
 		}

@@ -145,7 +145,7 @@ func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 		// The job itself: runs every step/3 on the leader only, writing
 		// through the fenced resource.
 		go func() {
-			_ = lead.Every(wctx, e, step/3, func(ctx context.Context, t lead.Term) error {
+			_ = e.Every(wctx, step/3, func(ctx context.Context, t lead.Term) error {
 				return guard.DoContext(ctx, func() error { return nil })
 			})
 		}()

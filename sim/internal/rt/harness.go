@@ -440,7 +440,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		}
 	})
 	parts.Go(func() {
-		err := lead.Every(ctx, e, cfg.RetryInterval, h.everyBody(inc))
+		err := e.Every(ctx, cfg.RetryInterval, h.everyBody(inc))
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 			h.fail(sim.CheckRun, "%s: Every returned %v before the process stopped", inc.id, err)
 		}

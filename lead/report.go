@@ -1,0 +1,78 @@
+package lead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/store"
+)
+
+// report logs what the machine reported, rate-limited per ErrorInterval,
+// and keeps a rollback for Err. A corrupt record was logged already when
+// its answer was checked.
+func (r *runner[M]) report(a fsm.Action) {
+	e := r.e
+	switch a.Problem {
+	case fsm.ProblemRollback:
+		var err error
+		if a.Revision == 0 {
+			err = fmt.Errorf("lead: %q: %w: the store holds no record after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Newest, a.Wait)
+		} else {
+			err = fmt.Errorf("lead: %q: %w: the store shows revision %d after revision %d; no new term for %v", e.name, ErrRevisionRollback, a.Revision, a.Newest, a.Wait)
+		}
+		e.mu.Lock()
+		e.rollbackErr = err
+		e.mu.Unlock()
+		r.logAt(slog.LevelError, "rollback", "store revision went back", "revision", uint64(a.Revision), "newest", uint64(a.Newest), "wait", a.Wait, "error", err)
+	case fsm.ProblemTokensExhausted:
+		e.mu.Lock()
+		err := e.exhaustedErr
+		e.mu.Unlock()
+		if err == nil {
+			err = store.ErrTokenExhausted
+		}
+		r.logAt(slog.LevelError, "tokens", "fencing tokens exhausted", "token", a.Token, "error", err)
+	case fsm.ProblemLongWait:
+		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
+			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
+	}
+}
+
+// logError logs a failed store operation at most once per ErrorInterval for
+// each operation, and keeps err for Err(). The store refusing to issue a
+// token above lease.MaxToken is logged at Error, the rest at Warn.
+func (r *runner[M]) logError(op string, err error) {
+	e := r.e
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
+	level := slog.LevelWarn
+	if errors.Is(err, store.ErrTokenExhausted) {
+		level = slog.LevelError
+	}
+	r.logAt(level, op, "store operation failed", "op", op, "error", err)
+}
+
+// logCorrupt reports a corrupt record the store answered with: kept for
+// Err() and logged at Error, at most once per ErrorInterval.
+func (r *runner[M]) logCorrupt(op string, err error) {
+	e := r.e
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
+	r.logAt(slog.LevelError, "corrupt", "store holds a corrupt record; not overwriting it, and not leading until it is replaced or removed", "op", op, "error", err)
+}
+
+// logAt logs msg at most once per ErrorInterval for each key, with the
+// machine's state.
+func (r *runner[M]) logAt(level slog.Level, key, msg string, args ...any) {
+	now := r.now()
+	if last, ok := r.errLog[key]; ok && now-last < r.cfg.ErrorInterval {
+		return
+	}
+	r.errLog[key] = now
+	r.e.log.Log(context.Background(), level, msg, append(args, "state", r.m.State().String())...)
+}

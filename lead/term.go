@@ -1,0 +1,107 @@
+package lead
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/fsm"
+)
+
+// A term's life in the driver follows the machine's actions: startTerm at
+// StartedLeading, refreshTerm after each step that moved its deadline, and
+// endTerm at StoppedLeading. The machine emits one StoppedLeading for each
+// StartedLeading, before it stops (fsm's property test checks both), so
+// each term ends exactly once. Two timers cancel the term's work without
+// waiting for Run's loop: the watchdog at the term's deadline, and Run's
+// ctx ending.
+
+// startTerm opens the term the machine started: the context of its work,
+// its watchdog, the observers' Started.
+func (r *runner[M]) startTerm(a fsm.Action) {
+	e := r.e
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t := &activeTerm{
+		term: Term{
+			Name:     e.name,
+			Identity: e.id,
+			Token:    fence.Token(a.Token),
+			Start:    e.epoch.Add(a.Since),
+		},
+		ctx:       fence.WithToken(ctx, fence.Token(a.Token)),
+		cancel:    cancel,
+		until:     r.m.LeaderUntil(),
+		confirmed: r.m.LastConfirmed(),
+	}
+	// The term's work stops the moment Run's ctx ends, without waiting
+	// for the loop to step down.
+	t.unhook = context.AfterFunc(r.ctx, func() {
+		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
+	})
+	e.mu.Lock()
+	e.term = t
+	e.notifyLocked()
+	e.mu.Unlock()
+	r.armWatchdog(t)
+	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
+	r.obs.push(Change{Kind: Started, Term: t.term})
+}
+
+// armWatchdog cancels the term's context at its deadline even if Run's loop
+// is late: the work stops before the local deadline passes.
+func (r *runner[M]) armWatchdog(t *activeTerm) {
+	if t.watchdog != nil {
+		t.watchdog.Stop()
+	}
+	d := max(t.until-r.now(), 0)
+	t.watchdog = r.e.clock.AfterFunc(d, func() {
+		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
+	})
+}
+
+// endTerm closes the term the machine ended for reason: its work is
+// cancelled, its timers stopped, the observers told.
+func (r *runner[M]) endTerm(reason fsm.Reason) {
+	if r.ctxEnded {
+		// The Stop that Run's ctx ending brought: that is why the term
+		// ends (its work was cancelled for it then, see startTerm), even
+		// if the machine found its deadline passed in the same step.
+		reason = fsm.ReasonStopped
+	}
+	e := r.e
+	e.mu.Lock()
+	t := e.term
+	if t == nil {
+		e.mu.Unlock()
+		return // never: the machine ends only the term it started
+	}
+	e.term = nil
+	e.notifyLocked()
+	e.mu.Unlock()
+	t.watchdog.Stop()
+	t.unhook()
+	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
+	t.cancel(cause)
+	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
+	r.obs.push(Change{Kind: Stopped, Term: t.term, Reason: cause})
+}
+
+// refreshTerm moves the term's deadline after a renewal (or a Reconfigure
+// that shortened it).
+func (r *runner[M]) refreshTerm() {
+	if r.m.State() != fsm.Leader {
+		return
+	}
+	e := r.e
+	until := r.m.LeaderUntil()
+	e.mu.Lock()
+	t := e.term
+	moved := t != nil && t.until != until && t.ctx.Err() == nil
+	if moved {
+		t.until, t.confirmed = until, r.m.LastConfirmed()
+	}
+	e.mu.Unlock()
+	if moved {
+		r.armWatchdog(t)
+	}
+}
