@@ -252,6 +252,15 @@ const (
 	// LeaseDuration) before it may take over the record it observes, because
 	// of a longer lease it saw; the wait ends at Until.
 	ProblemLongWait
+	// ProblemContradicted: a read (or a swap's conflict), sent after a
+	// renewal hint at revision Newest arrived, shows the older revision
+	// Revision. Either the watch event was forged, or the store went back
+	// in time and lost the renewals the hint announced (a failover to a
+	// replica that missed writes, a restore): the machine cannot tell
+	// which, so it starts no term before Until (a full lease of what it
+	// last accepted, counted from now, as after a rollback) and takes no
+	// watch event as a renewal until a read shows the record move on.
+	ProblemContradicted
 )
 
 // String names the problem for logs.
@@ -265,6 +274,8 @@ func (p Problem) String() string {
 		return "tokens exhausted"
 	case ProblemLongWait:
 		return "long wait"
+	case ProblemContradicted:
+		return "renewal hint contradicted"
 	}
 	return fmt.Sprintf("Problem(%d)", uint8(p))
 }

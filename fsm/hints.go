@@ -19,6 +19,7 @@ func (m *Machine) hinted(ev Event) {
 	if m.renewal(ev) {
 		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
 		m.quietRev, m.quietSeq = ev.Revision, m.sent
+		m.heardMax = max(m.heardMax, ev.Revision)
 		return
 	}
 	if !m.news(ev) {
@@ -58,7 +59,7 @@ func (m *Machine) news(ev Event) bool {
 // held, and what it says is taken on trust for nothing but when to read
 // next (see pollAt): a forged one postpones reads, within bounds.
 func (m *Machine) renewal(ev Event) bool {
-	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
+	return !m.distrust && !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
 		ev.Revision > max(m.maxRev, m.quietRev) && InBounds(ev.Lease) &&
 		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
 }
@@ -105,6 +106,23 @@ func (m *Machine) staleByHints() bool {
 // RetryInterval.
 func (m *Machine) answered(ev Event) {
 	m.lastAnswer = m.now
+	valid := !ev.Absent && !ev.Corrupt && ev.Kind != SwapDone
+	if m.distrust && valid && ev.Revision > m.maxRev {
+		// The store moved on, as a read shows: renewal hints may count again.
+		m.distrust = false
+	}
+	if valid && ev.Revision < m.pendingHeard && m.seen && !m.absent && ev.Revision == m.maxRev && ev.Lease == m.last {
+		// The record already accepted, unchanged, although a renewal at a
+		// newer revision was heard before the request was sent. (A newer
+		// revision restarts the wait anyway, an older one is a rollback.)
+		m.contradicted(ev)
+	}
+	if m.heardMax <= m.pendingHeard {
+		// Every renewal heard was heard before the request was sent: the
+		// answer settles them (it shows them, a newer record, or the
+		// contradiction above).
+		m.heardMax = 0
+	}
 	if m.quietRev != 0 && (ev.Revision >= m.quietRev || m.pendingSeq > m.quietSeq) {
 		// The answer shows the renewal heard, or was sent after it: what
 		// it shows is what counts.
@@ -123,6 +141,29 @@ func (m *Machine) answered(ev Event) {
 	if !confirmed && (!m.hintAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.maxRev)) {
 		m.muteUntil = sat(m.now, m.cfg.RetryInterval)
 	}
+}
+
+// contradicted handles an answer to a request sent after a renewal hint
+// arrived that shows the record the node accepted before, unchanged, at a
+// revision older than the hint's. Either the hint
+// was forged, or the store went back in time and lost the renewals it
+// announced: a follower that heard them instead of reading them would
+// otherwise take the rolled-back record for the one it waited out, while
+// the leader that wrote them still believes it leads (it renewed within its
+// RenewDeadline). The machine cannot tell forgery from rollback, so it
+// waits as after a rollback: no term before a full lease of what it last
+// accepted, counted from now. And it takes no watch event as a renewal
+// until a read shows the record move on, so a forger can buy this wait
+// only once per leader that really renews: while no leader renews (when
+// a takeover is due) the follower polls and hints cost it nothing more.
+func (m *Machine) contradicted(ev Event) {
+	wait := max(m.cfg.LeaseDuration, m.last.LeaseDuration)
+	if m.lossy {
+		wait = max(wait, m.maxLease)
+	}
+	m.holdUntil = max(m.holdUntil, sat(m.now, wait))
+	m.emit(Action{Kind: Report, Problem: ProblemContradicted, Revision: ev.Revision, Newest: m.pendingHeard, Until: m.holdUntil, Wait: wait})
+	m.heard, m.quietRev, m.heardMax, m.distrust = false, 0, 0, true
 }
 
 // dropHint drops, when a request failed, the hint it was meant to settle

@@ -76,17 +76,20 @@ type Machine struct {
 	heardLease Lease          // the record it showed
 	quietRev   lease.Revision // its revision, until an answer settles it (0: none)
 	quietSeq   uint64         // requests sent when it arrived
+	heardMax   lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
+	distrust   bool           // an answer contradicted a renewal hint; none counts until a read shows progress
 	lastAnswer time.Duration  // when the store last answered a read or a swap
 
 	// The one store operation in flight, if any.
-	pending     bool
-	pendingKind ActionKind
-	pendingSwap SwapKind
-	pendingSent time.Duration
-	pendingSeq  uint64 // its number (see sent)
-	pendingNext Lease
-	pendingExp  lease.Revision // the revision the swap expects
-	pendingRD   time.Duration  // RenewDeadline in force when it was sent
+	pending      bool
+	pendingKind  ActionKind
+	pendingSwap  SwapKind
+	pendingSent  time.Duration
+	pendingSeq   uint64         // its number (see sent)
+	pendingHeard lease.Revision // heardMax when it was sent
+	pendingNext  Lease
+	pendingExp   lease.Revision // the revision the swap expects
+	pendingRD    time.Duration  // RenewDeadline in force when it was sent
 
 	// The current term (Leader), or the last one (Expiring).
 	token         uint64
@@ -409,10 +412,14 @@ func (m *Machine) takeOver() bool {
 			return true
 		}
 	case m.reached(m.acquireAt()):
-		if m.staleByHints() && m.lastAnswer < m.acquireAt() {
-			// Renewals were heard since the revision waited out was read:
-			// read before taking over (a forged renewal costs this one
-			// read, since the answer comes after the wait). If the last
+		if m.staleByHints() {
+			// Renewals were heard since the revision waited out was read,
+			// and no answer to a request sent after them settled them:
+			// read before taking over. (Also when the last answer came
+			// after the wait ended: a renewal heard while its request was
+			// in flight may have been written before the store answered,
+			// and then lost in a rollback. A forged renewal costs one
+			// read, or two and a lease's wait: see contradicted.) If the last
 			// request was sent after the wait ended (a read that failed),
 			// the next one waits for the retry schedule: failing reads
 			// never loop.

@@ -83,6 +83,9 @@ func aDone() Action { return Action{Kind: Done} }
 func rolledBack(to, newest lease.Revision, until, wait time.Duration) Action {
 	return Action{Kind: Report, Problem: ProblemRollback, Revision: to, Newest: newest, Until: until, Wait: wait}
 }
+func contradicted(rev, newest lease.Revision, until, wait time.Duration) Action {
+	return Action{Kind: Report, Problem: ProblemContradicted, Revision: rev, Newest: newest, Until: until, Wait: wait}
+}
 func corrupt(rev lease.Revision) Action {
 	return Action{Kind: Report, Problem: ProblemCorrupt, Revision: rev}
 }
@@ -256,15 +259,38 @@ func TestTransitions(t *testing.T) {
 			{read(2*s+501*ms, other(4, 2), 11), nil, Follower},
 			{tick(4*s + 500*ms), []Action{aRead()}, Follower},
 		})},
-		{"forged renewals after a crash cost one read, and delay nothing", false, true, join(followOther(), []step{
+		{"forged renewals after a crash cost one read and one lease, once", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{read(9*s+ms, other(4, 2), 10), nil, Follower},
 		}, renewals(10*s, 15*s, 100), []step{
 			{tick(15*s + 1*ms), []Action{aRead()}, Follower},
 			{watched(15*s+1*ms+500*ns, other(4, 2), 1000), nil, Follower},
-			// The store still holds revision 10, first read at 1ms: the
-			// wait is over.
-			{read(15*s+2*ms, other(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			// The store still holds revision 10, first read at 1ms, though
+			// renewals up to 102 were heard before the read was sent: the
+			// hints were forged, or the store went back and lost them
+			// while their writer may still believe it leads. Wait a lease.
+			{read(15*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 102, 30*s+2*ms, 15*s)}, Follower},
+			// Hints no longer count as renewals: the follower polls, and
+			// forged renewals postpone nothing.
+			{watched(16*s, other(4, 2), 2000), nil, Follower},
+			{tick(24*s + 2*ms), []Action{aRead()}, Follower},
+			{read(24*s+3*ms, other(4, 2), 10), nil, Follower},
+			{tick(30*s + 2*ms - ns), nil, Follower},
+			{tick(30*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+		})},
+		{"after a contradicted hint, a read showing a renewal makes hints count again", false, false, join(followOther(), renewals(1*s, 4*s, 11), []step{
+			// Renewals heard before the watch was lost still count.
+			{Event{Kind: WatchLost, Now: 4 * s}, []Action{aRead()}, Follower},
+			{read(4*s+ms, other(4, 2), 10), []Action{contradicted(10, 12, 19*s+ms, 15*s)}, Follower},
+			// Hints are not taken as renewals now: they postpone no read.
+			{watched(5*s, other(4, 2), 13), nil, Follower},
+			{tick(6 * s), []Action{aRead()}, Follower},
+			// A read shows the store moved on: hints count again.
+			{read(6*s+ms, other(4, 2), 14), nil, Follower},
+			{watched(7*s, other(4, 2), 15), nil, Follower},
+			{tick(8*s + ms), nil, Follower},
+			{tick(10*s - ns), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
 		})},
 		{"a renewal of another term is news: read at once", false, false, join(followOther(), []step{
 			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},

@@ -60,7 +60,7 @@ func (m *Machine) acquire() {
 // to next.
 func (m *Machine) swap(kind SwapKind, next Lease) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq = true, Swap, kind, m.sent
+	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard = true, Swap, kind, m.sent, m.heardMax
 	m.pendingSent, m.pendingNext, m.pendingRD = m.now, next, m.cfg.RenewDeadline
 	m.pendingExp = m.rev
 	if kind != Release {
@@ -77,7 +77,7 @@ func (m *Machine) swap(kind SwapKind, next Lease) {
 // watched release is taken one round trip later.
 func (m *Machine) read(hinted bool) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq = true, Read, m.now, m.sent
+	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq, m.pendingHeard = true, Read, m.now, m.sent, m.heardMax
 	m.quick = 0
 	if !hinted {
 		m.nextOp = sat(m.now, m.retryPause())

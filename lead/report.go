@@ -38,6 +38,9 @@ func (r *runner[M]) report(a fsm.Action) {
 	case fsm.ProblemLongWait:
 		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
 			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
+	case fsm.ProblemContradicted:
+		r.logAt(slog.LevelWarn, "contradicted", "the store shows an older revision than a renewal its watch announced: a forged watch event, or a store that went back in time; no new term until the wait ends",
+			"revision", uint64(a.Revision), "announced", uint64(a.Newest), "wait", a.Wait)
 	}
 }
 

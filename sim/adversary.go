@@ -228,6 +228,10 @@ func (s *Cluster) applyAdv(i int, end *simEvent) {
 	case FaultForgeWatch:
 		s.forgeWatch(f)
 	case FaultRollback:
+		if f.Window > 0 {
+			s.adv.armed = append(s.adv.armed, i)
+			return
+		}
 		s.rollback(f)
 	case FaultRestore:
 		s.restore()
@@ -421,12 +425,20 @@ func (s *Cluster) renewalForgeryExtra(from int64) int64 {
 
 // rollback rewinds the store to an earlier revision.
 func (s *Cluster) rollback(f Fault) {
+	s.rollbackTo(f, 0)
+}
+
+// rollbackTo rewinds the store as rollback does, or to revision to if it
+// is not 0.
+func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 	st := &s.store
 	if st.counter == 0 {
 		return
 	}
 	var r0 lease.Revision
-	if f.Touch && st.present && st.rec.Holder != "" {
+	if to != 0 {
+		r0 = to
+	} else if f.Touch && st.present && st.rec.Holder != "" {
 		// Back to the first revision of the current term: same holder and
 		// token, a lower revision.
 		r0 = st.rev
@@ -555,7 +567,9 @@ func (s *Cluster) excused(o, n *node) bool {
 	if n == nil {
 		return true
 	}
-	return n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r
+	// A node that heard a renewal newer than the record it took over was
+	// told of the history the rollback lost: it could have known.
+	return !n.adv.acqHeard && (n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r)
 }
 
 // overlapExcused reports whether the terms of a and b may overlap: one
@@ -583,6 +597,9 @@ func advString(f Fault) string {
 	case FaultForgeWatch:
 		return fmt.Sprintf("forged watch event rev %d holder=%q token=%d lease=%v to nodes %b", f.Revision, r.Holder, r.Token, r.LeaseDuration, f.Mask)
 	case FaultRollback:
+		if f.Window > 0 {
+			return fmt.Sprintf("within %v: when a quiet follower reads, roll the store back to the revision it last read", ms(f.Window))
+		}
 		if f.Touch {
 			return "roll the store back to the current term's first revision"
 		}

@@ -82,6 +82,9 @@ func advSchedule(s *Cluster) []Fault {
 			fl.Revision = forgedRevision(s.rng)
 			fl.Mask = 1 + s.rng.Uint64N(1<<s.opt.Nodes-1)
 		case FaultRollback:
+			if s.chance(0.3) {
+				fl.Window = dur(u, 4*u)
+			}
 			fl.Touch = s.chance(0.5)
 			if s.chance(0.5) {
 				fl.Revision = lease.Revision(s.uniform(1, 5))

@@ -77,6 +77,11 @@ type nodeAdv struct {
 	acqBasis int64
 	acqFree  bool
 	acqBack  int64 // sawBackAt when it was sent
+	acqHeard bool  // heardPast when it was sent
+	// heardPast: since the node accepted its observation, the store's watch
+	// delivered a real (not forged) renewal of that record at a newer
+	// revision: the node has been told of newer history.
+	heardPast bool
 }
 
 // advBoot resets the checks for a new process on n.
@@ -98,6 +103,13 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 		}
 	case fsm.Stop, fsm.Reconfigure:
 		a.credit(1)
+	case fsm.Watched:
+		st := &s.store
+		if !ev.Absent && !ev.Corrupt && a.obsOK && !a.obsAbsent && ev.Revision > a.obsRev &&
+			uint64(ev.Revision) < uint64(len(st.history)) && st.history[ev.Revision] == ev.Lease && !s.adv.forgedRev[ev.Revision] &&
+			ev.Lease.Holder == a.obsLease.Holder && ev.Lease.Token == a.obsLease.Token {
+			a.heardPast = true
+		}
 	}
 	// The node's own write coming back on the watch feed.
 	own := ev.Kind == fsm.Watched && !ev.Absent && !ev.Corrupt && ev.Lease == a.wrote
@@ -113,6 +125,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			// writes loops.
 			a.credit(budgetNews)
 		}
+		a.heardPast = false
 		if ok {
 			a.obsFirst = s.now
 			a.obsFree = absent || l.Holder == ""
@@ -179,10 +192,23 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 		}
 		if a.Kind == fsm.Swap && a.Swap != fsm.Release && n.m.State() == fsm.Candidate {
 			na := &n.adv
-			na.acqBasis, na.acqFree, na.acqBack = na.obsFirst, na.obsFree, na.sawBackAt
+			na.acqBasis, na.acqFree, na.acqBack, na.acqHeard = na.obsFirst, na.obsFree, na.sawBackAt, na.heardPast
 		}
 		if len(s.adv.armed) > 0 {
 			s.trigger(n, a)
+		}
+	case fsm.Report:
+		switch {
+		case a.Problem == fsm.ProblemContradicted && s.adv.backAt < 0:
+			// A read showed the record the node accepted before although it
+			// heard a renewal at a newer revision: only a rollback, a
+			// restore or a forged event can do that.
+			s.fail("hints", "%s reports a renewal hint contradicted by the store (revision %d, hint %d) with no rollback, restore or forged event", n.id, a.Revision, a.Newest)
+		case a.Problem == fsm.ProblemContradicted, a.Problem == fsm.ProblemRollback && s.adv.backAt >= 0:
+			// It waits as after a rollback it saw, also when the check of
+			// what it observes cannot tell (it forgot its observation
+			// after a swap with an unknown outcome).
+			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
 		}
 	case fsm.StartedLeading:
 		if a.Token == 0 || a.Token > lease.MaxToken || a.Token < n.adv.proposed {

@@ -42,7 +42,11 @@ const (
 	FaultForgeWatch
 	// FaultRollback rewinds the store by Revision revisions (Touch: to the
 	// first revision of the current term), as a replica failover or an AOF
-	// rollback does.
+	// rollback does. With a Window it is aimed at a quiet follower: it
+	// waits up to Window for a follower to send a read while the store
+	// holds a renewal of the record the follower last accepted (it heard
+	// the renewals instead of reading them), and rewinds the store to that
+	// record's revision just before the read arrives.
 	FaultRollback
 	// FaultRestore restores a stale backup: revision 1, holder cleared.
 	FaultRestore

@@ -11,6 +11,11 @@ package sim
 //     request, applied late, or the reply, delivered late) for about
 //     LeaseDuration − RenewDeadline while the leader goes on renewing, and
 //     then silences the leader (cut off both ways).
+//   - FaultRollback with a Window waits for a follower to send a read
+//     while the store holds a renewal of the record the follower last
+//     accepted, and rewinds the store to that record just before the read
+//     arrives: a quiet follower that heard the renewals, not read them,
+//     sees the record it waited out again.
 //   - FaultJitter draws a delay for each message on its own.
 //
 // A trigger acts once; a fault whose Window passes without its trigger
@@ -18,6 +23,7 @@ package sim
 
 import (
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
 )
 
 // holdState is the one operation held in flight.
@@ -55,6 +61,12 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 				s.push(simEvent{at: s.now, kind: evAdv, node: int32(n.idx), gen: n.gen, count: i, token: phaseReconfigure})
 				fired = true
 			}
+		case FaultRollback:
+			if to := s.quietRewind(n, a); to != 0 {
+				s.tracef(n.idx, "TARGETED: the store goes back to the revision it last read, %d, before its read arrives", to)
+				s.rollbackTo(f, to)
+				fired = true
+			}
 		case FaultHold:
 			losing := a.Kind == fsm.Swap && a.Swap == fsm.Acquire && a.Expected != s.store.rev
 			if (a.Kind == fsm.Read || losing) && n.m.State() != fsm.Leader && s.adv.hold.node < 0 {
@@ -73,6 +85,25 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 		}
 	}
 	s.adv.armed = armed
+}
+
+// quietRewind returns the revision a targeted rollback rewinds the store to
+// when follower n is about to perform a: the revision of the record n last
+// accepted, if a is a read and the store now holds a later renewal of that
+// record (same holder and token); 0 if the fault does not fire.
+func (s *Cluster) quietRewind(n *node, a fsm.Action) lease.Revision {
+	st := &s.store
+	if a.Kind != fsm.Read || n.m.State() != fsm.Follower || !st.present || st.rec.Holder == "" {
+		return 0
+	}
+	l, rev, absent, ok := n.m.Observed()
+	if !ok || absent || rev == 0 || rev >= st.rev || s.adv.forgedRev[rev] {
+		return 0
+	}
+	if uint64(rev) >= uint64(len(st.history)) || st.history[rev] != l || l.Holder != st.rec.Holder || l.Token != st.rec.Token {
+		return 0
+	}
+	return rev
 }
 
 // leaderOtherThan returns a node other than n that believes it leads, or -1.
