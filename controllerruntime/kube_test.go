@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +76,10 @@ type monitor struct {
 	timeline   []string
 	changed    chan struct{} // closed and replaced at every change
 	start      time.Time
+	// linger is how long a leader-only runnable goes on after its context
+	// ended, as a reconcile in flight does: a successor that started
+	// before the runnable returned would be seen running beside it.
+	linger time.Duration
 }
 
 func newMonitor() *monitor {
@@ -112,6 +117,10 @@ func (m *monitor) leaderOnly(id string) manager.Runnable {
 		m.mu.Unlock()
 
 		<-ctx.Done()
+		if m.linger > 0 {
+			// Work that finishes after the cancel, not a wait for an event.
+			time.Sleep(m.linger)
+		}
 
 		m.mu.Lock()
 		delete(m.leading, id)
@@ -309,44 +318,50 @@ func (m *monitor) token(r *replica) fence.Token {
 
 // Two managers on one Lease of the real API server: one leads and runs its
 // leader-only runnable, the other only its every-replica runnable; the
-// leader stops cleanly: its runnable returns, it releases, and the other
+// leader stops cleanly: its runnable returns (300ms after the cancel, as
+// a reconcile in flight would), it releases, and the other
 // takes over at once (the lease is longer than the wait: only the release
-// can explain it). A third replica joins, the new leader stops the same
-// way, and the third takes over. At every start of a leader-only runnable
+// can explain it). With a third replica there, the leader stops the same
+// way until one is left. At every start of a leader-only runnable
 // the monitor checks that no other one runs and that tokens go up.
 func TestKubeReleaseHandover(t *testing.T) {
 	k := testcluster.PackageKube(t)
 	ns := k.Namespace(t, "ctrlrt-release")
 	m := newMonitor()
+	m.linger = 300 * time.Millisecond
 	cfg := longLease()
 	first, second := startPair(t, k, ns, cfg, m)
 	third := startReplica(t, k, ns, "pod-c", cfg, m)
 	m.waitFor(t, "pod-c's every-replica runnable", func() bool { return m.everyone[third.id] })
-	for _, step := range [][2]*replica{{first, second}, {second, third}} {
-		from, to := step[0], step[1]
+	live := []*replica{second, third}
+	from := first
+	for len(live) > 0 {
 		fromToken := m.token(from)
 		from.cancel()
 		if err := from.stopped(t, m); err != nil {
 			t.Fatalf("%s: clean stop returned %v", from.id, err)
 		}
-		m.waitFor(t, to.id+" to take over after the release", func() bool {
-			tok, ok := m.leading[to.id]
-			return ok && tok > fromToken
+		var to *replica
+		m.waitFor(t, "a successor of "+from.id+" after its release", func() bool {
+			to = m.leaderOf(live...)
+			return to != nil && m.leading[to.id] > fromToken
 		})
 		if !isClosed(to.x.Elected()) {
 			t.Fatalf("%s leads, but Elected is open", to.id)
 		}
+		live = slices.DeleteFunc(live, func(r *replica) bool { return r == to })
+		from = to
 	}
 	st, err := kubestore.New[struct{}](k.Leases(t), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, _, err := st.Get(t.Context(), "operator"); err != nil || rec.Holder != third.id {
+	if rec, _, err := st.Get(t.Context(), "operator"); err != nil || rec.Holder != from.id {
 		t.Fatalf("record after the handovers: %+v, %v", rec, err)
 	}
-	third.cancel()
-	if err := third.stopped(t, m); err != nil {
-		t.Fatalf("%s: clean stop returned %v", third.id, err)
+	from.cancel()
+	if err := from.stopped(t, m); err != nil {
+		t.Fatalf("%s: clean stop returned %v", from.id, err)
 	}
 	m.check(t)
 	t.Log(m.report())
