@@ -1,27 +1,11 @@
-// Command example is an operator whose controller runs only on the replica
-// that leads a Tenure election, on a Kubernetes Lease or on any store
-// storeurl opens. Its controller stamps every ConfigMap of its namespace
-// with the number of its keys, fenced by the term's token: a replica whose
-// term has ended cannot overwrite what a later leader wrote.
-//
-//	go run ./example -namespace default                      # a Lease "example-operator" in default, through kubestore
-//	go run ./example -namespace default -store redis://localhost:6379/0
-//	go run ./example -namespace default -store 'postgres://user:pass@localhost:5432/app'
-//
-// Run several at once (each with its own -id, or POD_NAME) and stop the
-// leader: another takes over at once after a clean stop (SIGTERM), or once
-// the lease has expired after a crash. It reads the cluster from
-// KUBECONFIG or the in-cluster configuration.
-package main
+package example
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,10 +25,12 @@ import (
 	"github.com/tenure-go/tenure/storeurl"
 )
 
-// The annotations the controller writes.
+// The annotations Stamper writes.
 const (
-	tokenAnnotation = "example.tenure-go.dev/token"
-	keysAnnotation  = "example.tenure-go.dev/keys"
+	// TokenAnnotation holds the token of the term that wrote last.
+	TokenAnnotation = "example.tenure-go.dev/token"
+	// KeysAnnotation holds the number of keys of the ConfigMap.
+	KeysAnnotation = "example.tenure-go.dev/keys"
 )
 
 // meta is what the leader publishes in its record: who to ask.
@@ -52,32 +38,37 @@ type meta struct {
 	Pod string `json:"pod"`
 }
 
-func main() {
-	namespace := flag.String("namespace", "default", "the namespace watched, and the Lease's when -store is empty")
-	storeURL := flag.String("store", "", "a store URL for storeurl (redis://, postgres://, etcd://, kubernetes://NS); empty: a Lease through kubestore")
-	id := flag.String("id", os.Getenv("POD_NAME"), "this replica's identity (default: POD_NAME, else the host name)")
-	probes := flag.String("probes", ":8081", "the address of /healthz and /readyz")
-	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg, err := ctrl.GetConfig()
-	if err == nil {
-		err = run(ctrl.SetupSignalHandler(), log, cfg, options{namespace: *namespace, storeURL: *storeURL, id: *id, probes: *probes})
-	}
-	if err != nil {
-		log.Error("operator stopped", "err", err)
-		os.Exit(1)
-	}
+// Options are the operator's settings (the command's flags).
+type Options struct {
+	// Namespace is the namespace watched, and the Lease's when StoreURL is
+	// empty.
+	Namespace string
+	// StoreURL names the election's store for storeurl (redis://,
+	// postgres://, etcd://, kubernetes://NS); empty: a Lease in Namespace
+	// through kubestore.
+	StoreURL string
+	// ID is this replica's identity; empty: the host name.
+	ID string
+	// Probes is the address of /healthz and /readyz ("0": none).
+	Probes string
 }
 
-// options are the command's flags.
-type options struct {
-	namespace, storeURL, id, probes string
-}
-
-// run runs the operator until ctx ends or its term ends under it.
-func run(ctx context.Context, log *slog.Logger, cfg *rest.Config, o options) error {
-	namespace, id := o.namespace, o.id
-	st, closeStore, err := openStore(ctx, cfg, namespace, o.storeURL)
+// Run runs the operator on the cluster cfg until ctx ends (it returns nil,
+// the lease released) or its term ends under it (an error wrapping
+// controllerruntime.ErrLeadershipLost: exit, and let the Deployment
+// restart the pod). A nil log discards.
+func Run(ctx context.Context, log *slog.Logger, cfg *rest.Config, o Options) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: Run: ctx is nil", controllerruntime.ErrNilArgument)
+	case cfg == nil:
+		return fmt.Errorf("%w: Run: cfg is nil", controllerruntime.ErrNilArgument)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	namespace, id := o.Namespace, o.ID
+	st, closeStore, err := openStore(ctx, cfg, namespace, o.StoreURL)
 	if err != nil {
 		return err
 	}
@@ -97,7 +88,7 @@ func run(ctx context.Context, log *slog.Logger, cfg *rest.Config, o options) err
 	}
 	x, err := controllerruntime.NewManager(cfg, manager.Options{
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-		HealthProbeBindAddress: o.probes,
+		HealthProbeBindAddress: o.Probes,
 	}, e)
 	if err != nil {
 		return err
@@ -117,7 +108,7 @@ func run(ctx context.Context, log *slog.Logger, cfg *rest.Config, o options) err
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.ConfigMap{}).
-		Complete(&stamper{client: mgr.GetClient(), log: log})
+		Complete(&Stamper{Client: mgr.GetClient(), Log: log})
 	if err != nil {
 		return err
 	}
@@ -149,43 +140,50 @@ func openStore(ctx context.Context, cfg *rest.Config, namespace, storeURL string
 	return st, func() { _ = st.Close() }, nil
 }
 
-// stamper writes the number of keys of each ConfigMap into an annotation,
+// Stamper writes the number of keys of each ConfigMap into an annotation,
 // with the token of the term it runs in. The write is fenced: it is an
 // update at the resourceVersion read (a compare-and-swap), and it is not
 // made when the object carries a token larger than this term's, so a
 // replica that lost its term can never overwrite a later leader's write.
-type stamper struct {
-	client client.Client
-	log    *slog.Logger
+type Stamper struct {
+	// Client reads and writes ConfigMaps (the manager's).
+	Client client.Client
+	// Log receives a line per write; nil discards.
+	Log *slog.Logger
 }
 
 // Reconcile stamps one ConfigMap.
-func (s *stamper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (s *Stamper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if s == nil || s.Client == nil {
+		return reconcile.Result{}, fmt.Errorf("%w: Stamper.Reconcile: the Stamper or its Client is nil", controllerruntime.ErrNilArgument)
+	}
 	token, ok := fence.FromContext(ctx) // the term's, through the controller's context
 	if !ok {
 		return reconcile.Result{}, fence.ErrNoToken
 	}
 	var cm corev1.ConfigMap
-	if err := s.client.Get(ctx, req.NamespacedName, &cm); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, &cm); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	keys := strconv.Itoa(len(cm.Data) + len(cm.BinaryData))
-	if seen, err := strconv.ParseUint(cm.Annotations[tokenAnnotation], 10, 64); err == nil && fence.Token(seen) > token {
+	if seen, err := strconv.ParseUint(cm.Annotations[TokenAnnotation], 10, 64); err == nil && fence.Token(seen) > token {
 		return reconcile.Result{}, fmt.Errorf("%w: %s carries token %d, this term's is %d", fence.ErrStaleToken, req.NamespacedName, seen, token)
 	}
-	if cm.Annotations[keysAnnotation] == keys && cm.Annotations[tokenAnnotation] == strconv.FormatUint(uint64(token), 10) {
+	if cm.Annotations[KeysAnnotation] == keys && cm.Annotations[TokenAnnotation] == strconv.FormatUint(uint64(token), 10) {
 		return reconcile.Result{}, nil
 	}
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[keysAnnotation] = keys
-	cm.Annotations[tokenAnnotation] = strconv.FormatUint(uint64(token), 10)
+	cm.Annotations[KeysAnnotation] = keys
+	cm.Annotations[TokenAnnotation] = strconv.FormatUint(uint64(token), 10)
 	// Update sends the resourceVersion read: a conflict if anyone wrote
 	// since, and the controller retries (with backoff) from a fresh read.
-	if err := s.client.Update(ctx, &cm); err != nil {
+	if err := s.Client.Update(ctx, &cm); err != nil {
 		return reconcile.Result{}, err
 	}
-	s.log.Info("stamped", "configmap", req.NamespacedName, "keys", keys, "token", token)
+	if s.Log != nil {
+		s.Log.Info("stamped", "configmap", req.NamespacedName, "keys", keys, "token", token)
+	}
 	return reconcile.Result{}, nil
 }

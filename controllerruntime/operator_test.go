@@ -1,33 +1,22 @@
-package main
+package controllerruntime_test
 
 import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tenure-go/tenure/controllerruntime/example"
 	"github.com/tenure-go/tenure/internal/testcluster"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("TENURE_KUBE_LOG") == "" {
-		klog.SetLogger(logr.Discard())
-		ctrllog.SetLogger(logr.Discard())
-	}
-	testcluster.Main(m)
-}
-
-// The operator, on a Lease of the real API server, stamps a ConfigMap with
+// The example operator (package example), on a Lease of the real API server, stamps a ConfigMap with
 // its number of keys and the token of its term, and stops cleanly.
 func TestOperatorStampsConfigMaps(t *testing.T) {
 	k := testcluster.PackageKube(t)
@@ -54,15 +43,15 @@ func TestOperatorStampsConfigMaps(t *testing.T) {
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() {
-		done <- run(opCtx, log, k.Config(), options{namespace: ns, id: "pod-a", probes: "0"})
+		done <- example.Run(opCtx, log, k.Config(), example.Options{Namespace: ns, ID: "pod-a", Probes: "0"})
 	}()
 	for ev := range w.ResultChan() {
 		got, ok := ev.Object.(*corev1.ConfigMap)
 		if !ok {
 			t.Fatalf("watch event %v: %T", ev.Type, ev.Object)
 		}
-		tok, err := strconv.ParseUint(got.Annotations[tokenAnnotation], 10, 64)
-		if got.Annotations[keysAnnotation] == "2" && err == nil && tok > 0 {
+		tok, err := strconv.ParseUint(got.Annotations[example.TokenAnnotation], 10, 64)
+		if got.Annotations[example.KeysAnnotation] == "2" && err == nil && tok > 0 {
 			break
 		}
 	}
