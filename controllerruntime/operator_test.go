@@ -2,6 +2,7 @@ package controllerruntime_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strconv"
@@ -11,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/tenure-go/tenure/controllerruntime"
 	"github.com/tenure-go/tenure/controllerruntime/example"
 	"github.com/tenure-go/tenure/internal/testcluster"
 )
@@ -61,5 +64,23 @@ func TestOperatorStampsConfigMaps(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("clean stop: %v", err)
+	}
+}
+
+// The example's exported functions refuse nil arguments.
+func TestOperatorNilArguments(t *testing.T) {
+	var s *example.Stamper
+	if _, err := s.Reconcile(t.Context(), reconcile.Request{}); !errors.Is(err, controllerruntime.ErrNilArgument) {
+		t.Errorf("nil Stamper: %v", err)
+	}
+	if _, err := (&example.Stamper{}).Reconcile(t.Context(), reconcile.Request{}); !errors.Is(err, controllerruntime.ErrNilArgument) {
+		t.Errorf("Stamper without a client: %v", err)
+	}
+	if err := example.Run(t.Context(), nil, nil, example.Options{}); !errors.Is(err, controllerruntime.ErrNilArgument) {
+		t.Errorf("Run without a config: %v", err)
+	}
+	//lint:ignore SA1012 the nil context is the point
+	if err := example.Run(nil, nil, offline(), example.Options{}); !errors.Is(err, controllerruntime.ErrNilArgument) {
+		t.Errorf("Run without a context: %v", err)
 	}
 }
