@@ -77,14 +77,17 @@ func demoConfig() lease.Config {
 type demoWorker struct {
 	e      *lead.Elector[demoMeta]
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed when Run has returned
+	jobEnd chan struct{} // closed when the job (lead.Every) has returned
 }
 
-// demo runs the scripted demo and prints one line per event.
+// demo runs the scripted demo and prints one line per event. Every worker
+// has stopped when it returns, also when ctx ended first: none prints
+// after.
 func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 	ctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
 	c := newCast(out)
+	defer c.stopAll(cancelAll)
 	c.printHeader(n)
 	if err := c.startWorkers(ctx, n, step); err != nil {
 		return err
@@ -94,8 +97,6 @@ func demo(ctx context.Context, out io.Writer, n int, step time.Duration) error {
 	}
 	c.printf("fenced resource accepted writes up to token=%d", c.guard.Highest())
 	c.printf("stopping every worker")
-	cancelAll()
-	c.waitWorkers()
 	return nil
 }
 
@@ -111,33 +112,30 @@ type stage interface {
 
 // handOver runs the scripted handovers: whatever worker leads is stopped,
 // gracefully when it releases on stop, as a crash when it does not.
-// Workers alternate, so the demo shows both. The last leader leads for
-// half a step.
+// Workers alternate, so the demo usually shows both; it stops leaders until
+// it has, or until one worker is left (with 3 workers, the two that release
+// may lead first). The last leader then leads for half a step: the script
+// never waits for a leader that cannot come.
 func handOver(ctx context.Context, st stage, n int, step time.Duration) error {
 	var graceful, crashed int
-	for graceful == 0 || crashed == 0 {
+	for {
 		i, err := st.nextLeader(ctx)
 		if err != nil {
 			return err
 		}
+		if graceful > 0 && crashed > 0 || graceful+crashed == n-1 {
+			return pause(ctx, step/2)
+		}
 		if err := pause(ctx, step); err != nil {
 			return err
 		}
-		if graceful+crashed == n-1 {
-			break // keep one worker
-		}
+		st.stop(i, i%2 == 0)
 		if i%2 == 0 {
-			st.stop(i, true)
 			graceful++
 		} else {
-			st.stop(i, false)
 			crashed++
 		}
 	}
-	if _, err := st.nextLeader(ctx); err != nil {
-		return err
-	}
-	return pause(ctx, step/2)
 }
 
 // pause waits d, or until ctx ends.
@@ -211,7 +209,7 @@ func (c *cast) startWorker(ctx context.Context, i int, step time.Duration) (*dem
 		lead.WithIdentity(id),
 		lead.WithConfig(c.cfg),
 		lead.WithLookupEnv(nil),
-		lead.WithObserver(c.observer(id)),
+		lead.WithObserver(c.observer(ctx, id)),
 		lead.WithReleaseOnStop(i%2 == 0),
 	)
 	if err != nil {
@@ -219,7 +217,7 @@ func (c *cast) startWorker(ctx context.Context, i int, step time.Duration) (*dem
 	}
 	e.SetMetadata(demoMeta{Worker: id})
 	wctx, cancel := context.WithCancel(ctx)
-	w := &demoWorker{e: e, cancel: cancel, done: make(chan struct{})}
+	w := &demoWorker{e: e, cancel: cancel, done: make(chan struct{}), jobEnd: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		_ = e.Run(wctx)
@@ -227,6 +225,7 @@ func (c *cast) startWorker(ctx context.Context, i int, step time.Duration) (*dem
 	// The job itself: runs every step/3 on the leader only, writing
 	// through the fenced resource.
 	go func() {
+		defer close(w.jobEnd)
 		_ = e.Every(wctx, step/3, func(ctx context.Context, t lead.Term) error {
 			return c.guard.DoContext(ctx, func() error { return nil })
 		})
@@ -235,12 +234,15 @@ func (c *cast) startWorker(ctx context.Context, i int, step time.Duration) (*dem
 }
 
 // observer prints the changes of worker id's leadership, and tells the
-// script who leads.
-func (c *cast) observer(id string) func(lead.Change) {
+// script who leads (until ctx ends: then nobody listens).
+func (c *cast) observer(ctx context.Context, id string) func(lead.Change) {
 	return func(ch lead.Change) {
 		if ch.Kind == lead.Started {
 			c.printf("%-9s started leading  token=%d%s", id, ch.Term.Token, c.sinceMark())
-			c.leaders <- id
+			select {
+			case c.leaders <- id:
+			case <-ctx.Done():
+			}
 			return
 		}
 		c.mu.Lock()
@@ -297,10 +299,15 @@ func (c *cast) stop(i int, graceful bool) {
 	<-w.done
 }
 
-// waitWorkers waits until every worker's elector has stopped.
-func (c *cast) waitWorkers() {
+// stopAll stops every worker still running (cancel ends the context they
+// run in) and waits until each one's elector and job have returned.
+func (c *cast) stopAll(cancel context.CancelFunc) {
+	cancel()
 	for _, w := range c.workers {
-		<-w.done
+		if w != nil {
+			<-w.done
+			<-w.jobEnd
+		}
 	}
 }
 
