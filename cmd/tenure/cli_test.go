@@ -267,7 +267,8 @@ func TestGetAndWatchMemory(t *testing.T) {
 	// line, so that the run below starts only once the watch is on.
 	var watched syncBuffer
 	first := make(chan struct{})
-	watchOut := &firstWrite{w: &watched, first: first}
+	released := &seenWriter{buf: &watched, want: "holder=(released) token=1", seen: make(chan struct{})}
+	watchOut := &firstWrite{w: released, first: first}
 	w := make(chan *syncBuffer, 1)
 	go func() {
 		run(context.WithValue(ctx, openerKey{}, o), []string{"watch", "--store", "memory://gw", "job"}, watchOut, watchOut)
@@ -291,8 +292,9 @@ func TestGetAndWatchMemory(t *testing.T) {
 	}
 	// The release is stored; its watch event may still be on its way.
 	// Stop the watch once it printed it (or after 10s, and fail below).
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(watched.String(), "holder=(released) token=1"); {
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-released.seen:
+	case <-time.After(10 * time.Second):
 	}
 	cancel()
 	text := (<-w).String()
@@ -413,5 +415,22 @@ type firstWrite struct {
 func (f *firstWrite) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
 	f.once.Do(func() { close(f.first) })
+	return n, err
+}
+
+// seenWriter writes to buf, and closes seen once what buf holds contains
+// want.
+type seenWriter struct {
+	buf  *syncBuffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (s *seenWriter) Write(p []byte) (int, error) {
+	n, err := s.buf.Write(p)
+	if strings.Contains(s.buf.String(), s.want) {
+		s.once.Do(func() { close(s.seen) })
+	}
 	return n, err
 }

@@ -106,34 +106,96 @@ type simFlags struct {
 var faultFlagNames = sim.FaultNames()
 
 func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
+	a := &simArgs{}
+	fs := a.define(stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	a.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { a.set[fl.Name] = true })
+	if err := a.contradictions(); err != nil {
+		return nil, err
+	}
+	if len(a.namedFaults()) == 0 && !a.calm {
+		a.faults = sim.DefaultFaults()
+	}
+	seeds, err := a.parseSeeds()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	sf := a.simFlags(fs, seeds, cfg)
+	if sf.runtime {
+		if err := a.runtimeOptions(sf); err != nil {
+			return nil, err
+		}
+		return sf, nil
+	}
+	// Check the options once, before any seed runs.
+	if _, err := sim.New(sf.opt); err != nil {
+		return nil, err
+	}
+	return sf, nil
+}
+
+// simArgs are the flags of "tenure sim" as given, and which were set.
+type simArgs struct {
+	seedList, name, svg                    string
+	seed                                   uint64
+	runtime, jsonOut, verbose, trace, calm bool
+	lossy, noWatch                         bool
+	speed, parallel, nodes, width          int
+	duration, latMin, latMax, latTailMax   time.Duration
+	latTail, rho, beyond                   float64
+	faults                                 sim.Faults
+	cfg                                    lease.Config    // the timing flags
+	set                                    map[string]bool // the flags given
+}
+
+// define makes the flag set of "tenure sim", parsing into a.
+func (a *simArgs) define(stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		seedList   = fs.String("seeds", "", "seeds to run: one (7), a range (1-10000) or a list (1-100,200,300-310) (default 1)")
-		seed       = fs.Uint64("seed", 0, "one seed to run (the same as -seeds N)")
-		runtimeArg = fs.Bool("runtime", false, "runtime mode: the real lead.Electors on memstore, in real time scaled by -speed (not byte-reproducible)")
-		speed      = fs.Int("speed", realtime.DefaultSpeed, "runtime mode: seconds of the electors' time per real second")
-		parallel   = fs.Int("parallel", 0, "runtime mode: seeds run at once (default 8×GOMAXPROCS: a seed mostly waits, about 1% of a core)")
-		jsonOut    = fs.Bool("json", false, "print one JSON verdict object per seed and a summary object")
-		verbose    = fs.Bool("v", false, "with several seeds, print a line for every seed, not only the failing ones")
-		name       = fs.String("name", "sim", "election name whose TENURE_<NAME>_* variables are read (after the shared TENURE_*)")
-		nodes      = fs.Int("nodes", 5, "number of nodes (runtime mode: default 3)")
-		duration   = fs.Duration("duration", 10*time.Minute, "simulated real time (runtime mode: default 3m)")
-		width      = fs.Int("width", 100, "columns of the text timeline")
-		svg        = fs.String("svg", "", "also write an SVG timeline to this file (one seed only)")
-		trace      = fs.Bool("trace", false, "write every event before the timeline (one seed only)")
-		calm       = fs.Bool("calm", false, "no faults at all (excludes every fault flag)")
-		lossy      = fs.Bool("lossy", false, "the store may lose records (as Redis without persistence); nodes run as lead does on a store.Lossy store")
-		noWatch    = fs.Bool("no-watch", false, "the store pushes no watch events: nodes only poll")
-		latMin     = fs.Duration("latency-min", time.Millisecond, "least one-way store latency")
-		latMax     = fs.Duration("latency-max", 20*time.Millisecond, "largest one-way store latency (outside the tail)")
-		latTail    = fs.Float64("latency-tail", 0, "probability of a message in the latency tail")
-		latTailMax = fs.Duration("latency-tail-max", 0, "largest one-way latency in the tail")
-		rho        = fs.Float64("rho", 0.05, "clock drift bound of -drift")
-		beyond     = fs.Float64("beyond-rho", 0.4, "clock drift of -drift-beyond")
-		f          sim.Faults
-		cfgFlags   lease.Config
-	)
+	fs.StringVar(&a.seedList, "seeds", "", "seeds to run: one (7), a range (1-10000) or a list (1-100,200,300-310) (default 1)")
+	fs.Uint64Var(&a.seed, "seed", 0, "one seed to run (the same as -seeds N)")
+	fs.BoolVar(&a.runtime, "runtime", false, "runtime mode: the real lead.Electors on memstore, in real time scaled by -speed (not byte-reproducible)")
+	fs.IntVar(&a.speed, "speed", realtime.DefaultSpeed, "runtime mode: seconds of the electors' time per real second")
+	fs.IntVar(&a.parallel, "parallel", 0, "runtime mode: seeds run at once (default 8×GOMAXPROCS: a seed mostly waits, about 1% of a core)")
+	fs.BoolVar(&a.jsonOut, "json", false, "print one JSON verdict object per seed and a summary object")
+	fs.BoolVar(&a.verbose, "v", false, "with several seeds, print a line for every seed, not only the failing ones")
+	fs.StringVar(&a.name, "name", "sim", "election name whose TENURE_<NAME>_* variables are read (after the shared TENURE_*)")
+	fs.IntVar(&a.nodes, "nodes", 5, "number of nodes (runtime mode: default 3)")
+	fs.DurationVar(&a.duration, "duration", 10*time.Minute, "simulated real time (runtime mode: default 3m)")
+	fs.IntVar(&a.width, "width", 100, "columns of the text timeline")
+	fs.StringVar(&a.svg, "svg", "", "also write an SVG timeline to this file (one seed only)")
+	fs.BoolVar(&a.trace, "trace", false, "write every event before the timeline (one seed only)")
+	fs.BoolVar(&a.calm, "calm", false, "no faults at all (excludes every fault flag)")
+	fs.BoolVar(&a.lossy, "lossy", false, "the store may lose records (as Redis without persistence); nodes run as lead does on a store.Lossy store")
+	fs.BoolVar(&a.noWatch, "no-watch", false, "the store pushes no watch events: nodes only poll")
+	fs.DurationVar(&a.latMin, "latency-min", time.Millisecond, "least one-way store latency")
+	fs.DurationVar(&a.latMax, "latency-max", 20*time.Millisecond, "largest one-way store latency (outside the tail)")
+	fs.Float64Var(&a.latTail, "latency-tail", 0, "probability of a message in the latency tail")
+	fs.DurationVar(&a.latTailMax, "latency-tail-max", 0, "largest one-way latency in the tail")
+	fs.Float64Var(&a.rho, "rho", 0.05, "clock drift bound of -drift")
+	fs.Float64Var(&a.beyond, "beyond-rho", 0.4, "clock drift of -drift-beyond")
+	a.defineFaults(fs)
+	a.defineTimings(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, simUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// defineFaults defines the flags that switch a fault on.
+func (a *simArgs) defineFaults(fs *flag.FlagSet) {
+	f := &a.faults
 	fs.BoolVar(&f.Drift, "drift", false, "clock rates drift within ±rho")
 	fs.BoolVar(&f.DriftBeyond, "drift-beyond", false, "clock rates drift by ±beyond-rho, past what the timings tolerate")
 	fs.BoolVar(&f.Crash, "crash", false, "crash and restart nodes (same identity or a new one)")
@@ -146,158 +208,173 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	fs.BoolVar(&f.Release, "release", false, "stop nodes gracefully (release) and start them again")
 	fs.BoolVar(&f.Reconfigure, "reconfigure", false, "give nodes other valid timings (opt-in)")
 	fs.BoolVar(&f.MuteWatch, "mute-watch", false, "watches silently stop delivering for a while (one node's or all)")
-	def := lease.DefaultConfig()
-	fs.DurationVar(&cfgFlags.LeaseDuration, "lease", def.LeaseDuration, "LeaseDuration (overrides TENURE_*)")
-	fs.DurationVar(&cfgFlags.RenewDeadline, "renew", def.RenewDeadline, "RenewDeadline (overrides TENURE_*)")
-	fs.DurationVar(&cfgFlags.RetryInterval, "retry", def.RetryInterval, "RetryInterval (overrides TENURE_*)")
-	fs.Float64Var(&cfgFlags.RetryJitter, "jitter", def.RetryJitter, "RetryJitter (overrides TENURE_*)")
-	fs.DurationVar(&cfgFlags.BackendTimeout, "backend-timeout", def.BackendTimeout, "BackendTimeout (overrides TENURE_*)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, simUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+}
 
-	// Contradictions.
+// defineTimings defines the flags that override the lease timings.
+func (a *simArgs) defineTimings(fs *flag.FlagSet) {
+	def := lease.DefaultConfig()
+	fs.DurationVar(&a.cfg.LeaseDuration, "lease", def.LeaseDuration, "LeaseDuration (overrides TENURE_*)")
+	fs.DurationVar(&a.cfg.RenewDeadline, "renew", def.RenewDeadline, "RenewDeadline (overrides TENURE_*)")
+	fs.DurationVar(&a.cfg.RetryInterval, "retry", def.RetryInterval, "RetryInterval (overrides TENURE_*)")
+	fs.Float64Var(&a.cfg.RetryJitter, "jitter", def.RetryJitter, "RetryJitter (overrides TENURE_*)")
+	fs.DurationVar(&a.cfg.BackendTimeout, "backend-timeout", def.BackendTimeout, "BackendTimeout (overrides TENURE_*)")
+}
+
+// namedFaults returns the fault flags given, as -name.
+func (a *simArgs) namedFaults() []string {
 	var named []string
 	for _, n := range faultFlagNames {
-		if set[n] {
+		if a.set[n] {
 			named = append(named, "-"+n)
 		}
 	}
+	return named
+}
+
+// contradictions returns an error for flags that exclude each other, or
+// that are out of range.
+func (a *simArgs) contradictions() error {
+	set, f, named := a.set, a.faults, a.namedFaults()
 	switch {
 	case set["seed"] && set["seeds"]:
-		return nil, errors.New("-seed and -seeds exclude each other (use -seeds)")
-	case *calm && len(named) > 0:
-		return nil, fmt.Errorf("-calm runs no fault, but %s named some", strings.Join(named, " "))
+		return errors.New("-seed and -seeds exclude each other (use -seeds)")
+	case a.calm && len(named) > 0:
+		return fmt.Errorf("-calm runs no fault, but %s named some", strings.Join(named, " "))
 	case f.Drift && f.DriftBeyond:
-		return nil, errors.New("-drift and -drift-beyond exclude each other")
-	case f.DataLoss && set["lossy"] && !*lossy:
-		return nil, errors.New("-dataloss needs a store that may lose records, but -lossy=false says it never does")
-	case set["rho"] && !f.Drift && !(len(named) == 0 && !*calm):
-		return nil, errors.New("-rho is the bound of -drift, which is off")
+		return errors.New("-drift and -drift-beyond exclude each other")
+	case f.DataLoss && set["lossy"] && !a.lossy:
+		return errors.New("-dataloss needs a store that may lose records, but -lossy=false says it never does")
+	case set["rho"] && !f.Drift && !(len(named) == 0 && !a.calm):
+		return errors.New("-rho is the bound of -drift, which is off")
 	case set["beyond-rho"] && !f.DriftBeyond:
-		return nil, errors.New("-beyond-rho is the drift of -drift-beyond, which is off")
-	case (set["latency-tail"] || set["latency-tail-max"]) && !(*latTail > 0 && *latTailMax > 0):
-		return nil, errors.New("-latency-tail and -latency-tail-max go together, both above zero")
-	case *jsonOut && *trace:
-		return nil, errors.New("-json and -trace exclude each other")
-	case *width < 20:
-		return nil, fmt.Errorf("-width is %d, must be at least 20", *width)
-	case !*runtimeArg && (set["speed"] || set["parallel"]):
-		return nil, errors.New("-speed and -parallel are for runtime mode (-runtime)")
-	case *runtimeArg && set["lossy"]:
-		return nil, errors.New("-lossy is for model mode: runtime mode runs memstore, which never loses a record (-dataloss deletes it)")
-	case *runtimeArg && (*speed < 1 || *speed > realtime.MaxSpeed):
-		return nil, fmt.Errorf("-speed is %d, must lie in [1, %d]", *speed, realtime.MaxSpeed)
-	case *runtimeArg && set["parallel"] && *parallel < 1:
-		return nil, fmt.Errorf("-parallel is %d, must be at least 1", *parallel)
+		return errors.New("-beyond-rho is the drift of -drift-beyond, which is off")
+	case (set["latency-tail"] || set["latency-tail-max"]) && !(a.latTail > 0 && a.latTailMax > 0):
+		return errors.New("-latency-tail and -latency-tail-max go together, both above zero")
+	case a.jsonOut && a.trace:
+		return errors.New("-json and -trace exclude each other")
+	case a.width < 20:
+		return fmt.Errorf("-width is %d, must be at least 20", a.width)
+	case !a.runtime && (set["speed"] || set["parallel"]):
+		return errors.New("-speed and -parallel are for runtime mode (-runtime)")
+	case a.runtime && set["lossy"]:
+		return errors.New("-lossy is for model mode: runtime mode runs memstore, which never loses a record (-dataloss deletes it)")
+	case a.runtime && (a.speed < 1 || a.speed > realtime.MaxSpeed):
+		return fmt.Errorf("-speed is %d, must lie in [1, %d]", a.speed, realtime.MaxSpeed)
+	case a.runtime && set["parallel"] && a.parallel < 1:
+		return fmt.Errorf("-parallel is %d, must be at least 1", a.parallel)
 	}
-	if len(named) == 0 && !*calm {
-		f = sim.DefaultFaults()
-	}
+	return nil
+}
 
+// parseSeeds returns the seeds of -seeds or -seed (default 1).
+func (a *simArgs) parseSeeds() (sim.Seeds, error) {
 	spec := "1"
 	switch {
-	case set["seeds"]:
-		spec = *seedList
-	case set["seed"]:
-		spec = fmt.Sprint(*seed)
+	case a.set["seeds"]:
+		spec = a.seedList
+	case a.set["seed"]:
+		spec = fmt.Sprint(a.seed)
 	}
 	seeds, err := sim.ParseSeeds(spec)
 	if err != nil {
-		return nil, fmt.Errorf("-seeds: %w", err)
+		return seeds, fmt.Errorf("-seeds: %w", err)
 	}
-	single := seeds.Len() == 1
-	if !single && (*svg != "" || *trace) {
-		return nil, errors.New("-svg and -trace need a single seed")
+	if seeds.Len() != 1 && (a.svg != "" || a.trace) {
+		return seeds, errors.New("-svg and -trace need a single seed")
 	}
+	return seeds, nil
+}
 
-	// Timings: defaults, then TENURE_* as lead.New reads them, then flags.
-	env, err := lease.Load(*name, lease.DefaultConfig(), os.LookupEnv)
+// config returns the timings: defaults, then TENURE_* as lead.New reads
+// them, then flags.
+func (a *simArgs) config() (lease.Config, error) {
+	env, err := lease.Load(a.name, lease.DefaultConfig(), os.LookupEnv)
 	if err != nil {
-		return nil, err
+		return lease.Config{}, err
 	}
 	cfg := env.Config
 	for flagName, apply := range map[string]func(){
-		"lease":           func() { cfg.LeaseDuration = cfgFlags.LeaseDuration },
-		"renew":           func() { cfg.RenewDeadline = cfgFlags.RenewDeadline },
-		"retry":           func() { cfg.RetryInterval = cfgFlags.RetryInterval },
-		"jitter":          func() { cfg.RetryJitter = cfgFlags.RetryJitter },
-		"backend-timeout": func() { cfg.BackendTimeout = cfgFlags.BackendTimeout },
+		"lease":           func() { cfg.LeaseDuration = a.cfg.LeaseDuration },
+		"renew":           func() { cfg.RenewDeadline = a.cfg.RenewDeadline },
+		"retry":           func() { cfg.RetryInterval = a.cfg.RetryInterval },
+		"jitter":          func() { cfg.RetryJitter = a.cfg.RetryJitter },
+		"backend-timeout": func() { cfg.BackendTimeout = a.cfg.BackendTimeout },
 	} {
-		if set[flagName] {
+		if a.set[flagName] {
 			apply()
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return lease.Config{}, err
 	}
+	return cfg, nil
+}
 
-	if *runtimeArg {
-		if !set["nodes"] {
-			*nodes = 3
+// simFlags returns what parseSimFlags returns but for runtime mode's
+// options. Runtime mode has its own defaults for -nodes and -duration.
+func (a *simArgs) simFlags(fs *flag.FlagSet, seeds sim.Seeds, cfg lease.Config) *simFlags {
+	nodes, duration := a.nodes, a.duration
+	if a.runtime {
+		if !a.set["nodes"] {
+			nodes = 3
 		}
-		if !set["duration"] {
-			*duration = 3 * time.Minute
+		if !a.set["duration"] {
+			duration = 3 * time.Minute
 		}
 	}
-	sf := &simFlags{
-		fs: fs, seeds: seeds, width: *width, svg: *svg, trace: *trace,
-		jsonOut: *jsonOut, verbose: *verbose, single: single,
-		runtime: *runtimeArg, parallel: *parallel,
+	return &simFlags{
+		fs: fs, seeds: seeds, width: a.width, svg: a.svg, trace: a.trace,
+		jsonOut: a.jsonOut, verbose: a.verbose, single: seeds.Len() == 1,
+		runtime: a.runtime, parallel: a.parallel,
 		opt: sim.Options{
-			Nodes: *nodes, Duration: *duration, Config: cfg, Faults: f,
-			Rho: *rho, BeyondRho: *beyond,
+			Nodes: nodes, Duration: duration, Config: cfg, Faults: a.faults,
+			Rho: a.rho, BeyondRho: a.beyond,
 			Store: sim.StoreModel{
-				MayLoseRecords: *lossy || f.DataLoss,
-				NoWatch:        *noWatch,
-				Latency:        sim.Latency{Min: *latMin, Max: *latMax, Tail: *latTail, TailMax: *latTailMax},
+				MayLoseRecords: a.lossy || a.faults.DataLoss,
+				NoWatch:        a.noWatch,
+				Latency:        sim.Latency{Min: a.latMin, Max: a.latMax, Tail: a.latTail, TailMax: a.latTailMax},
 			},
 		},
+		replayed: replayedFlags(fs),
 	}
-	// The flags that shape a run, for replay commands.
+}
+
+// replayedFlags returns the flags that shape a run, for replay commands.
+func replayedFlags(fs *flag.FlagSet) []string {
+	var replayed []string
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "seeds", "seed", "json", "v", "svg", "trace", "width":
 			return
 		}
-		sf.replayed = append(sf.replayed, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
+		replayed = append(replayed, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 	})
-	if sf.runtime {
-		if sf.parallel == 0 {
-			sf.parallel = 8 * runtime.GOMAXPROCS(0)
-		}
-		o := sf.opt
-		noWatch := o.Store.NoWatch
-		sf.rtOpt = realtime.Options[struct{}]{
-			Nodes: o.Nodes, Duration: o.Duration, Name: *name, Config: o.Config,
-			Latency: o.Store.Latency, Faults: o.Faults, Rho: o.Rho, BeyondRho: o.BeyondRho,
-			Speed: *speed,
-			NewStore: func() store.Store[struct{}] {
-				if noWatch {
-					return watchlessStore{memstore.New[struct{}]()}
-				}
-				return memstore.New[struct{}]()
-			},
-		}.WithDefaults()
-		if err := sf.rtOpt.Validate(); err != nil {
-			return nil, fmt.Errorf("runtime mode: %w", err)
-		}
-		return sf, nil
+	return replayed
+}
+
+// runtimeOptions sets runtime mode's options (and -parallel's default) in
+// sf, and checks them.
+func (a *simArgs) runtimeOptions(sf *simFlags) error {
+	if sf.parallel == 0 {
+		sf.parallel = 8 * runtime.GOMAXPROCS(0)
 	}
-	// Check the options once, before any seed runs.
-	if _, err := sim.New(sf.opt); err != nil {
-		return nil, err
+	o := sf.opt
+	noWatch := o.Store.NoWatch
+	sf.rtOpt = realtime.Options[struct{}]{
+		Nodes: o.Nodes, Duration: o.Duration, Name: a.name, Config: o.Config,
+		Latency: o.Store.Latency, Faults: o.Faults, Rho: o.Rho, BeyondRho: o.BeyondRho,
+		Speed: a.speed,
+		NewStore: func() store.Store[struct{}] {
+			if noWatch {
+				return watchlessStore{memstore.New[struct{}]()}
+			}
+			return memstore.New[struct{}]()
+		},
+	}.WithDefaults()
+	if err := sf.rtOpt.Validate(); err != nil {
+		return fmt.Errorf("runtime mode: %w", err)
 	}
-	return sf, nil
+	return nil
 }
 
 // watchlessStore is memstore without Watch (-no-watch in runtime mode):
@@ -581,92 +658,127 @@ func violationJSON(v *sim.Violation) *jsonViolation {
 // runRuntime runs runtime mode in real time: one seed with its timeline,
 // or a sweep of seeds, -parallel at once.
 func runRuntime(ctx context.Context, sf *simFlags, stdout io.Writer) error {
-	type done struct {
-		res realtime.Result
-		err error
-	}
-	var traceMu sync.Mutex
-	run := func(seed uint64) done {
-		o := sf.rtOpt
-		o.Seed = seed
-		if sf.trace {
-			o.Trace = lockedWriter{&traceMu, stdout}
-		}
-		res, err := realtime.Run(ctx, o)
-		return done{res, err}
-	}
-	sum := summaryVerdict{Type: "summary", Mode: "runtime", FailedSeeds: []uint64{}, Nodes: sf.rtOpt.Nodes, Duration: sf.rtOpt.Duration.String(),
-		Faults: sf.rtOpt.Faults.String(), Watch: !sf.opt.Store.NoWatch, Config: configJSON(sf.rtOpt.Config), Speed: sf.rtOpt.Speed}
-	enc := json.NewEncoder(stdout)
-	var (
-		werr        error
-		electorTime time.Duration
-	)
+	s := newRuntimeSweep(sf, stdout)
 	start := time.Now()
-	emit := func(d done) {
-		r := d.res
-		if errors.Is(d.err, realtime.ErrInterrupted) {
-			return // not counted: the seed did not run to its end
-		}
-		if d.err != nil {
-			if werr == nil {
-				werr = d.err
-			}
-			return
-		}
-		sum.Seeds++
-		electorTime += r.ElectorTime
-		sum.MaxLagNS = max(sum.MaxLagNS, int64(r.Lag))
-		if r.Violation != nil {
-			sum.Failed++
-			sum.FailedSeeds = append(sum.FailedSeeds, r.Seed)
-		}
-		switch {
-		case sf.jsonOut:
-			v := seedVerdict{Type: "seed", Seed: r.Seed, OK: r.Violation == nil, Terms: r.Terms,
-				FenceAccepted: r.FenceAccepted, FenceRejected: r.FenceRejected, Violation: violationJSON(r.Violation),
-				StoreOps: r.StoreOps, ElectorSeconds: r.ElectorTime.Seconds(), LagNS: int64(r.Lag), ToleranceNS: int64(r.Tolerance)}
-			if err := enc.Encode(v); err != nil && werr == nil {
-				werr = err
-			}
-		case sf.single:
-			if err := r.WriteTimeline(stdout, sf.width); err != nil && werr == nil {
-				werr = err
-			}
-			fmt.Fprintf(stdout, "real time at speed %d: largest scheduling delay %v, tolerance %v (not byte-reproducible; reproducible in virtual time: %s)\n",
-				sf.rtOpt.Speed, r.Lag.Round(time.Millisecond), r.Tolerance.Round(time.Millisecond), sf.goTestReplay(r.Seed))
-		case r.Violation != nil:
-			fmt.Fprintf(stdout, "seed %d: VIOLATION %v\n  replay: tenure sim -seeds %d%s\n  in virtual time: %s\n",
-				r.Seed, r.Violation, r.Seed, sf.replayArgs(), sf.goTestReplay(r.Seed))
-		case sf.verbose:
-			fmt.Fprintf(stdout, "seed %d: ok (%d terms, %d store operations, %d fenced writes accepted, %d refused; scheduling delay %v)\n",
-				r.Seed, r.Terms, r.StoreOps, r.FenceAccepted, r.FenceRejected, r.Lag.Round(time.Millisecond))
-		}
-		if sf.svg != "" {
-			if err := writeFile(sf.svg, r.WriteSVG); err != nil && werr == nil {
-				werr = err
-			}
-		}
+	sweepOrdered(ctx, sf.seeds, sf.parallel, func(seed uint64) runtimeDone { return s.run(ctx, seed) }, s.emit)
+	return s.finish(ctx, time.Since(start))
+}
+
+// runtimeDone is the outcome of one seed of runtime mode.
+type runtimeDone struct {
+	res realtime.Result
+	err error
+}
+
+// runtimeSweep is the state of runRuntime: the summary so far, and the
+// first error met writing the output.
+type runtimeSweep struct {
+	sf          *simFlags
+	stdout      io.Writer
+	enc         *json.Encoder
+	traceMu     sync.Mutex // the trace lines of seeds that run at once
+	sum         summaryVerdict
+	electorTime time.Duration
+	werr        error
+}
+
+func newRuntimeSweep(sf *simFlags, stdout io.Writer) *runtimeSweep {
+	o := sf.rtOpt
+	return &runtimeSweep{
+		sf: sf, stdout: stdout, enc: json.NewEncoder(stdout),
+		sum: summaryVerdict{Type: "summary", Mode: "runtime", FailedSeeds: []uint64{}, Nodes: o.Nodes, Duration: o.Duration.String(),
+			Faults: o.Faults.String(), Watch: !sf.opt.Store.NoWatch, Config: configJSON(o.Config), Speed: o.Speed},
 	}
-	sweepOrdered(ctx, sf.seeds, sf.parallel, run, emit)
-	elapsed := time.Since(start)
-	sum.ElectorSeconds = electorTime.Seconds()
+}
+
+// keep records err if it is the first error.
+func (s *runtimeSweep) keep(err error) {
+	if err != nil && s.werr == nil {
+		s.werr = err
+	}
+}
+
+// run runs one seed (on a goroutine of sweepOrdered).
+func (s *runtimeSweep) run(ctx context.Context, seed uint64) runtimeDone {
+	o := s.sf.rtOpt
+	o.Seed = seed
+	if s.sf.trace {
+		o.Trace = lockedWriter{&s.traceMu, s.stdout}
+	}
+	res, err := realtime.Run(ctx, o)
+	return runtimeDone{res, err}
+}
+
+// emit counts a seed's result and prints it (on sweepOrdered's caller's
+// goroutine, in seed order).
+func (s *runtimeSweep) emit(d runtimeDone) {
+	if errors.Is(d.err, realtime.ErrInterrupted) {
+		return // not counted: the seed did not run to its end
+	}
+	if d.err != nil {
+		s.keep(d.err)
+		return
+	}
+	r := d.res
+	s.count(r)
+	s.print(r)
+	if s.sf.svg != "" {
+		s.keep(writeFile(s.sf.svg, r.WriteSVG))
+	}
+}
+
+// count adds a seed's result to the summary.
+func (s *runtimeSweep) count(r realtime.Result) {
+	s.sum.Seeds++
+	s.electorTime += r.ElectorTime
+	s.sum.MaxLagNS = max(s.sum.MaxLagNS, int64(r.Lag))
+	if r.Violation != nil {
+		s.sum.Failed++
+		s.sum.FailedSeeds = append(s.sum.FailedSeeds, r.Seed)
+	}
+}
+
+// print prints a seed's result: its JSON verdict, its timeline (a single
+// seed), its violation, or (with -v) a line saying it held.
+func (s *runtimeSweep) print(r realtime.Result) {
+	sf, stdout := s.sf, s.stdout
+	switch {
+	case sf.jsonOut:
+		s.keep(s.enc.Encode(seedVerdict{Type: "seed", Seed: r.Seed, OK: r.Violation == nil, Terms: r.Terms,
+			FenceAccepted: r.FenceAccepted, FenceRejected: r.FenceRejected, Violation: violationJSON(r.Violation),
+			StoreOps: r.StoreOps, ElectorSeconds: r.ElectorTime.Seconds(), LagNS: int64(r.Lag), ToleranceNS: int64(r.Tolerance)}))
+	case sf.single:
+		s.keep(r.WriteTimeline(stdout, sf.width))
+		fmt.Fprintf(stdout, "real time at speed %d: largest scheduling delay %v, tolerance %v (not byte-reproducible; reproducible in virtual time: %s)\n",
+			sf.rtOpt.Speed, r.Lag.Round(time.Millisecond), r.Tolerance.Round(time.Millisecond), sf.goTestReplay(r.Seed))
+	case r.Violation != nil:
+		fmt.Fprintf(stdout, "seed %d: VIOLATION %v\n  replay: tenure sim -seeds %d%s\n  in virtual time: %s\n",
+			r.Seed, r.Violation, r.Seed, sf.replayArgs(), sf.goTestReplay(r.Seed))
+	case sf.verbose:
+		fmt.Fprintf(stdout, "seed %d: ok (%d terms, %d store operations, %d fenced writes accepted, %d refused; scheduling delay %v)\n",
+			r.Seed, r.Terms, r.StoreOps, r.FenceAccepted, r.FenceRejected, r.Lag.Round(time.Millisecond))
+	}
+}
+
+// finish prints the summary (a JSON object, or a line unless a single seed
+// ran to its end) and returns what the command exits with.
+func (s *runtimeSweep) finish(ctx context.Context, elapsed time.Duration) error {
+	sf, sum := s.sf, &s.sum
+	sum.ElectorSeconds = s.electorTime.Seconds()
 	sum.ElapsedSeconds = elapsed.Seconds()
 	sum.Interrupted = ctx.Err() != nil && sum.Seeds < sf.seeds.Len()
-	sum.OK = sum.Failed == 0 && !sum.Interrupted && werr == nil
+	sum.OK = sum.Failed == 0 && !sum.Interrupted && s.werr == nil
 	if sf.jsonOut {
-		if err := enc.Encode(sum); err != nil && werr == nil {
-			werr = err
-		}
+		s.keep(s.enc.Encode(sum))
 	} else if !sf.single || sum.Interrupted {
-		fmt.Fprintf(stdout, "tenure sim -runtime: %d seeds (%d electors on memstore, %v each, faults %s, watch %v, speed %d): %s; "+
+		fmt.Fprintf(s.stdout, "tenure sim -runtime: %d seeds (%d electors on memstore, %v each, faults %s, watch %v, speed %d): %s; "+
 			"%.0f elector-seconds in %v (%.0f/s), largest scheduling delay %v\n",
 			sum.Seeds, sum.Nodes, sf.rtOpt.Duration, sum.Faults, sum.Watch, sf.rtOpt.Speed, sum.verdict(sf.seeds.Len()),
 			sum.ElectorSeconds, elapsed.Round(time.Millisecond), sum.ElectorSeconds/max(elapsed.Seconds(), 1e-9),
 			time.Duration(sum.MaxLagNS).Round(time.Millisecond))
 	}
-	if werr != nil {
-		return werr
+	if s.werr != nil {
+		return s.werr
 	}
 	if !sum.OK {
 		return exitCode(1)

@@ -200,8 +200,38 @@ type exited struct {
 // stops the tree at the end of the term or when the command has exited,
 // and kills it when tenure run is gone. It returns the command's status.
 func (t tree) supervise(pid int, grace time.Duration, name string, sigs <-chan os.Signal, parentGone <-chan struct{}, stderr io.Writer) int {
-	reaped := make(chan exited)
-	noChildren := make(chan struct{})
+	reaped, noChildren := reapChildren()
+	s := &supervision{t: t, pid: pid, grace: grace, name: name, stderr: stderr, status: -1}
+	for !s.childrenGone || t.groupAlive() {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGTERM {
+				s.stop()
+			}
+		case <-parentGone:
+			parentGone = nil
+			s.kill()
+		case e := <-reaped:
+			s.reaped(e)
+		case <-noChildren:
+			noChildren = nil
+			s.noChildren()
+		case <-s.graceOver:
+			s.graceEnded()
+		case <-s.sweepC:
+			if s.killing {
+				t.signal(syscall.SIGKILL)
+			}
+		}
+	}
+	return s.exitStatus()
+}
+
+// reapChildren reaps every child of the supervisor on a goroutine of its
+// own: each one on reaped, then noChildren is closed when none is left
+// (ECHILD: on Linux, the tree is empty).
+func reapChildren() (reaped <-chan exited, noChildren <-chan struct{}) {
+	r, none := make(chan exited), make(chan struct{})
 	go func() {
 		for {
 			var ws syscall.WaitStatus
@@ -209,77 +239,94 @@ func (t tree) supervise(pid int, grace time.Duration, name string, sigs <-chan o
 			if errors.Is(err, syscall.EINTR) {
 				continue
 			}
-			if err != nil { // ECHILD: the tree is empty (on Linux)
-				close(noChildren)
+			if err != nil {
+				close(none)
 				return
 			}
-			reaped <- exited{p, ws}
+			r <- exited{p, ws}
 		}
 	}()
+	return r, none
+}
 
-	status := -1 // the command's, once it exited
-	stopping, killing, childrenGone := false, false, false
-	var graceOver <-chan time.Time
-	var sweep *time.Ticker
-	var sweepC <-chan time.Time
-	startSweep := func() {
-		if sweep == nil {
-			sweep = time.NewTicker(20 * time.Millisecond)
-			sweepC = sweep.C
-		}
+// supervision is the state of tree.supervise.
+type supervision struct {
+	t      tree
+	pid    int // the command's
+	grace  time.Duration
+	name   string
+	stderr io.Writer
+
+	status       int // the command's, once it exited; -1 before
+	stopping     bool
+	killing      bool
+	childrenGone bool
+	graceOver    <-chan time.Time // the grace period of a stop; nil when none runs
+	sweep        *time.Ticker     // signals again what is left; nil until needed
+	sweepC       <-chan time.Time
+}
+
+// startSweep starts signalling the tree periodically, once.
+func (s *supervision) startSweep() {
+	if s.sweep == nil {
+		s.sweep = time.NewTicker(20 * time.Millisecond)
+		s.sweepC = s.sweep.C
 	}
-	stop := func() {
-		if stopping {
-			return
-		}
-		stopping = true
-		t.signal(syscall.SIGTERM)
-		t.signal(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
-		graceOver = time.After(grace)
+}
+
+// stop sends the tree SIGTERM (once) and starts the grace period.
+func (s *supervision) stop() {
+	if s.stopping {
+		return
 	}
-	kill := func() {
-		killing, stopping = true, true
-		graceOver = nil
-		t.signal(syscall.SIGKILL)
-		startSweep() // for what was forked between the scan and the signal
+	s.stopping = true
+	s.t.signal(syscall.SIGTERM)
+	s.t.signal(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
+	s.graceOver = time.After(s.grace)
+}
+
+// kill sends the tree SIGKILL, and again on every sweep.
+func (s *supervision) kill() {
+	s.killing, s.stopping = true, true
+	s.graceOver = nil
+	s.t.signal(syscall.SIGKILL)
+	s.startSweep() // for what was forked between the scan and the signal
+}
+
+// reaped takes a child reaped: when it is the command, its status, and
+// what it left behind is stopped.
+func (s *supervision) reaped(e exited) {
+	if e.pid != s.pid {
+		return
 	}
-	for {
-		if childrenGone && !t.groupAlive() {
-			if status < 0 {
-				return 128 + int(syscall.SIGKILL)
-			}
-			return status
-		}
-		select {
-		case s := <-sigs:
-			if s == syscall.SIGTERM {
-				stop()
-			}
-		case <-parentGone:
-			parentGone = nil
-			kill()
-		case e := <-reaped:
-			if e.pid == pid {
-				status = e.status.ExitStatus()
-				if e.status.Signaled() {
-					status = 128 + int(e.status.Signal())
-				}
-				stop() // what the command left behind
-			}
-		case <-noChildren:
-			noChildren, childrenGone = nil, true
-			startSweep() // outside Linux, group members may remain
-		case <-graceOver:
-			if status < 0 {
-				fmt.Fprintf(stderr, "tenure run: %s did not stop within %v; sending SIGKILL\n", name, grace)
-			} else {
-				fmt.Fprintf(stderr, "tenure run: processes %s left did not stop within %v; sending SIGKILL\n", name, grace)
-			}
-			kill()
-		case <-sweepC:
-			if killing {
-				t.signal(syscall.SIGKILL)
-			}
-		}
+	s.status = e.status.ExitStatus()
+	if e.status.Signaled() {
+		s.status = 128 + int(e.status.Signal())
 	}
+	s.stop()
+}
+
+// noChildren notes that no child is left.
+func (s *supervision) noChildren() {
+	s.childrenGone = true
+	s.startSweep() // outside Linux, group members may remain
+}
+
+// graceEnded kills what did not stop within the grace period.
+func (s *supervision) graceEnded() {
+	if s.status < 0 {
+		fmt.Fprintf(s.stderr, "tenure run: %s did not stop within %v; sending SIGKILL\n", s.name, s.grace)
+	} else {
+		fmt.Fprintf(s.stderr, "tenure run: processes %s left did not stop within %v; sending SIGKILL\n", s.name, s.grace)
+	}
+	s.kill()
+}
+
+// exitStatus is the supervisor's: the command's, or 128+SIGKILL when it
+// never exited by itself (it was killed with the tree).
+func (s *supervision) exitStatus() int {
+	if s.status < 0 {
+		return 128 + int(syscall.SIGKILL)
+	}
+	return s.status
 }

@@ -106,3 +106,44 @@ func TestDemoNilArguments(t *testing.T) {
 		}
 	}
 }
+
+// With 3 workers the two that release the lease may lead first; the demo
+// then ends with the third (it used to wait for yet another leader, for
+// ever). Each run ends in virtual time, or fails at its deadline.
+func TestDemoWithThreeWorkersEnds(t *testing.T) {
+	for range 8 {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var out bytes.Buffer
+			if err := demo.Run(ctx, "tenure demo", []string{"-workers", "3"}, &out, &out); err != nil {
+				t.Fatalf("%v:\n%s", err, out.String())
+			}
+			if !strings.Contains(out.String(), "stopping every worker") {
+				t.Fatalf("output lacks its closing line:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// When ctx ends first, Run returns its error once every worker has
+// stopped: nothing is printed after Run returned.
+func TestDemoPrintsNothingAfterItReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		err := demo.Run(ctx, "tenure demo", nil, &out, &out)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Run: %v, want context.DeadlineExceeded:\n%s", err, out.String())
+		}
+		printed := out.String()
+		synctest.Wait()
+		if out.String() != printed {
+			t.Fatalf("printed after Run returned:\n%s", strings.TrimPrefix(out.String(), printed))
+		}
+		if !strings.Contains(printed, "stopped leading") {
+			t.Fatalf("the leader's stop is not printed before Run returns:\n%s", printed)
+		}
+	})
+}
