@@ -19,7 +19,10 @@
 //	                        when the request was sent)
 //	Candidate -> Follower   conflict, or the outcome is unknown, or a
 //	                        create in a store that can lose records
-//	                        (only a claim: see Options.LossyStore)
+//	                        (only a claim: see Options.LossyStore), or
+//	                        a create the store's gate refused (no new
+//	                        create for a LeaseDuration: see
+//	                        Options.GatedCreates)
 //	Candidate -> Expiring   the swap succeeded too late to lead, or the
 //	                        node is stopping: release what was taken
 //	Leader    -> Leader     a renewal succeeded

@@ -333,4 +333,15 @@ type Options struct {
 	// LeaseDuration, since a leader whose record vanished may still
 	// believe it leads.
 	LossyStore bool
+	// GatedCreates says that the store refuses a create (a swap expecting
+	// no record) that it cannot vouch for, answering with a conflict that
+	// shows no record, and that a create it accepts comes at least the
+	// created record's LeaseDuration after the store last lost a record
+	// (redisstore's dataset marker; store.GatesCreates). A create that
+	// succeeds is then no mere claim, even with LossyStore: the node leads
+	// on it at once. A refused create is waited out: the node creates again
+	// no sooner than its LeaseDuration after the refusal (a machine does
+	// that whatever this says, so that a store that gates creates without
+	// saying so costs waiting, never a storm of requests).
+	GatedCreates bool
 }

@@ -24,6 +24,7 @@ type Machine struct {
 	cfg   lease.Config
 	rand  Rand
 	lossy bool
+	gated bool // Options.GatedCreates
 	out   []Action
 	now   time.Duration
 
@@ -115,6 +116,7 @@ func New(o Options) (*Machine, error) {
 		cfg:   o.Config,
 		rand:  o.Rand,
 		lossy: o.LossyStore,
+		gated: o.GatedCreates,
 		out:   make([]Action, 0, 2),
 	}, nil
 }
@@ -467,14 +469,16 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			return
 		}
 		m.unknownToken = 0
-		if m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0 && !m.stopping {
+		if m.claims() && !m.stopping {
 			// A record created in a store that loses records is only a
 			// claim: a leader whose record vanished may believe it leads
 			// for up to its RenewDeadline after the loss, and absence
 			// cannot be ordered against that loss. Follow our own claim
 			// like anyone's record: take it (with a new token) once it has
 			// stood for LeaseDuration since this reply, which came after
-			// the loss.
+			// the loss. (A store that gates creates accepted this one
+			// only after no loss for a LeaseDuration: see
+			// Options.GatedCreates.)
 			m.becomeFollower()
 			return
 		}
@@ -486,15 +490,31 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 		}
 		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
 	case SwapConflict:
+		if ev.Absent && v != refused && m.pendingSwap == Acquire && m.pendingExp == 0 {
+			// A create refused while no record exists: the store's gate
+			// cannot vouch that no record was lost lately (see
+			// Options.GatedCreates). Create again no sooner than a
+			// LeaseDuration from now: by then the store has stood that long
+			// without a loss, or it refuses again. (A store that keeps its
+			// records never does this; waiting costs it nothing but time.)
+			m.holdUntil = max(m.holdUntil, sat(m.now, m.patience()))
+		}
 		// Someone else wrote first: follow what the store holds.
 		m.becomeFollower()
 	}
 }
 
+// claims reports whether the pending swap, if it succeeds, creates only a
+// claim: a create in a store that may lose records and does not vouch for
+// its creates (see answerCandidate).
+func (m *Machine) claims() bool {
+	return m.lossy && !m.gated && m.pendingSwap == Acquire && m.pendingExp == 0
+}
+
 // candidateFailed: the swap may or may not have been applied. Forget what
 // we saw and read again after the usual pause.
 func (m *Machine) candidateFailed() {
-	if m.pendingSwap == Acquire && !(m.lossy && m.pendingExp == 0) {
+	if m.pendingSwap == Acquire && !m.claims() {
 		// If it landed, a later read shows our token and we confirm it
 		// (confirmable). A create in a lossy store is only a claim (see
 		// answerCandidate), waited out like anyone's record.

@@ -972,3 +972,81 @@ func TestPatienceIsAtLeastOwnLeaseDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedCreates: on a store that gates creates (Options.GatedCreates),
+// a create the store accepts leads at once even when the store may lose
+// records, and one it refuses (a conflict showing no record) is not sent
+// again for a LeaseDuration. Without GatedCreates a refusal is waited out
+// the same way, and an accepted create stays a claim. The config polls
+// every 9s, LeaseDuration 15s.
+func TestGatedCreates(t *testing.T) {
+	tests := []struct {
+		name         string
+		lossy, gated bool
+		steps        []step
+	}{
+		{"a create the gate accepts leads at once", true, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{done(2*ms, me(1, 0), 1), []Action{started(1, 1*ms)}, Leader},
+		}},
+		{"a create the gate refuses is sent again a LeaseDuration later", true, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflictAbsent(2 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 2*ms), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{done(15*s+3*ms, me(1, 0), 1), []Action{started(1, 15*s+2*ms)}, Leader},
+		}},
+		{"a gated create with an unknown outcome that landed is confirmed", true, true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{failed(500 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{read(9*s+2*ms, me(1, 0), 1), []Action{renew(1, me(1, 0))}, Candidate},
+			{done(9*s+3*ms, me(1, 0), 2), []Action{started(1, 9*s+2*ms)}, Leader},
+		}},
+		{"without GatedCreates a refusal is waited out and an accepted create is a claim", true, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflictAbsent(2 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 2*ms), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{done(15*s+3*ms, me(1, 0), 1), nil, Follower},
+		}},
+		{"a store that keeps its records and refuses a create is waited out too", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflictAbsent(2 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 2*ms), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.RetryInterval = 9 * s
+			m, err := New(Options{Identity: "me", Config: cfg, LossyStore: tt.lossy, GatedCreates: tt.gated})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				got := m.Step(st.ev)
+				if len(got) != 0 || len(st.want) != 0 {
+					if diff := cmp.Diff(st.want, got); diff != "" {
+						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
+					}
+				}
+				if m.State() != st.state {
+					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
+				}
+			}
+		})
+	}
+}

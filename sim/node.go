@@ -34,7 +34,7 @@ type node struct {
 	opPending bool
 	opKind    opKind
 	// Checks.
-	// The store's marker (StoreModel.createGate): the identity this
+	// The store's marker (StoreModel.CreateGate): the identity this
 	// process saw last (0: none) and its local time when it first did.
 	markerID   uint64
 	markerSeen time.Duration
@@ -86,10 +86,11 @@ func (s *Cluster) newNode(i int) *node {
 // boot starts a new process on n: a fresh machine, nothing remembered.
 func (s *Cluster) boot(n *node) {
 	m, err := fsm.New(fsm.Options{
-		Identity:   n.id,
-		Config:     n.cfg,
-		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore: s.lossy && !s.opt.Store.createGate,
+		Identity:     n.id,
+		Config:       n.cfg,
+		Rand:         rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
+		LossyStore:   s.lossy,
+		GatedCreates: s.opt.Store.CreateGate && !s.opt.gateUnsaid,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here
