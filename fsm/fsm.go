@@ -126,6 +126,14 @@ type Event struct {
 	// too: a Lease out of bounds (see InBounds), or a record at Revision 0,
 	// counts as Corrupt.
 	Corrupt bool
+	// Vouched, on the SwapDone of a create (an acquire expecting no
+	// record), says that the store vouched that it lost no record during
+	// the created record's LeaseDuration before the create (see
+	// store.CreateVouch). On a store that may lose records the create is
+	// then no mere claim: the node leads on it at once. Without it, such a
+	// create is a claim (see Options.LossyStore). It means nothing on any
+	// other event.
+	Vouched bool
 	// Release asks a stopping leader to release the lease (Stop).
 	Release bool
 	// Config holds the new timings (Reconfigure).
@@ -333,15 +341,4 @@ type Options struct {
 	// LeaseDuration, since a leader whose record vanished may still
 	// believe it leads.
 	LossyStore bool
-	// GatedCreates says that the store refuses a create (a swap expecting
-	// no record) that it cannot vouch for, answering with a conflict that
-	// shows no record, and that a create it accepts comes at least the
-	// created record's LeaseDuration after the store last lost a record
-	// (redisstore's dataset marker; store.GatesCreates). A create that
-	// succeeds is then no mere claim, even with LossyStore: the node leads
-	// on it at once. A refused create is waited out: the node creates again
-	// no sooner than its LeaseDuration after the refusal (a machine does
-	// that whatever this says, so that a store that gates creates without
-	// saying so costs waiting, never a storm of requests).
-	GatedCreates bool
 }

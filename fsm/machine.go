@@ -24,7 +24,6 @@ type Machine struct {
 	cfg   lease.Config
 	rand  Rand
 	lossy bool
-	gated bool // Options.GatedCreates
 	out   []Action
 	now   time.Duration
 
@@ -116,7 +115,6 @@ func New(o Options) (*Machine, error) {
 		cfg:   o.Config,
 		rand:  o.Rand,
 		lossy: o.LossyStore,
-		gated: o.GatedCreates,
 		out:   make([]Action, 0, 2),
 	}, nil
 }
@@ -469,16 +467,15 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			return
 		}
 		m.unknownToken = 0
-		if m.claims() && !m.stopping {
+		if m.claims() && !ev.Vouched && !m.stopping {
 			// A record created in a store that loses records is only a
 			// claim: a leader whose record vanished may believe it leads
 			// for up to its RenewDeadline after the loss, and absence
 			// cannot be ordered against that loss. Follow our own claim
 			// like anyone's record: take it (with a new token) once it has
 			// stood for LeaseDuration since this reply, which came after
-			// the loss. (A store that gates creates accepted this one
-			// only after no loss for a LeaseDuration: see
-			// Options.GatedCreates.)
+			// the loss. (Unless the store vouched that it lost no record
+			// for a LeaseDuration before the create: Event.Vouched.)
 			m.becomeFollower()
 			return
 		}
@@ -491,12 +488,11 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
 	case SwapConflict:
 		if ev.Absent && v != refused && m.pendingSwap == Acquire && m.pendingExp == 0 {
-			// A create refused while no record exists: the store's gate
-			// cannot vouch that no record was lost lately (see
-			// Options.GatedCreates). Create again no sooner than a
-			// LeaseDuration from now: by then the store has stood that long
-			// without a loss, or it refuses again. (A store that keeps its
-			// records never does this; waiting costs it nothing but time.)
+			// A create refused while no record exists: no store of this
+			// module does that (a create of an absent record succeeds),
+			// but a store that breaks the contract so would otherwise be
+			// asked again at once, faster than the request budget. Create
+			// again no sooner than a LeaseDuration from now.
 			m.holdUntil = max(m.holdUntil, sat(m.now, m.patience()))
 		}
 		// Someone else wrote first: follow what the store holds.
@@ -505,10 +501,11 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 }
 
 // claims reports whether the pending swap, if it succeeds, creates only a
-// claim: a create in a store that may lose records and does not vouch for
-// its creates (see answerCandidate).
+// claim: a create in a store that may lose records, unless the store
+// vouches for it (Event.Vouched; see answerCandidate). A create whose
+// outcome is unknown is never vouched for.
 func (m *Machine) claims() bool {
-	return m.lossy && !m.gated && m.pendingSwap == Acquire && m.pendingExp == 0
+	return m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0
 }
 
 // candidateFailed: the swap may or may not have been applied. Forget what

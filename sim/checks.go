@@ -40,24 +40,6 @@ func (c *checker) init(s *Cluster) {
 func (c *checker) setBounds(cfgs []lease.Config) {
 	lat := c.s.opt.Store.Latency.Bound()
 	c.bound = int64(LivenessBound(cfgs, c.s.rho, lat))
-	if c.s.opt.Store.CreateGate {
-		// A create is refused until some node has seen the marker for a
-		// LeaseDuration; the refused node creates again a LeaseDuration
-		// after the refusal, when its own sight of the marker attests
-		// enough, as a claim's holder takes its claim over. A retry
-		// interval and two round trips of slack cover a node whose timer
-		// falls due while a request is out.
-		var i, l time.Duration
-		for _, cfg := range cfgs {
-			i, l = max(i, cfg.MaxRetryInterval()), max(l, cfg.LeaseDuration)
-		}
-		c.bound += int64(float64(i)/(1-c.s.rho)) + 4*int64(lat)
-		if c.s.opt.gateUnsaid {
-			// Then the create the gate lets through is only a claim,
-			// taken over a LeaseDuration later still.
-			c.bound += int64(float64(l)/(1-c.s.rho)) + 4*int64(lat)
-		}
-	}
 	if c.s.opt.Faults.WatchChaos {
 		// A renewal's watch event delayed by up to 3 retry intervals
 		// (beyond the store contract) keeps a follower quiet that much

@@ -65,6 +65,7 @@ type simEvent struct {
 	// it; on a reply, the store's current identity.
 	markerID  uint64
 	markerAge time.Duration
+	vouched   bool // on a create's reply: the store vouched for it
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

@@ -89,8 +89,7 @@ func (s *Cluster) boot(n *node) {
 		Identity:     n.id,
 		Config:       n.cfg,
 		Rand:         rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore:   s.lossy,
-		GatedCreates: s.opt.Store.CreateGate && !s.opt.gateUnsaid,
+		LossyStore: s.lossy,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here
@@ -240,6 +239,7 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 		e.Kind = fsm.ReadDone
 	case ev.result == resDone:
 		e.Kind = fsm.SwapDone
+		e.Vouched = ev.vouched && !s.opt.vouchLost
 	default:
 		e.Kind = fsm.SwapConflict
 	}

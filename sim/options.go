@@ -310,11 +310,11 @@ type StoreModel struct {
 	// the identity its node last saw in a swap's reply and how long ago, by
 	// the node's own clock, it first saw it; and the store keeps the
 	// longest such age attested for the current identity. A create is
-	// refused (a conflict showing no record) unless that age is at least
-	// the created record's LeaseDuration. The nodes run as lead runs them
-	// on a store that says so (store.GatesCreates): fsm.Options.LossyStore
-	// and GatedCreates, so a create the store accepts leads at once and a
-	// refused one is sent again a LeaseDuration later.
+	// vouched for (fsm.Event.Vouched, store.CreateVouch) when that age is at
+	// least the created record's LeaseDuration: its creator leads at once.
+	// Any other create is a claim, as on any store that may lose records.
+	// Other names on the same server attest the marker at worst from its
+	// birth, with the fastest clock the drift allows.
 	CreateGate bool
 	// Latency is the one-way latency of every message.
 	Latency Latency
@@ -375,14 +375,16 @@ type Options struct {
 	// marker's identity failed to reveal (a restart from a persisted file
 	// on a server that kept its replication ID, say).
 	lossKeepsMarker bool
+	// handDelete makes a data loss a DEL of the record's key by hand: the
+	// marker and the name's born key stay.
+	handDelete bool
 	// gateQuarter makes the gate let a create through once the marker has
 	// stood a quarter of the record's LeaseDuration.
 	gateQuarter bool
-	// gateUnsaid runs the nodes as lead runs them when a wrapper hides
-	// store.GatesCreates: a store that may lose records, whose creates are
-	// only claims (fsm.Options.GatedCreates false), while the store still
-	// gates them.
-	gateUnsaid bool
+	// vouchLost drops the store's vouch on its way to the machine, as a
+	// wrapper that does not pass the context on would: every create is a
+	// claim again.
+	vouchLost bool
 	// markerAged starts the store with a marker attested long ago: a
 	// healthy dataset on which a brand-new name is created.
 	markerAged bool

@@ -29,6 +29,10 @@ type simStore struct {
 	markerPresent  bool
 	markerAttested time.Duration
 	markerBorn     int64 // real time the marker came into being
+	// born: a record was written since the last data loss (redisstore's
+	// per-name "born" key). A create is never vouched for while it
+	// stands: the record was deleted, not lost with the marker.
+	born bool
 }
 
 // network draws latencies and decides which messages get lost.
@@ -103,11 +107,10 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 		if s.opt.gateQuarter {
 			need /= 4
 		}
-		if !st.present && ev.expected == 0 && gated && st.markerAttested < need {
-			// The gate: no create before the marker is known to have stood
-			// for the new record's LeaseDuration.
-			reply.result = resConflict
-		} else if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+		if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+			// The gate: a create is vouched for once the marker is known
+			// to have stood for the new record's LeaseDuration.
+			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
 			s.write(ev.lease, int(ev.node))
 			reply.result = resDone
 		} else {
@@ -139,7 +142,7 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
 	}
 	st.counter++
-	st.present, st.rec, st.rev = true, next, st.counter
+	st.present, st.rec, st.rev, st.born = true, next, st.counter, true
 	st.floor = max(st.floor, next.Token)
 	for lease.Revision(len(st.history)) < st.rev {
 		st.history = append(st.history, fsm.Lease{})
@@ -188,7 +191,8 @@ func (s *Cluster) newMarker() {
 func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
-	if s.opt.Store.CreateGate && !s.opt.lossKeepsMarker {
+	st.born = st.born && s.opt.handDelete
+	if s.opt.Store.CreateGate && !s.opt.lossKeepsMarker && !s.opt.handDelete {
 		// Another name's swap recreates it at once, at worst (see attest).
 		s.newMarker()
 	}
