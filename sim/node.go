@@ -86,9 +86,9 @@ func (s *Cluster) newNode(i int) *node {
 // boot starts a new process on n: a fresh machine, nothing remembered.
 func (s *Cluster) boot(n *node) {
 	m, err := fsm.New(fsm.Options{
-		Identity:     n.id,
-		Config:       n.cfg,
-		Rand:         rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
+		Identity:   n.id,
+		Config:     n.cfg,
+		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
 		LossyStore: s.lossy,
 	})
 	if err != nil {
