@@ -58,8 +58,8 @@ on a scaled clock: -speed 10 (the default) makes one real second ten
 seconds of the electors' time, so a seed of -duration 3m (the runtime
 default, with -nodes 3) takes 18 s; -parallel seeds run at once. It honours
 -seeds, -json, the fault flags, the TENURE_* timings, the timing and
-latency flags, -no-watch, -svg, -trace and -width; -lossy is model-only
-(memstore never loses a record; -dataloss deletes it).
+latency flags, -no-watch, -svg, -trace and -width; -lossy and -gate are
+model-only (memstore never loses a record; -dataloss deletes it).
 Runtime mode is NOT reproducible byte for byte: the seed fixes the fault
 schedule and every random draw, but the Go scheduler decides when each
 goroutine runs, and a delay of 10ms is 0.1s of the electors' time. The
@@ -124,6 +124,7 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		trace      = fs.Bool("trace", false, "write every event before the timeline (one seed only)")
 		calm       = fs.Bool("calm", false, "no faults at all (excludes every fault flag)")
 		lossy      = fs.Bool("lossy", false, "the store may lose records (as Redis without persistence); nodes run as lead does on a store.Lossy store")
+		gate       = fs.Bool("gate", false, "the store vouches for creates with a dataset marker, as redisstore does (sim.StoreModel.CreateGate; implies -lossy)")
 		noWatch    = fs.Bool("no-watch", false, "the store pushes no watch events: nodes only poll")
 		latMin     = fs.Duration("latency-min", time.Millisecond, "least one-way store latency")
 		latMax     = fs.Duration("latency-max", 20*time.Millisecond, "largest one-way store latency (outside the tail)")
@@ -179,6 +180,10 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 		return nil, fmt.Errorf("-calm runs no fault, but %s named some", strings.Join(named, " "))
 	case f.Drift && f.DriftBeyond:
 		return nil, errors.New("-drift and -drift-beyond exclude each other")
+	case *gate && set["lossy"] && !*lossy:
+		return nil, errors.New("-gate models a store that may lose records, but -lossy=false says it never does")
+	case *runtimeArg && *gate:
+		return nil, errors.New("-gate is for model mode: runtime mode runs memstore, which keeps no marker")
 	case f.DataLoss && set["lossy"] && !*lossy:
 		return nil, errors.New("-dataloss needs a store that may lose records, but -lossy=false says it never does")
 	case set["rho"] && !f.Drift && !(len(named) == 0 && !*calm):
@@ -257,7 +262,8 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 			Nodes: *nodes, Duration: *duration, Config: cfg, Faults: f,
 			Rho: *rho, BeyondRho: *beyond,
 			Store: sim.StoreModel{
-				MayLoseRecords: *lossy || f.DataLoss,
+				MayLoseRecords: *lossy || f.DataLoss || *gate,
+				CreateGate:     *gate,
 				NoWatch:        *noWatch,
 				Latency:        sim.Latency{Min: *latMin, Max: *latMax, Tail: *latTail, TailMax: *latTailMax},
 			},
