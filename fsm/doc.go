@@ -20,6 +20,8 @@
 //	Candidate -> Follower   conflict, or the outcome is unknown, or a
 //	                        create in a store that can lose records
 //	                        (only a claim: see Options.LossyStore)
+//	                        that the store did not vouch for
+//	                        (Event.Vouched)
 //	Candidate -> Expiring   the swap succeeded too late to lead, or the
 //	                        node is stopping: release what was taken
 //	Leader    -> Leader     a renewal succeeded

@@ -126,6 +126,14 @@ type Event struct {
 	// too: a Lease out of bounds (see InBounds), or a record at Revision 0,
 	// counts as Corrupt.
 	Corrupt bool
+	// Vouched, on the SwapDone of a create (an acquire expecting no
+	// record), says that the store vouched that it lost no record during
+	// the created record's LeaseDuration before the create (see
+	// store.CreateVouch). On a store that may lose records the create is
+	// then no mere claim: the node leads on it at once. Without it, such a
+	// create is a claim (see Options.LossyStore). It means nothing on any
+	// other event.
+	Vouched bool
 	// Release asks a stopping leader to release the lease (Stop).
 	Release bool
 	// Config holds the new timings (Reconfigure).

@@ -467,14 +467,15 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			return
 		}
 		m.unknownToken = 0
-		if m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0 && !m.stopping {
+		if m.claims() && !ev.Vouched && !m.stopping {
 			// A record created in a store that loses records is only a
 			// claim: a leader whose record vanished may believe it leads
 			// for up to its RenewDeadline after the loss, and absence
 			// cannot be ordered against that loss. Follow our own claim
 			// like anyone's record: take it (with a new token) once it has
 			// stood for LeaseDuration since this reply, which came after
-			// the loss.
+			// the loss. (Unless the store vouched that it lost no record
+			// for a LeaseDuration before the create: Event.Vouched.)
 			m.becomeFollower()
 			return
 		}
@@ -486,15 +487,31 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 		}
 		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
 	case SwapConflict:
+		if ev.Absent && v != refused && m.pendingSwap == Acquire && m.pendingExp == 0 {
+			// A create refused while no record exists: no store of this
+			// module does that (a create of an absent record succeeds),
+			// but a store that breaks the contract so would otherwise be
+			// asked again at once, faster than the request budget. Create
+			// again no sooner than a LeaseDuration from now.
+			m.holdUntil = max(m.holdUntil, sat(m.now, m.patience()))
+		}
 		// Someone else wrote first: follow what the store holds.
 		m.becomeFollower()
 	}
 }
 
+// claims reports whether the pending swap, if it succeeds, creates only a
+// claim: a create in a store that may lose records, unless the store
+// vouches for it (Event.Vouched; see answerCandidate). A create whose
+// outcome is unknown is never vouched for.
+func (m *Machine) claims() bool {
+	return m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0
+}
+
 // candidateFailed: the swap may or may not have been applied. Forget what
 // we saw and read again after the usual pause.
 func (m *Machine) candidateFailed() {
-	if m.pendingSwap == Acquire && !(m.lossy && m.pendingExp == 0) {
+	if m.pendingSwap == Acquire && !m.claims() {
 		// If it landed, a later read shows our token and we confirm it
 		// (confirmable). A create in a lossy store is only a claim (see
 		// answerCandidate), waited out like anyone's record.

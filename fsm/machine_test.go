@@ -972,3 +972,88 @@ func TestPatienceIsAtLeastOwnLeaseDuration(t *testing.T) {
 		}
 	}
 }
+
+func vouched(t time.Duration, l Lease, rev lease.Revision) Event {
+	return Event{Kind: SwapDone, Now: t, Lease: l, Revision: rev, Vouched: true}
+}
+
+// TestVouchedCreates: on a store that may lose records, a create the store
+// vouches for (Event.Vouched) leads at once; one it does not vouch for, or
+// whose outcome is unknown, is a claim. Vouched means nothing on another
+// swap. A create refused while no record exists (no store of this module
+// does that) is not sent again for a LeaseDuration. The config polls every
+// 9s, LeaseDuration 15s.
+func TestVouchedCreates(t *testing.T) {
+	tests := []struct {
+		name  string
+		lossy bool
+		steps []step
+	}{
+		{"a vouched create leads at once", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{vouched(2*ms, me(1, 0), 1), []Action{started(1, 1*ms)}, Leader},
+		}},
+		{"a create not vouched for is a claim", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{done(2*ms, me(1, 0), 1), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(1, me(2, 0))}, Candidate},
+			{done(15*s+3*ms, me(2, 0), 2), []Action{started(2, 15*s+2*ms)}, Leader},
+		}},
+		{"a create with an unknown outcome is a claim even if it landed", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{failed(500 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
+		}},
+		{"vouched on a takeover of a released lease changes nothing", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(7, 3), 42), []Action{acquire(42, me(8, 4))}, Candidate},
+			{vouched(2*ms, me(8, 4), 43), []Action{started(8, 1*ms)}, Leader},
+		}},
+		{"a refused create is sent again a LeaseDuration later", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflictAbsent(2 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 2*ms), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+		}},
+		{"a store that keeps its records and refuses a create is waited out too", false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflictAbsent(2 * ms), nil, Follower},
+			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
+			{readAbsent(9*s + 2*ms), nil, Follower},
+			{tick(15*s + 2*ms - ns), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.RetryInterval = 9 * s
+			m, err := New(Options{Identity: "me", Config: cfg, LossyStore: tt.lossy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				got := m.Step(st.ev)
+				if len(got) != 0 || len(st.want) != 0 {
+					if diff := cmp.Diff(st.want, got); diff != "" {
+						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
+					}
+				}
+				if m.State() != st.state {
+					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
+				}
+			}
+		})
+	}
+}

@@ -99,9 +99,10 @@ type runner[M any] struct {
 	ops          sync.WaitGroup
 	errLog       map[string]time.Duration
 	obs          *observerQueue
-	fatal        error // a write the store refuses for good: Run stops and returns it
-	stopping     bool  // the machine was told to Stop
-	ctxEnded     bool  // Run's ctx ended (the reason of the Stop)
+	fatal        error              // a write the store refuses for good: Run stops and returns it
+	vouch        *store.CreateVouch // the vouch of the swap in flight, if it creates
+	stopping     bool               // the machine was told to Stop
+	ctxEnded     bool               // Run's ctx ended (the reason of the Stop)
 }
 
 // run is Run's loop: it steps the machine until the machine has stopped,
@@ -243,8 +244,14 @@ func (r *runner[M]) perform(a fsm.Action) {
 		})
 	case fsm.Swap:
 		next := r.buildRecord(a)
+		// A create may be vouched for by the store (fsm.Event.Vouched).
+		var v *store.CreateVouch
+		if a.Expected == 0 {
+			v = new(store.CreateVouch)
+		}
+		r.vouch = v
 		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
+			return e.st.CompareAndSwap(store.WithCreateVouch(ctx, v), e.name, a.Expected, next)
 		})
 	case fsm.StartedLeading:
 		r.startTerm(a)
@@ -362,7 +369,9 @@ func (r *runner[M]) readEvent(res result[M]) fsm.Event {
 func (r *runner[M]) swapEvent(res result[M]) fsm.Event {
 	switch {
 	case res.err == nil:
-		return r.answered(fsm.SwapDone, res)
+		ev := r.answered(fsm.SwapDone, res)
+		ev.Vouched = r.vouch.Vouched()
+		return ev
 	case errors.Is(res.err, store.ErrConflict) && res.rev == 0:
 		return fsm.Event{Kind: fsm.SwapConflict, Absent: true, Err: res.err}
 	case errors.Is(res.err, store.ErrConflict):

@@ -231,7 +231,7 @@ func (s *Cluster) spend(n *node) {
 	a.bucket--
 	a.recent[a.nrecent%len(a.recent)] = s.now
 	a.nrecent++
-	if a.bucket < 0 && !s.opt.excuseBudget {
+	if a.bucket < 0 {
 		k := min(a.nrecent, len(a.recent))
 		first := a.recent[(a.nrecent-k)%len(a.recent)]
 		s.fail("budget", "%s sent %d store requests in %v (RetryInterval %v), with nothing new observed to prompt them: a busy loop",

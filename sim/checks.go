@@ -40,17 +40,6 @@ func (c *checker) init(s *Cluster) {
 func (c *checker) setBounds(cfgs []lease.Config) {
 	lat := c.s.opt.Store.Latency.Bound()
 	c.bound = int64(LivenessBound(cfgs, c.s.rho, lat))
-	if c.s.opt.Store.createGate {
-		// A create is refused until some node has seen the marker for a
-		// LeaseDuration, and the fsm does not know to ask again at that
-		// moment: its next request, up to one more retry interval later,
-		// attests it (a round trip), then the create (another).
-		var i time.Duration
-		for _, cfg := range cfgs {
-			i = max(i, cfg.MaxRetryInterval())
-		}
-		c.bound += int64(float64(i)/(1-c.s.rho)) + 4*int64(lat)
-	}
 	if c.s.opt.Faults.WatchChaos {
 		// A renewal's watch event delayed by up to 3 retry intervals
 		// (beyond the store contract) keeps a follower quiet that much

@@ -60,11 +60,12 @@ type simEvent struct {
 	lease    fsm.Lease
 	rev      lease.Revision
 	absent   bool
-	// The store's marker (StoreModel.createGate): on a request, the
+	// The store's marker (StoreModel.CreateGate): on a swap, the
 	// identity the node saw last and how long, by its clock, it has seen
 	// it; on a reply, the store's current identity.
 	markerID  uint64
 	markerAge time.Duration
+	vouched   bool // on a create's reply: the store vouched for it
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

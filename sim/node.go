@@ -34,7 +34,7 @@ type node struct {
 	opPending bool
 	opKind    opKind
 	// Checks.
-	// The store's marker (StoreModel.createGate): the identity this
+	// The store's marker (StoreModel.CreateGate): the identity this
 	// process saw last (0: none) and its local time when it first did.
 	markerID   uint64
 	markerSeen time.Duration
@@ -89,7 +89,7 @@ func (s *Cluster) boot(n *node) {
 		Identity:   n.id,
 		Config:     n.cfg,
 		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore: s.lossy && !s.opt.Store.createGate,
+		LossyStore: s.lossy,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here
@@ -239,6 +239,7 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 		e.Kind = fsm.ReadDone
 	case ev.result == resDone:
 		e.Kind = fsm.SwapDone
+		e.Vouched = ev.vouched && !s.opt.vouchLost
 	default:
 		e.Kind = fsm.SwapConflict
 	}

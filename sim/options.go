@@ -302,20 +302,20 @@ type StoreModel struct {
 	MayLoseRecords bool
 	// NoWatch says the store pushes no watch events: nodes only poll.
 	NoWatch bool
-	// createGate, for the package's tests only, models a store that may lose records (MayLoseRecords is
+	// CreateGate models redisstore's create gate (docs/design.md, "A faster
+	// first leader"): a store that may lose records (MayLoseRecords is
 	// needed) but tells a brand-new name from a lost record with a
-	// dataset-level marker instead of making every create a claim: the
-	// marker has an identity that every data loss changes (the marker is
-	// lost with the data, or the server it names is another one), every
-	// request carries the identity its node last saw and how long ago, by
-	// the node's own clock, it first saw it, and the store keeps the
+	// dataset-level marker. The marker has an identity that every data
+	// loss changes (the marker is lost with the data); every swap carries
+	// the identity its node last saw in a swap's reply and how long ago, by
+	// the node's own clock, it first saw it; and the store keeps the
 	// longest such age attested for the current identity. A create is
-	// refused (a conflict showing no record) unless that age is at least
-	// the created record's LeaseDuration. The nodes then run as on a store
-	// that keeps its records (fsm.Options.LossyStore false). This is a
-	// design under study for redisstore (issue 13), not what any store does,
-	// so it is not exported.
-	createGate bool
+	// vouched for (fsm.Event.Vouched, store.CreateVouch) when that age is at
+	// least the created record's LeaseDuration: its creator leads at once.
+	// Any other create is a claim, as on any store that may lose records.
+	// Other names on the same server attest the marker at worst from its
+	// birth, with the fastest clock the drift allows.
+	CreateGate bool
 	// Latency is the one-way latency of every message.
 	Latency Latency
 }
@@ -368,15 +368,26 @@ type Options struct {
 	// failing seed is written as seed-N.svg (TENURE_SIM_SVG overrides it).
 	SVGDir string
 
-	// excuseBudget, for the package's tests of StoreModel.createGate only,
-	// skips the request-budget check, which the gate breaks by design
-	// (TestSimCreateGateBreaksBudget), so that a run goes on to check
-	// everything else.
-	excuseBudget bool
-	// lossKeepsMarker, for the same tests only, makes a data loss keep the
-	// marker: a rollback the marker's identity failed to reveal (a restart
-	// from a persisted file on a server that kept its replication ID, say).
+	// The flawed or hidden variants of StoreModel.CreateGate, for the
+	// package's tests only (creategate_test.go).
+	//
+	// lossKeepsMarker makes a data loss keep the marker: a rollback the
+	// marker's identity failed to reveal (a restart from a persisted file
+	// on a server that kept its replication ID, say).
 	lossKeepsMarker bool
+	// handDelete makes a data loss a DEL of the record's key by hand: the
+	// marker and the name's born key stay.
+	handDelete bool
+	// gateQuarter makes the gate let a create through once the marker has
+	// stood a quarter of the record's LeaseDuration.
+	gateQuarter bool
+	// vouchLost drops the store's vouch on its way to the machine, as a
+	// wrapper that does not pass the context on would: every create is a
+	// claim again.
+	vouchLost bool
+	// markerAged starts the store with a marker attested long ago: a
+	// healthy dataset on which a brand-new name is created.
+	markerAged bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
@@ -414,8 +425,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Rho and BeyondRho must be in [0, 1)", ErrInvalidOptions)
 	case o.Faults.Drift && o.Faults.DriftBeyond:
 		return fmt.Errorf("%w: Faults.Drift and Faults.DriftBeyond exclude each other", ErrInvalidOptions)
-	case o.Store.createGate && !o.Store.MayLoseRecords:
-		return fmt.Errorf("%w: Store.createGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
+	case o.Store.CreateGate && !o.Store.MayLoseRecords:
+		return fmt.Errorf("%w: Store.CreateGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	case o.Faults.DataLoss && !o.Store.MayLoseRecords:
 		return fmt.Errorf("%w: Faults.DataLoss needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	}

@@ -85,6 +85,10 @@ func New(o Options) (*Cluster, error) {
 	s := &Cluster{opt: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))}
 	s.res.Seed = o.Seed
 	s.lossy = o.Store.MayLoseRecords
+	if o.Store.CreateGate && o.markerAged {
+		// A healthy dataset: its marker was attested long ago.
+		s.store.markerID, s.store.markerPresent, s.store.markerAttested = 1, true, lease.MaxDuration
+	}
 	if o.Record {
 		s.tl = &timeline.Timeline{}
 	}

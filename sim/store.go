@@ -22,12 +22,17 @@ type simStore struct {
 	floor   uint64         // the highest token ever stored
 	history []fsm.Lease    // history[rev] is what revision rev stored
 	lostAt  lease.Revision // counter at the last data loss
-	// The marker of StoreModel.createGate: its identity (bumped by every
+	// The marker of StoreModel.CreateGate: its identity (bumped by every
 	// data loss, never reused), whether it exists, and the longest age a
 	// node attested for it.
 	markerID       uint64
 	markerPresent  bool
 	markerAttested time.Duration
+	markerBorn     int64 // real time the marker came into being
+	// born: a record was written since the last data loss (redisstore's
+	// per-name "born" key). A create is never vouched for while it
+	// stands: the record was deleted, not lost with the marker.
+	born bool
 }
 
 // network draws latencies and decides which messages get lost.
@@ -86,7 +91,9 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	if r := s.refused(ev); r != 0 {
 		kind, reply.result = 0, r
 	}
-	gated := s.opt.Store.createGate && kind != 0
+	// Only a swap (redisstore's script) sees and attests the marker; a
+	// read does not.
+	gated := s.opt.Store.CreateGate && kind == opSwap
 	if gated {
 		s.attest(ev)
 		reply.markerID = st.markerID
@@ -96,11 +103,14 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 		reply.result = resDone
 		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
 	case opSwap:
-		if !st.present && ev.expected == 0 && gated && st.markerAttested < ev.lease.LeaseDuration {
-			// The gate: no create before the marker is known to have stood
-			// for the new record's LeaseDuration.
-			reply.result = resConflict
-		} else if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+		need := ev.lease.LeaseDuration
+		if s.opt.gateQuarter {
+			need /= 4
+		}
+		if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+			// The gate: a create is vouched for once the marker is known
+			// to have stood for the new record's LeaseDuration.
+			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
 			s.write(ev.lease, int(ev.node))
 			reply.result = resDone
 		} else {
@@ -132,7 +142,7 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
 	}
 	st.counter++
-	st.present, st.rec, st.rev = true, next, st.counter
+	st.present, st.rec, st.rev, st.born = true, next, st.counter, true
 	st.floor = max(st.floor, next.Token)
 	for lease.Revision(len(st.history)) < st.rev {
 		st.history = append(st.history, fsm.Lease{})
@@ -155,20 +165,37 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 func (s *Cluster) attest(ev *simEvent) {
 	st := &s.store
 	if !st.markerPresent {
-		st.markerID++
-		st.markerPresent, st.markerAttested = true, 0
+		s.newMarker()
 	}
 	if ev.markerID == st.markerID {
 		st.markerAttested = max(st.markerAttested, ev.markerAge)
 	}
+	// Other names on the same server (a Store shares its marker among all
+	// its names, and so do the other processes): at worst one of them saw
+	// the marker the instant it came into being, has a clock as fast as
+	// the drift allows, and attests it with every swap.
+	sib := time.Duration(float64(s.now-st.markerBorn) * (1 + s.rho))
+	st.markerAttested = max(st.markerAttested, sib)
+}
+
+// newMarker brings a new marker into being: a new identity, attested by
+// nobody yet.
+func (s *Cluster) newMarker() {
+	st := &s.store
+	st.markerID++
+	st.markerPresent, st.markerAttested, st.markerBorn = true, 0, s.now
 }
 
 // loseData makes the record vanish; revisions and the token floor survive.
-// The marker of StoreModel.createGate vanishes with it.
+// The marker of StoreModel.CreateGate vanishes with it.
 func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
-	st.markerPresent = st.markerPresent && s.opt.lossKeepsMarker
+	st.born = st.born && s.opt.handDelete
+	if s.opt.Store.CreateGate && !s.opt.lossKeepsMarker && !s.opt.handDelete {
+		// Another name's swap recreates it at once, at worst (see attest).
+		s.newMarker()
+	}
 	st.lostAt = st.counter
 	s.tracef(-1, "store DATA LOSS")
 	if s.tl != nil {

@@ -58,8 +58,8 @@ on a scaled clock: -speed 10 (the default) makes one real second ten
 seconds of the electors' time, so a seed of -duration 3m (the runtime
 default, with -nodes 3) takes 18 s; -parallel seeds run at once. It honours
 -seeds, -json, the fault flags, the TENURE_* timings, the timing and
-latency flags, -no-watch, -svg, -trace and -width; -lossy is model-only
-(memstore never loses a record; -dataloss deletes it).
+latency flags, -no-watch, -svg, -trace and -width; -lossy and -gate are
+model-only (memstore never loses a record; -dataloss deletes it).
 Runtime mode is NOT reproducible byte for byte: the seed fixes the fault
 schedule and every random draw, but the Go scheduler decides when each
 goroutine runs, and a delay of 10ms is 0.1s of the electors' time. The
@@ -149,7 +149,7 @@ type simArgs struct {
 	seedList, name, svg                    string
 	seed                                   uint64
 	runtime, jsonOut, verbose, trace, calm bool
-	lossy, noWatch                         bool
+	lossy, gate, noWatch                   bool
 	speed, parallel, nodes, width          int
 	duration, latMin, latMax, latTailMax   time.Duration
 	latTail, rho, beyond                   float64
@@ -177,6 +177,7 @@ func (a *simArgs) define(stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&a.trace, "trace", false, "write every event before the timeline (one seed only)")
 	fs.BoolVar(&a.calm, "calm", false, "no faults at all (excludes every fault flag)")
 	fs.BoolVar(&a.lossy, "lossy", false, "the store may lose records (as Redis without persistence); nodes run as lead does on a store.Lossy store")
+	fs.BoolVar(&a.gate, "gate", false, "the store vouches for creates with a dataset marker, as redisstore does (sim.StoreModel.CreateGate; implies -lossy)")
 	fs.BoolVar(&a.noWatch, "no-watch", false, "the store pushes no watch events: nodes only poll")
 	fs.DurationVar(&a.latMin, "latency-min", time.Millisecond, "least one-way store latency")
 	fs.DurationVar(&a.latMax, "latency-max", 20*time.Millisecond, "largest one-way store latency (outside the tail)")
@@ -256,6 +257,10 @@ func (a *simArgs) contradictions() error {
 		return fmt.Errorf("-width is %d, must be at least 20", a.width)
 	case !a.runtime && (set["speed"] || set["parallel"]):
 		return errors.New("-speed and -parallel are for runtime mode (-runtime)")
+	case a.gate && set["lossy"] && !a.lossy:
+		return errors.New("-gate models a store that may lose records, but -lossy=false says it never does")
+	case a.runtime && a.gate:
+		return errors.New("-gate is for model mode: runtime mode runs memstore, which keeps no marker")
 	case a.runtime && set["lossy"]:
 		return errors.New("-lossy is for model mode: runtime mode runs memstore, which never loses a record (-dataloss deletes it)")
 	case a.runtime && (a.speed < 1 || a.speed > realtime.MaxSpeed):
@@ -330,7 +335,8 @@ func (a *simArgs) simFlags(fs *flag.FlagSet, seeds sim.Seeds, cfg lease.Config) 
 			Nodes: nodes, Duration: duration, Config: cfg, Faults: a.faults,
 			Rho: a.rho, BeyondRho: a.beyond,
 			Store: sim.StoreModel{
-				MayLoseRecords: a.lossy || a.faults.DataLoss,
+				MayLoseRecords: a.lossy || a.faults.DataLoss || a.gate,
+				CreateGate:     a.gate,
 				NoWatch:        a.noWatch,
 				Latency:        sim.Latency{Min: a.latMin, Max: a.latMax, Tail: a.latTail, TailMax: a.latTailMax},
 			},

@@ -138,7 +138,8 @@ type Store[M any] struct {
 	client redis.UniversalClient
 	codec  store.Codec[M]
 	cfg    config
-	hub    *Hub // the watches' connection
+	hub    *Hub  // the watches' connection
+	gate   *gate // the create gate's marker as this Store saw it; nil: no gate
 }
 
 var (
@@ -178,7 +179,7 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 		return nil, fmt.Errorf("%w: WithPrefix(%q): a key prefix may not contain %q (found at byte %d): a brace would make the prefix the Redis Cluster hash tag of every key", ErrInvalidOption, cfg.prefix, cfg.prefix[i], i)
 	}
 	cfg.maxBackoff = max(cfg.maxBackoff, cfg.minBackoff)
-	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}, hub: cfg.hub}
+	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}, hub: cfg.hub, gate: newGate(client, cfg)}
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
@@ -343,8 +344,14 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
 	}
 	op := strconv.FormatUint(rand.Uint64(), 36)
+	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
+	if s.gate != nil {
+		keys = append(keys, s.markerKey())
+		gateOn = "1"
+		seen, age = s.gate.attest()
+	}
 	reply, err := call(ctx, func() ([]any, error) {
-		return casScript.Run(ctx, s.client, []string{s.key(name)},
+		return casScript.Run(ctx, s.client, keys,
 			strconv.FormatUint(uint64(expected), 10),
 			op,
 			s.channel(name),
@@ -355,14 +362,26 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			strconv.FormatInt(int64(next.LeaseDuration), 10),
 			strconv.FormatUint(next.Transitions, 10),
 			meta,
+			gateOn, seen, age, "born:"+escape(name),
 		).Slice()
 	})
 	if err != nil {
 		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
 	}
 	status, _ := reply[0].(string)
+	if s.gate != nil && len(reply) > 1 && (status == "ok" || status == "conflict" || status == "absent") {
+		// Every one of these replies ends with the marker's nonce, save
+		// "ok", which adds whether the create was vouched for.
+		i := len(reply) - 1
+		if status == "ok" {
+			i--
+		}
+		if nonce, ok := reply[i].(string); ok {
+			s.gate.saw(nonce)
+		}
+	}
 	switch {
-	case status == "ok" && len(reply) == 3:
+	case status == "ok" && len(reply) == 5:
 		rs, _ := reply[1].(string)
 		ts, _ := reply[2].(string)
 		rev, ok1 := decimal(rs)
@@ -379,9 +398,12 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			Transitions:   next.Transitions,
 			Metadata:      m,
 		}
+		if v, _ := reply[4].(string); v == "1" && expected == 0 && s.gate != nil {
+			store.VouchCreate(ctx)
+		}
 		return rec, lease.Revision(rev), nil
-	case status == "conflict" && len(reply) == 1+numFields:
-		r, err := rawFromReply(reply[1:])
+	case status == "conflict" && len(reply) == 2+numFields:
+		r, err := rawFromReply(reply[1 : 1+numFields])
 		if err != nil {
 			return lease.Record[M]{}, 0, corrupt(name, err)
 		}
@@ -390,7 +412,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			return lease.Record[M]{}, 0, err
 		}
 		return cur, rev, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
-	case status == "absent":
+	case status == "absent" && len(reply) == 2:
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found no record: %w", name, expected, store.ErrConflict)
 	case status == "exhausted" && len(reply) == 2:
 		need, _ := reply[1].(string)

@@ -41,17 +41,23 @@ const sumPrefix = "tenure/1\x00"
 // casScript is the whole of CompareAndSwap, run atomically by the server.
 //
 //	KEYS[1]  the record hash
+//	KEYS[2]  the dataset marker (with the create gate only)
 //	ARGV[1]  expected revision ("0": create only if absent)
-//	ARGV[2]  op nonce of this call
+//	ARGV[2]  op nonce of this call (also the nonce of a new marker)
 //	ARGV[3]  channel to publish the new record on
 //	ARGV[4..10] holder, token, acquired, renewed, duration, transitions, meta
+//	ARGV[11] "1": the create gate is on
+//	ARGV[12] the marker nonce this process saw last ("" if none)
+//	ARGV[13] how long this process has seen it, in nanoseconds, decimal
+//	ARGV[14] the marker's field for the name: "born:" and the key's tag
 //
-// Replies:
+// Replies (nonce is the marker's, "" with the gate off):
 //
-//	{"ok", rev, token}             written (or already written by this very
-//	                               call, when go-redis retried it)
-//	{"conflict", <10 fields>}      the stored revision differs
-//	{"absent"}                     the record is absent and ARGV[1] ~= "0"
+//	{"ok", rev, token, nonce, v}   written (or already written by this very
+//	                               call, when go-redis retried it); v is "1"
+//	                               when the gate vouches for the create
+//	{"conflict", <10 fields>, nonce} the stored revision differs
+//	{"absent", nonce}              the record is absent and ARGV[1] ~= "0"
 //	{"corrupt", reason}            the stored record cannot be read, breaks
 //	                               the bounds of store.ValidateStored, or is
 //	                               at store.MaxRevision; nothing was written
@@ -65,6 +71,20 @@ const sumPrefix = "tenure/1\x00"
 // that continues the stored term (store.Renews) keeps its token, and every
 // other one gets max(proposed, old token+1, now) (store.NewToken, floored
 // at now), where now is the server's TIME in microseconds.
+//
+// The create gate (docs/design.md, "A faster first leader"): the marker
+// is a hash {nonce, id, age, born:<name>...}. id names the dataset: the server's run_id and
+// master_replid (every restart and every promotion changes them; FLUSHALL
+// deletes the marker with everything else) and, under an allkeys-*
+// maxmemory-policy, the count of evicted keys. age is the longest time,
+// by the clock of any process that sent it, that a process has seen this
+// nonce: the marker has stood at least that long. A marker missing or
+// unreadable is made anew; on a create its id is checked against the
+// server's, and a marker of another id is made anew. A create is vouched
+// for when the marker's age is at least the new record's LeaseDuration and
+// marker has no born field for the name (set by every write: a record
+// deleted by hand leaves it, so that create is not vouched for; a new
+// marker has none).
 var casScript = redis.NewScript(`
 local F = {'rev','op','holder','token','acquired','renewed','duration','transitions','meta','sum'}
 local MAXTOKEN = '` + maxTokenText + `'
@@ -155,6 +175,45 @@ local function invalid(v)
   return nil
 end
 
+local gate = ARGV[11] == '1'
+local mnonce, mid, mage = '', nil, '0'
+
+-- ident names the dataset as the server sees it now.
+local function ident()
+  local function field(section, name, pat)
+    return string.match(redis.call('INFO', section), name .. ':(' .. pat .. ')') or '?'
+  end
+  local id = field('server', 'run_id', '%w+') .. '/' .. field('replication', 'master_replid', '%w+')
+  if string.sub(field('memory', 'maxmemory_policy', '[%w%-]+'), 1, 7) == 'allkeys' then
+    id = id .. '/' .. field('stats', 'evicted_keys', '%d+')
+  end
+  return id
+end
+
+-- newmarker makes the marker anew for dataset id, with this call's nonce.
+local function newmarker(id)
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[2], 'nonce', ARGV[2], 'id', id, 'age', '0')
+  mnonce, mid, mage = ARGV[2], id, '0'
+end
+
+if gate then
+  local good = false
+  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+    local m = redis.call('HMGET', KEYS[2], 'nonce', 'id', 'age')
+    if m[1] and m[2] and m[3] and m[1] ~= '' and canon(m[3]) and not gt(m[3], MAXDUR) then
+      mnonce, mid, mage = m[1], m[2], m[3]
+      good = true
+    end
+  end
+  if not good then newmarker(ident()) end
+  local age = ARGV[13]
+  if ARGV[12] == mnonce and canon(age) and not gt(age, MAXDUR) and gt(age, mage) then
+    mage = age
+    redis.call('HSET', KEYS[2], 'age', mage)
+  end
+end
+
 local key = KEYS[1]
 local kind = redis.call('TYPE', key)['ok']
 local cur = nil
@@ -172,14 +231,24 @@ if kind ~= 'none' then
   local why = invalid(cur)
   if why then return {'corrupt', why} end
   if cur[2] == ARGV[2] then
-    return {'ok', cur[1], cur[4]}
+    return {'ok', cur[1], cur[4], mnonce, '0'}
   end
   if cur[1] ~= ARGV[1] then
     table.insert(cur, 1, 'conflict')
+    table.insert(cur, mnonce)
     return cur
   end
 elseif ARGV[1] ~= '0' then
-  return {'absent'}
+  return {'absent', mnonce}
+end
+
+local vouched = '0'
+if gate then
+  if cur == nil then
+    local id = ident()
+    if id ~= mid then newmarker(id) end
+    if redis.call('HEXISTS', KEYS[2], ARGV[14]) == 0 and not gt(ARGV[8], mage) then vouched = '1' end
+  end
 end
 
 local t = redis.call('TIME')
@@ -206,8 +275,11 @@ for i = 1, #F do
   msg[i] = #v[i] .. ':' .. v[i]
 end
 redis.call('HSET', key, unpack(args))
+if gate then
+  redis.call('HSETNX', KEYS[2], ARGV[14], '1')
+end
 redis.call('PUBLISH', ARGV[3], table.concat(msg))
-return {'ok', rev, token}
+return {'ok', rev, token, mnonce, vouched}
 `)
 
 // The bounds the script applies, as decimal text.

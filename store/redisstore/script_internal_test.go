@@ -23,7 +23,7 @@ func TestRetriedSwapIsIdempotent(t *testing.T) {
 	ctx := t.Context()
 	args := []any{"0", "nonce-1", st.channel("n"), "a", "1", "", "", "1000", "0", `"m"`}
 	first, err := casScript.Run(ctx, c, []string{st.key("n")}, args...).StringSlice()
-	if err != nil || len(first) != 3 || first[0] != "ok" {
+	if err != nil || len(first) != 5 || first[0] != "ok" {
 		t.Fatalf("first run: %q, %v", first, err)
 	}
 	again, err := casScript.Run(ctx, c, []string{st.key("n")}, args...).StringSlice()
