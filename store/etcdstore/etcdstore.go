@@ -333,34 +333,31 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w", name, err)
 	}
-	if _, err := edge.FormatTime(next.AcquiredAt); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: AcquiredAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	if _, err := edge.FormatTime(next.RenewedAt); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: RenewedAt: %w", name, store.ErrInvalidRecord, err)
+	if _, _, err := edge.FormatTimes(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w", name, err)
 	}
 
 	var st state[M]
-	k, ok := s.recall(name)
 	fresh := false // st was read from etcd, not recalled
-	if ok && k.rev == expected {
-		st.known = k
-	} else {
+	reread := func() error {
 		if st, err = s.read(ctx, name); err != nil {
-			return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+			return fail(ctx, "CompareAndSwap", name, err)
 		}
 		s.remember(name, st.known)
 		fresh = true
+		return nil
+	}
+	if k, ok := s.recall(name); ok && k.rev == expected {
+		st.known = k
+	} else if err := reread(); err != nil {
+		return lease.Record[M]{}, 0, err
 	}
 	for attempt := 0; ; attempt++ {
 		if st.bad {
-			if !fresh {
-				// Only a fresh read carries the reason.
-				if st, err = s.read(ctx, name); err != nil {
-					return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+			if !fresh { // only a fresh read carries the reason
+				if err := reread(); err != nil {
+					return lease.Record[M]{}, 0, err
 				}
-				s.remember(name, st.known)
-				fresh = true
 				continue
 			}
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, st.err)
@@ -378,11 +375,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		if st.rev == 0 || !store.Renews(lease.Record[struct{}]{Holder: st.holder, Token: st.token}, next) {
 			if st.floorBad {
 				if !fresh {
-					if st, err = s.read(ctx, name); err != nil {
-						return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+					if err := reread(); err != nil {
+						return lease.Record[M]{}, 0, err
 					}
-					s.remember(name, st.known)
-					fresh = true
 					continue
 				}
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: a new term needs the highest token issued: %w", name, st.floorErr)
@@ -399,17 +394,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		if err != nil {
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: %w", name, store.ErrInvalidRecord, err)
 		}
-		// The token key is raised whenever the token passes it: in every
-		// new term, and in a renewal of a term whose token someone wrote
-		// by hand above it.
-		raise := !st.floorBad && token > st.floor
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.key(name)), "=", int64(expected))}
-		ops := []clientv3.Op{clientv3.OpPut(s.key(name), string(value))}
-		if raise {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.tokenKey(name)), "=", st.floorRev))
-			ops = append(ops, clientv3.OpPut(s.tokenKey(name), formatCounter(token)))
-		}
-		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key(name)), clientv3.OpGet(s.tokenKey(name))).Commit()
+		resp, err := s.swap(ctx, name, expected, st.known, token, value)
 		if err != nil {
 			return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
 		}
@@ -421,11 +406,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			if rev <= expected {
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: the write's revision %d is not above %d", name, ErrUnexpectedReply, rev, expected)
 			}
-			now := known{rev: rev, holder: next.Holder, token: token, floor: st.floor, floorRev: st.floorRev}
-			if raise {
-				now.floor, now.floorRev = token, int64(rev)
-			}
-			s.remember(name, now)
+			s.remember(name, st.known.after(rev, next.Holder, token))
 			return lease.Record[M]{
 				Holder:        next.Holder,
 				Token:         token,
@@ -446,6 +427,36 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: the token key %s kept changing (%d attempts): %w", name, s.tokenKey(name), attempt+1, store.ErrConflict)
 		}
 	}
+}
+
+// swap runs the transaction of one attempt of CompareAndSwap: it writes
+// value, whose token is token, to the record of name if the record is
+// still at revision expected, and raises the token key to token (if st,
+// what the attempt knows of name, says token passes it) if that key is
+// still at the revision st read. Otherwise it reads both keys.
+func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, st known, token uint64, value []byte) (*clientv3.TxnResponse, error) {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.key(name)), "=", int64(expected))}
+	ops := []clientv3.Op{clientv3.OpPut(s.key(name), string(value))}
+	if st.raises(token) {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.tokenKey(name)), "=", st.floorRev))
+		ops = append(ops, clientv3.OpPut(s.tokenKey(name), formatCounter(token)))
+	}
+	return s.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key(name)), clientv3.OpGet(s.tokenKey(name))).Commit()
+}
+
+// raises reports whether a write of token raises the token key: whenever
+// the token passes it, in every new term, and in a renewal of a term whose
+// token someone wrote by hand above it.
+func (k known) raises(token uint64) bool { return !k.floorBad && token > k.floor }
+
+// after returns what is known of the name once a swap from k wrote holder
+// and token at revision rev.
+func (k known) after(rev lease.Revision, holder string, token uint64) known {
+	now := known{rev: rev, holder: holder, token: token, floor: k.floor, floorRev: k.floorRev}
+	if k.raises(token) {
+		now.floor, now.floorRev = token, int64(rev)
+	}
+	return now
 }
 
 // check refuses a Store not made by New, a nil or ended ctx, then a bad

@@ -712,43 +712,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
 	}
-	var (
-		written bool
-		r       row
-		found   bool
-		notes   int64
-	)
-	err = s.retry(ctx, notExecuted, func() error {
-		var rows pgx.Rows
-		var err error
-		if expected == 0 {
-			rows, err = s.pool.Query(ctx, s.sqlCreate,
-				name, next.Holder, created, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, enc.Metadata,
-				s.seqText, s.channel)
-		} else {
-			// No stored revision exceeds MaxInt64: a larger expected
-			// revision matches nothing, and neither does -1.
-			exp := int64(-1)
-			if expected <= math.MaxInt64 {
-				exp = int64(expected)
-			}
-			rows, err = s.pool.Query(ctx, s.sqlUpdate,
-				name, exp, next.Holder, next.Token, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, enc.Metadata,
-				s.seqText, s.channel)
-		}
-		if err != nil {
-			return err
-		}
-		found = false
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		return rows.Err()
-	})
+	r, written, found, err := s.swap(ctx, name, expected, created, enc)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, s.explain(err)))
 	}
@@ -782,6 +746,46 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", name, store.ErrCorruptRecord, rev)
 	}
 	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", name, store.ErrCorruptRecord, rev)
+}
+
+// swap runs the statement of CompareAndSwap: it creates the row of name
+// with enc and token created when expected is zero, and otherwise updates
+// it to enc if it is at revision expected. It returns the row it wrote,
+// or the row it found (found is false when there is none).
+func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) (r row, written, found bool, err error) {
+	var notes int64
+	err = s.retry(ctx, notExecuted, func() error {
+		var rows pgx.Rows
+		var err error
+		if expected == 0 {
+			rows, err = s.pool.Query(ctx, s.sqlCreate,
+				name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+				s.seqText, s.channel)
+		} else {
+			// No stored revision exceeds MaxInt64: a larger expected
+			// revision matches nothing, and neither does -1.
+			exp := int64(-1)
+			if expected <= math.MaxInt64 {
+				exp = int64(expected)
+			}
+			rows, err = s.pool.Query(ctx, s.sqlUpdate,
+				name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+				s.seqText, s.channel)
+		}
+		if err != nil {
+			return err
+		}
+		found = false
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return r, written, found, err
 }
 
 // explain adds what the store knows to an error of the server: a

@@ -312,13 +312,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
 	}
-	acquired, err := edge.FormatTime(next.AcquiredAt)
+	acquired, renewed, err := edge.FormatTimes(next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: AcquiredAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	renewed, err := edge.FormatTime(next.RenewedAt)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: RenewedAt: %w", name, store.ErrInvalidRecord, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
 	}
 	op := strconv.FormatUint(rand.Uint64(), 36)
 	reply, err := call(ctx, func() ([]any, error) {
@@ -338,7 +334,17 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err != nil {
 		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
 	}
-	status, _ := reply[0].(string)
+	return s.swapped(name, expected, next, m, reply)
+}
+
+// swapped reads the reply of the script run by CompareAndSwap, which
+// wrote next with metadata m if the record of name was at revision
+// expected, and returns what CompareAndSwap returns.
+func (s *Store[M]) swapped(name string, expected lease.Revision, next lease.Record[M], m M, reply []any) (lease.Record[M], lease.Revision, error) {
+	var status string
+	if len(reply) > 0 {
+		status, _ = reply[0].(string)
+	}
 	switch {
 	case status == "ok" && len(reply) == 3:
 		rs, _ := reply[1].(string)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
 
@@ -71,4 +72,16 @@ func StoredTime(t time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.Round(0).UTC()
+}
+
+// FormatTimes formats the AcquiredAt and RenewedAt of r with FormatTime.
+// The error wraps store.ErrInvalidRecord and names the field.
+func FormatTimes[M any](r lease.Record[M]) (acquired, renewed string, err error) {
+	if acquired, err = FormatTime(r.AcquiredAt); err != nil {
+		return "", "", fmt.Errorf("%w: AcquiredAt: %w", store.ErrInvalidRecord, err)
+	}
+	if renewed, err = FormatTime(r.RenewedAt); err != nil {
+		return "", "", fmt.Errorf("%w: RenewedAt: %w", store.ErrInvalidRecord, err)
+	}
+	return acquired, renewed, nil
 }
