@@ -117,8 +117,6 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	// The decoded metadata shares nothing with next: the caller gets it
-	// back.
 	rec, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)

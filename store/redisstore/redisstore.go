@@ -306,8 +306,6 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	// The decoded metadata shares nothing with next.Metadata: the caller
-	// gets it back.
 	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
