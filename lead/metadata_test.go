@@ -103,7 +103,7 @@ func TestSetMetadataThroughWrappers(t *testing.T) {
 	}
 	// A codec with a smaller limit than JSON's: only the forwarding wrapper
 	// knows.
-	small := memstore.New(memstore.WithCodec[meta](shortCodec{}))
+	small := memstore.NewWithCodec[meta](shortCodec{})
 	e, _ := lead.New("job", checkingWrapper{small}, lead.WithLookupEnv(nil))
 	if err := e.SetMetadata(meta{Addr: "far too long"}); !errors.Is(err, store.ErrEncode) {
 		t.Errorf("SetMetadata through a forwarding wrapper = %v, want the codec's ErrEncode", err)

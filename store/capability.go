@@ -84,14 +84,8 @@ func CheckMetadata[M any](st Store[M], m M) error {
 // encoded. Stores implement MetadataChecker with it. The error wraps
 // ErrEncode or ErrMetadataTooLarge, or ErrNilArgument for a nil c.
 func CheckCodec[M any](c Codec[M], m M) error {
-	b, err := EncodeMetadata(c, m)
-	if err != nil {
-		return err
-	}
-	if _, err := c.Decode(b); err != nil {
-		return fmt.Errorf("%w: the codec cannot decode its own encoding: %v", ErrEncode, err)
-	}
-	return nil
+	_, _, err := encodeChecked(c, m)
+	return err
 }
 
 // Validator is implemented by stores that can tell, without a round trip,

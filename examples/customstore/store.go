@@ -81,17 +81,11 @@ func (s *Store) CompareAndSwap(ctx context.Context, name string, expected lease.
 	if err := s.check(ctx, name); err != nil {
 		return lease.Record[Endpoint]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[Endpoint]{}, 0, fmt.Errorf("endpointstore: %q: %w", name, err)
-	}
-	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	// EncodeRecord checks next, encodes its metadata within the size limit
+	// and makes sure the codec reads it back.
+	enc, _, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[Endpoint]{}, 0, fmt.Errorf("endpointstore: %q: %w", name, err)
-	}
-	enc := lease.Record[[]byte]{
-		Holder: next.Holder, Token: next.Token, Transitions: next.Transitions,
-		AcquiredAt: next.AcquiredAt.Round(0), RenewedAt: next.RenewedAt.Round(0),
-		LeaseDuration: next.LeaseDuration, Metadata: meta,
 	}
 	s.mu.Lock()
 	cur := s.recs[name]

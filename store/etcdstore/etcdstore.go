@@ -11,12 +11,11 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // Errors returned by this package.
 var (
-	// ErrInvalidOption: an option was given a value it cannot take.
-	ErrInvalidOption = errors.New("etcdstore: invalid option")
 	// ErrUnexpectedReply: etcd answered something a transaction of this
 	// package cannot produce (a revision that did not grow, a missing
 	// response). Nothing is known of what was written.
@@ -33,18 +32,11 @@ const maxCounterRetries = 4
 // maxCached bounds the names whose last known state a Store remembers.
 const maxCached = 4096
 
-// Option configures a Store.
-type Option interface {
-	apply(*config)
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+// Option configures a Store. A nil Option is ignored.
+type Option func(*config)
 
 type config struct {
 	prefix string
-	codec  any // a store.Codec[M], checked by New
 	lossy  bool
 }
 
@@ -52,18 +44,7 @@ type config struct {
 // TokenKey). The default is DefaultPrefix, "tenure/". An empty prefix is
 // allowed.
 func WithPrefix(prefix string) Option {
-	return optionFunc(func(c *config) { c.prefix = prefix })
-}
-
-// WithCodec makes the Store encode and decode metadata with codec instead of
-// [store.JSONCodec]. New fails when the codec's metadata type is not the
-// Store's. A nil codec keeps the default.
-func WithCodec[M any](codec store.Codec[M]) Option {
-	return optionFunc(func(c *config) {
-		if codec != nil {
-			c.codec = codec
-		}
-	})
+	return func(c *config) { c.prefix = prefix }
 }
 
 // WithMayLoseRecords says whether the cluster may lose records, which is
@@ -75,7 +56,7 @@ func WithCodec[M any](codec store.Codec[M]) Option {
 // members run with --unsafe-no-fsync: electors then wait out an absent
 // record for a whole LeaseDuration before they take it.
 func WithMayLoseRecords(may bool) Option {
-	return optionFunc(func(c *config) { c.lossy = may })
+	return func(c *config) { c.lossy = may }
 }
 
 // Store keeps lease records in etcd, one key per election name, beside a
@@ -98,11 +79,18 @@ var (
 	_ store.Lossy             = (*Store[struct{}])(nil)
 )
 
-// New returns a Store that keeps its records through client. The Store
-// does not close the client. New fails on a nil client (an error wrapping
-// [store.ErrNilArgument]), and with ErrInvalidOption on a codec for another
-// metadata type.
+// New returns a Store that keeps its records through client, with
+// metadata encoded by [store.JSONCodec] (see NewWithCodec for another
+// codec). The Store does not close the client. New fails on a nil client
+// (an error wrapping [store.ErrNilArgument]).
 func New[M any](client *clientv3.Client, opts ...Option) (*Store[M], error) {
+	return NewWithCodec[M](client, nil, opts...)
+}
+
+// NewWithCodec is New with metadata encoded and decoded by codec, whose
+// type fixes the Store's metadata type. A nil codec means
+// [store.JSONCodec].
+func NewWithCodec[M any](client *clientv3.Client, codec store.Codec[M], opts ...Option) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("etcdstore: New: %w: client is nil", store.ErrNilArgument)
 	}
@@ -111,20 +99,14 @@ func New[M any](client *clientv3.Client, opts ...Option) (*Store[M], error) {
 	}
 	cfg := config{prefix: DefaultPrefix}
 	for _, o := range opts {
-		if !nilarg.IsNil(o) {
-			o.apply(&cfg)
+		if o != nil {
+			o(&cfg)
 		}
 	}
-	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}, known: map[string]known{}}
-	if cfg.codec != nil {
-		c, ok := cfg.codec.(store.Codec[M])
-		if !ok {
-			var m M
-			return nil, fmt.Errorf("%w: WithCodec: the codec is a %T, not a store.Codec[%T]", ErrInvalidOption, cfg.codec, m)
-		}
-		s.codec = c
+	if nilarg.IsNil(codec) {
+		codec = store.JSONCodec[M]{}
 	}
-	return s, nil
+	return &Store[M]{client: client, cfg: cfg, codec: codec, known: map[string]known{}}, nil
 }
 
 // MayLoseRecords reports whether the cluster may lose records; it
@@ -345,48 +327,35 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w", name, err)
-	}
-	if _, err := formatTime(next.AcquiredAt); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: AcquiredAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	if _, err := formatTime(next.RenewedAt); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: RenewedAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w", name, err)
 	}
-	// What the codec cannot read back would be a corrupt record: refuse it
-	// now. The decoded value shares nothing with next.Metadata, so it is
-	// what the caller gets back.
-	m, err := s.codec.Decode(meta)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+	if _, _, err := edge.FormatTimes(next); err != nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w", name, err)
 	}
 
 	var st state[M]
-	k, ok := s.recall(name)
 	fresh := false // st was read from etcd, not recalled
-	if ok && k.rev == expected {
-		st.known = k
-	} else {
+	reread := func() error {
 		if st, err = s.read(ctx, name); err != nil {
-			return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+			return fail(ctx, "CompareAndSwap", name, err)
 		}
 		s.remember(name, st.known)
 		fresh = true
+		return nil
+	}
+	if k, ok := s.recall(name); ok && k.rev == expected {
+		st.known = k
+	} else if err := reread(); err != nil {
+		return lease.Record[M]{}, 0, err
 	}
 	for attempt := 0; ; attempt++ {
 		if st.bad {
-			if !fresh {
-				// Only a fresh read carries the reason.
-				if st, err = s.read(ctx, name); err != nil {
-					return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+			if !fresh { // only a fresh read carries the reason
+				if err := reread(); err != nil {
+					return lease.Record[M]{}, 0, err
 				}
-				s.remember(name, st.known)
-				fresh = true
 				continue
 			}
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, st.err)
@@ -404,11 +373,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		if st.rev == 0 || !store.Renews(lease.Record[struct{}]{Holder: st.holder, Token: st.token}, next) {
 			if st.floorBad {
 				if !fresh {
-					if st, err = s.read(ctx, name); err != nil {
-						return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
+					if err := reread(); err != nil {
+						return lease.Record[M]{}, 0, err
 					}
-					s.remember(name, st.known)
-					fresh = true
 					continue
 				}
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: a new term needs the highest token issued: %w", name, st.floorErr)
@@ -421,21 +388,11 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: %w", name, err)
 			}
 		}
-		value, err := encodeRecord(next, token, meta)
+		value, err := encodeRecord(next, token, enc.Metadata)
 		if err != nil {
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: %w", name, store.ErrInvalidRecord, err)
 		}
-		// The token key is raised whenever the token passes it: in every
-		// new term, and in a renewal of a term whose token someone wrote
-		// by hand above it.
-		raise := !st.floorBad && token > st.floor
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.key(name)), "=", int64(expected))}
-		ops := []clientv3.Op{clientv3.OpPut(s.key(name), string(value))}
-		if raise {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.tokenKey(name)), "=", st.floorRev))
-			ops = append(ops, clientv3.OpPut(s.tokenKey(name), formatCounter(token)))
-		}
-		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key(name)), clientv3.OpGet(s.tokenKey(name))).Commit()
+		resp, err := s.swap(ctx, name, expected, st.known, token, value)
 		if err != nil {
 			return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
 		}
@@ -447,16 +404,12 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			if rev <= expected {
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: the write's revision %d is not above %d", name, ErrUnexpectedReply, rev, expected)
 			}
-			now := known{rev: rev, holder: next.Holder, token: token, floor: st.floor, floorRev: st.floorRev}
-			if raise {
-				now.floor, now.floorRev = token, int64(rev)
-			}
-			s.remember(name, now)
+			s.remember(name, st.known.after(rev, next.Holder, token))
 			return lease.Record[M]{
 				Holder:        next.Holder,
 				Token:         token,
-				AcquiredAt:    storedTime(next.AcquiredAt),
-				RenewedAt:     storedTime(next.RenewedAt),
+				AcquiredAt:    edge.StoredTime(next.AcquiredAt),
+				RenewedAt:     edge.StoredTime(next.RenewedAt),
 				LeaseDuration: next.LeaseDuration,
 				Transitions:   next.Transitions,
 				Metadata:      m,
@@ -474,22 +427,40 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	}
 }
 
+// swap runs the transaction of one attempt of CompareAndSwap: it writes
+// value, whose token is token, to the record of name if the record is
+// still at revision expected, and raises the token key to token (if st,
+// what the attempt knows of name, says token passes it) if that key is
+// still at the revision st read. Otherwise it reads both keys.
+func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, st known, token uint64, value []byte) (*clientv3.TxnResponse, error) {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.key(name)), "=", int64(expected))}
+	ops := []clientv3.Op{clientv3.OpPut(s.key(name), string(value))}
+	if st.raises(token) {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.tokenKey(name)), "=", st.floorRev))
+		ops = append(ops, clientv3.OpPut(s.tokenKey(name), formatCounter(token)))
+	}
+	return s.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key(name)), clientv3.OpGet(s.tokenKey(name))).Commit()
+}
+
+// raises reports whether a write of token raises the token key: whenever
+// the token passes it, in every new term, and in a renewal of a term whose
+// token someone wrote by hand above it.
+func (k known) raises(token uint64) bool { return !k.floorBad && token > k.floor }
+
+// after returns what is known of the name once a swap from k wrote holder
+// and token at revision rev.
+func (k known) after(rev lease.Revision, holder string, token uint64) known {
+	now := known{rev: rev, holder: holder, token: token, floor: k.floor, floorRev: k.floorRev}
+	if k.raises(token) {
+		now.floor, now.floorRev = token, int64(rev)
+	}
+	return now
+}
+
 // check refuses a Store not made by New, a nil or ended ctx, then a bad
 // name, for operation op.
 func (s *Store[M]) check(ctx context.Context, op, name string) error {
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("etcdstore: %s %q: %w", op, name, err)
-	}
-	if ctx == nil {
-		return fmt.Errorf("etcdstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("etcdstore: %s %q: %w", op, name, err)
-	}
-	if err := store.ValidateName(name); err != nil {
-		return fmt.Errorf("etcdstore: %s: %w", op, err)
-	}
-	return nil
+	return edge.Check(ctx, "etcdstore", op, name, s.Validate(), store.ValidateName)
 }
 
 // fail wraps an error from etcd, and ctx's error when ctx has ended (the
@@ -502,12 +473,7 @@ func fail(ctx context.Context, op, name string, err error) error {
 }
 
 // corrupt wraps why the record of name cannot be read in ErrCorruptRecord.
-func corrupt(name string, err error) error {
-	if errors.Is(err, store.ErrCorruptRecord) {
-		return fmt.Errorf("etcdstore: record %q: %w", name, err)
-	}
-	return fmt.Errorf("etcdstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
-}
+func corrupt(name string, err error) error { return edge.Corrupt("etcdstore", name, err) }
 
 // forget drops what is known of name.
 func (s *Store[M]) forget(name string) {

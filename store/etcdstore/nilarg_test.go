@@ -79,7 +79,9 @@ func TestNilArguments(t *testing.T) {
 	if lossy, _ := etcdstore.New[int](c, etcdstore.WithMayLoseRecords(true)); !lossy.MayLoseRecords() {
 		t.Error("WithMayLoseRecords(true) is not reported")
 	}
-	if _, err := etcdstore.New[int](c, etcdstore.WithCodec[string](store.JSONCodec[string]{})); !errors.Is(err, etcdstore.ErrInvalidOption) {
-		t.Errorf("a codec of another type: %v, want ErrInvalidOption", err)
+	// A codec of another metadata type does not compile; a nil one means
+	// JSON.
+	if st, err := etcdstore.NewWithCodec[int](c, nil, nil); err != nil || st.Validate() != nil {
+		t.Errorf("NewWithCodec with a nil codec and a nil option: %v, %v", err, st.Validate())
 	}
 }

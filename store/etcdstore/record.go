@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // stored is the value of a record key: a JSON object with every field
@@ -27,11 +28,11 @@ type stored struct {
 // encodeRecord returns the value stored for rec with the codec's metadata
 // bytes meta and token token. It fails only on a time outside years 0-9999.
 func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte, error) {
-	acquired, err := formatTime(rec.AcquiredAt)
+	acquired, err := edge.FormatTime(rec.AcquiredAt)
 	if err != nil {
 		return nil, fmt.Errorf("AcquiredAt: %w", err)
 	}
-	renewed, err := formatTime(rec.RenewedAt)
+	renewed, err := edge.FormatTime(rec.RenewedAt)
 	if err != nil {
 		return nil, fmt.Errorf("RenewedAt: %w", err)
 	}
@@ -76,11 +77,11 @@ func decodeRecord(value []byte) (lease.Record[struct{}], []byte, error) {
 	if len(missing) > 0 {
 		return lease.Record[struct{}]{}, nil, fmt.Errorf("the record lacks the fields %q", missing)
 	}
-	acquired, err := parseTime(*s.AcquiredAt)
+	acquired, err := edge.ParseTime(*s.AcquiredAt)
 	if err != nil {
 		return lease.Record[struct{}]{}, nil, fmt.Errorf("acquiredAt: %w", err)
 	}
-	renewed, err := parseTime(*s.RenewedAt)
+	renewed, err := edge.ParseTime(*s.RenewedAt)
 	if err != nil {
 		return lease.Record[struct{}]{}, nil, fmt.Errorf("renewedAt: %w", err)
 	}
@@ -92,38 +93,6 @@ func decodeRecord(value []byte) (lease.Record[struct{}], []byte, error) {
 		LeaseDuration: time.Duration(*s.LeaseDurationNs),
 		Transitions:   *s.Transitions,
 	}, *s.Metadata, nil
-}
-
-// formatTime writes t as RFC 3339 in UTC to the nanosecond; the zero time
-// is "".
-func formatTime(t time.Time) (string, error) {
-	if t.IsZero() {
-		return "", nil
-	}
-	if y := t.Year(); y < 0 || y > 9999 {
-		return "", fmt.Errorf("time %v is outside years 0-9999", t)
-	}
-	return t.UTC().Format(time.RFC3339Nano), nil
-}
-
-// parseTime reverses formatTime.
-func parseTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
-	}
-	return t.UTC(), nil
-}
-
-// storedTime is t as Get returns it once stored: parseTime(formatTime(t)).
-func storedTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.Round(0).UTC()
 }
 
 // The value of a token key is the highest token issued under the name, in

@@ -19,6 +19,7 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // ErrForbidden is wrapped by the errors of requests the API server refused
@@ -26,24 +27,6 @@ import (
 // namespace. The error names the verb; the minimal Role is in the package
 // documentation.
 var ErrForbidden = errors.New("kubestore: forbidden")
-
-// Option configures a Store. It is generic in the metadata type M because
-// some options (WithCodec) are typed.
-type Option[M any] func(*options[M])
-
-type options[M any] struct {
-	codec store.Codec[M]
-}
-
-// WithCodec makes the Store encode and decode metadata with c instead of
-// [store.JSONCodec]. A nil c keeps JSONCodec.
-func WithCodec[M any](c store.Codec[M]) Option[M] {
-	return func(o *options[M]) {
-		if c != nil {
-			o.codec = c
-		}
-	}
-}
 
 // Store keeps lease records with metadata of type M in coordination.k8s.io/v1
 // Lease objects of one namespace, one Lease per name. It implements
@@ -78,10 +61,16 @@ type seen struct {
 // with [coordinationclient.NewForConfig] when the program needs no other
 // API group (it then links far less of client-go). It fails on a nil client
 // (an error wrapping [store.ErrNilArgument]) or a namespace that is not a
-// valid namespace name.
-// Metadata is encoded with [store.JSONCodec] unless an option says
-// otherwise. New sends no request.
-func New[M any](client coordinationclient.LeasesGetter, namespace string, opts ...Option[M]) (*Store[M], error) {
+// valid namespace name. Metadata is encoded with [store.JSONCodec]; see
+// NewWithCodec for another codec. New sends no request.
+func New[M any](client coordinationclient.LeasesGetter, namespace string) (*Store[M], error) {
+	return NewWithCodec[M](client, namespace, nil)
+}
+
+// NewWithCodec is New with metadata encoded and decoded by codec, whose
+// type fixes the Store's metadata type. A nil codec means
+// [store.JSONCodec].
+func NewWithCodec[M any](client coordinationclient.LeasesGetter, namespace string, codec store.Codec[M]) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("kubestore: New: %w: client is nil", store.ErrNilArgument)
 	}
@@ -91,17 +80,14 @@ func New[M any](client coordinationclient.LeasesGetter, namespace string, opts .
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("kubestore: New: namespace %q: %s", namespace, strings.Join(errs, "; "))
 	}
-	o := options[M]{codec: store.JSONCodec[M]{}}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	if nilarg.IsNil(codec) {
+		codec = store.JSONCodec[M]{}
 	}
 	return &Store[M]{
 		client:    client,
 		leases:    client.Leases(namespace),
 		namespace: namespace,
-		codec:     o.codec,
+		codec:     codec,
 		seen:      make(map[string]*seen),
 	}, nil
 }
@@ -174,18 +160,11 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
-	}
-	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	enc, _, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 	}
-	// A value the codec cannot read back is refused now rather than stored
-	// as a corrupt record.
-	if _, err := s.codec.Decode(meta); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w: the codec cannot decode its own encoding: %v", op, name, store.ErrEncode, err)
-	}
+	meta := enc.Metadata
 	if _, err := encodeRecord(next, meta); err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 	}
@@ -416,19 +395,7 @@ func (s *Store[M]) fail(ctx context.Context, op, name, verb string, err error) e
 // check refuses a Store not made by New, a nil or ended ctx, then a bad
 // name, for operation op.
 func (s *Store[M]) check(ctx context.Context, op, name string) error {
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
-	}
-	if ctx == nil {
-		return fmt.Errorf("kubestore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kubestore: %s %q: %w", op, name, err)
-	}
-	if err := ValidateName(name); err != nil {
-		return fmt.Errorf("kubestore: %s: %w", op, err)
-	}
-	return nil
+	return edge.Check(ctx, "kubestore", op, name, s.Validate(), ValidateName)
 }
 
 // ValidateName checks that name can name a Lease: it must pass

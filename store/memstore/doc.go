@@ -3,7 +3,7 @@
 //
 // A Store keeps its records in memory and is safe for concurrent use. It
 // behaves like a serializing backend: metadata passes through a
-// [store.Codec] (JSON unless [WithCodec] says otherwise) on every write and
+// [store.Codec] (JSON unless [NewWithCodec] says otherwise) on every write and
 // every read, so a caller that mutates its metadata (a map, a slice, a
 // pointer) after a write, or mutates a record it read, never changes what is
 // stored, and the limits of [store.EncodeMetadata] apply.
@@ -18,9 +18,10 @@
 //
 // The package passes [github.com/tenure-go/tenure/store/storetest].
 //
-// # Options
+// # Codec
 //
-// Options are generic in the metadata type because a codec is typed. With no
-// options, name the type: memstore.New[Meta](). With a codec, it is inferred:
-// memstore.New(memstore.WithCodec(myCodec)).
+// With the default codec, name the metadata type: memstore.New[Meta]().
+// With a codec of your own, the type is inferred from it and checked by the
+// compiler: memstore.NewWithCodec(myCodec). Every store of this module
+// follows that pattern (see "Store options" in docs/design.md).
 package memstore

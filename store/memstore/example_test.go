@@ -112,10 +112,10 @@ func (c upperCodec) Encode(m Meta) ([]byte, error) {
 	return c.JSONCodec.Encode(m)
 }
 
-// WithCodec replaces JSON with a codec of the caller's; the metadata type is
-// inferred from it.
-func ExampleWithCodec() {
-	st := memstore.New(memstore.WithCodec(upperCodec{}))
+// NewWithCodec replaces JSON with a codec of the caller's; the metadata type
+// is inferred from it.
+func ExampleNewWithCodec() {
+	st := memstore.NewWithCodec(upperCodec{})
 	rec, _, _ := st.CompareAndSwap(context.Background(), "billing-cron", 0, lease.Record[Meta]{
 		Holder: "worker-a", Token: 1, LeaseDuration: 15 * time.Second, Metadata: Meta{Addr: "db.internal:5432"},
 	})

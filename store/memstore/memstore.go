@@ -3,32 +3,15 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 	"github.com/tenure-go/tenure/store/internal/latest"
 )
-
-// Option configures a Store. It is generic in the metadata type M because
-// some options (WithCodec) are typed.
-type Option[M any] func(*options[M])
-
-type options[M any] struct {
-	codec store.Codec[M]
-}
-
-// WithCodec makes the Store encode and decode metadata with c instead of
-// [store.JSONCodec]. A nil c keeps JSONCodec.
-func WithCodec[M any](c store.Codec[M]) Option[M] {
-	return func(o *options[M]) {
-		if c != nil {
-			o.codec = c
-		}
-	}
-}
 
 // Store is an in-process store of lease records with metadata of type M. It
 // implements [store.Store] and [store.Watcher] and is safe for concurrent
@@ -68,16 +51,19 @@ type slot struct {
 // sub is one watcher: the latest state (nil: absent) not yet sent to it.
 type sub = latest.Box[*entry]
 
-// New returns an empty Store. Metadata is encoded with [store.JSONCodec]
-// unless an option says otherwise.
-func New[M any](opts ...Option[M]) *Store[M] {
-	o := options[M]{codec: store.JSONCodec[M]{}}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+// New returns an empty Store that encodes metadata with [store.JSONCodec].
+func New[M any]() *Store[M] {
+	return NewWithCodec[M](nil)
+}
+
+// NewWithCodec returns an empty Store that encodes and decodes metadata
+// with codec, whose type fixes the Store's metadata type. A nil codec means
+// [store.JSONCodec].
+func NewWithCodec[M any](codec store.Codec[M]) *Store[M] {
+	if nilarg.IsNil(codec) {
+		codec = store.JSONCodec[M]{}
 	}
-	return &Store[M]{codec: o.codec, names: make(map[string]*slot)}
+	return &Store[M]{codec: codec, names: make(map[string]*slot)}
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -131,28 +117,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
-	}
-	b, err := store.EncodeMetadata(s.codec, next.Metadata)
+	rec, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
-	}
-	// Decode what will be stored: a value the codec cannot read back is
-	// refused now rather than stored as a corrupt record, and the decoded
-	// value, which shares nothing with next, is what the caller gets back.
-	m, err := s.codec.Decode(b)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
-	}
-	rec := lease.Record[[]byte]{
-		Holder:        next.Holder,
-		Token:         next.Token,
-		AcquiredAt:    next.AcquiredAt.Round(0),
-		RenewedAt:     next.RenewedAt.Round(0),
-		LeaseDuration: next.LeaseDuration,
-		Transitions:   next.Transitions,
-		Metadata:      b,
 	}
 	stored, found, err := s.swap(name, expected, rec)
 	switch {
@@ -371,27 +338,10 @@ func withMetadata[M any](r lease.Record[[]byte], m M) lease.Record[M] {
 
 // corrupt wraps a decoding error of the record of name so that it matches
 // store.ErrCorruptRecord.
-func corrupt(name string, err error) error {
-	if errors.Is(err, store.ErrCorruptRecord) {
-		return fmt.Errorf("memstore: record %q: %w", name, err)
-	}
-	return fmt.Errorf("memstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
-}
+func corrupt(name string, err error) error { return edge.Corrupt("memstore", name, err) }
 
 // check refuses a Store not made by New, a nil or ended ctx, then a bad
 // name, for operation op.
 func (s *Store[M]) check(ctx context.Context, op, name string) error {
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("memstore: %s %q: %w", op, name, err)
-	}
-	if ctx == nil {
-		return fmt.Errorf("memstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: %s %q: %w", op, name, err)
-	}
-	if err := store.ValidateName(name); err != nil {
-		return fmt.Errorf("memstore: %s: %w", op, err)
-	}
-	return nil
+	return edge.Check(ctx, "memstore", op, name, s.Validate(), store.ValidateName)
 }

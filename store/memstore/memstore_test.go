@@ -44,10 +44,10 @@ func (c countingCodec[M]) Decode(b []byte) (M, error) {
 func TestConformanceWithCodec(t *testing.T) {
 	var encodes, decodes atomic.Int64
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
-		return memstore.New(memstore.WithCodec(countingCodec[storetest.Meta]{encodes: &encodes, decodes: &decodes}))
+		return memstore.NewWithCodec(countingCodec[storetest.Meta]{encodes: &encodes, decodes: &decodes})
 	})
 	if encodes.Load() == 0 || decodes.Load() == 0 {
-		t.Errorf("the codec given WithCodec was not used: %d encodes, %d decodes", encodes.Load(), decodes.Load())
+		t.Errorf("the codec given NewWithCodec was not used: %d encodes, %d decodes", encodes.Load(), decodes.Load())
 	}
 }
 
@@ -386,7 +386,7 @@ func (failingCodec) Decode([]byte) (int, error) { return 0, errors.New("no decod
 
 func TestCodecThatCannotDecodeIsRefused(t *testing.T) {
 	ctx := t.Context()
-	st := memstore.New(memstore.WithCodec(failingCodec{}))
+	st := memstore.NewWithCodec(failingCodec{})
 	_, _, err := st.CompareAndSwap(ctx, "fail", 0, lease.Record[int]{LeaseDuration: time.Second, Holder: "a", Metadata: 1})
 	if !errors.Is(err, store.ErrEncode) || errors.Is(err, store.ErrCorruptRecord) {
 		t.Errorf("CompareAndSwap: error = %v, want store.ErrEncode (and not ErrCorruptRecord)", err)
@@ -405,8 +405,8 @@ func TestTimesLoseMonotonicReading(t *testing.T) {
 	}
 }
 
-func TestNilOptionsAndCodec(t *testing.T) {
-	st := memstore.New(nil, memstore.WithCodec[labels](nil))
+func TestNilCodec(t *testing.T) {
+	st := memstore.NewWithCodec[labels](nil)
 	got, _ := mustSwap(t, st, "nil", 0, lease.Record[labels]{Metadata: newLabels()})
 	if !cmp.Equal(got.Metadata, newLabels()) {
 		t.Errorf("metadata = %+v, want %+v", got.Metadata, newLabels())
@@ -415,7 +415,7 @@ func TestNilOptionsAndCodec(t *testing.T) {
 
 // CheckMetadata refuses exactly what CompareAndSwap refuses.
 func TestCheckMetadataAgreesWithCompareAndSwap(t *testing.T) {
-	st := memstore.New(memstore.WithCodec[string](shortStrings{}))
+	st := memstore.NewWithCodec[string](shortStrings{})
 	for _, m := range []string{"ok", "far too long for the codec", strings.Repeat("x", store.MaxMetadataBytes)} {
 		checkErr := st.CheckMetadata(m)
 		_, _, swapErr := st.CompareAndSwap(t.Context(), "job", 0, lease.Record[string]{Token: 1, Metadata: m})

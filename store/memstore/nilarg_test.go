@@ -72,8 +72,8 @@ func TestNilArguments(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate of a Store from New = %v", err)
 	}
-	// New and WithCodec take nil options and a nil codec as "the default".
-	if st := memstore.New(nil, memstore.WithCodec[int](nil)); st.Validate() != nil {
-		t.Errorf("New(nil, WithCodec(nil)) is not usable: %v", st.Validate())
+	// NewWithCodec takes a nil codec as "the default".
+	if st := memstore.NewWithCodec[int](nil); st.Validate() != nil {
+		t.Errorf("NewWithCodec(nil) is not usable: %v", st.Validate())
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // A nil pool, a nil or zero Store and a nil ctx are errors that name them
-// (wrapping ErrNilPool or store.ErrNilArgument); nothing panics. No server
+// (wrapping store.ErrNilArgument); nothing panics. No server
 // is needed.
 func TestNilArguments(t *testing.T) {
 	var nilCtx context.Context
@@ -33,7 +33,8 @@ func TestNilArguments(t *testing.T) {
 		mention string
 	}
 	tests := []call{
-		{"New: nil pool", func() error { _, err := pgstore.New[int](nil); return err }, pgstore.ErrNilPool, "nil pool"},
+		{"New: nil pool", func() error { _, err := pgstore.New[int](nil); return err }, store.ErrNilArgument, "pool is nil"},
+		{"NewWithCodec: nil pool", func() error { _, err := pgstore.NewWithCodec[int](nil, nil); return err }, store.ErrNilArgument, "pool is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},

@@ -20,8 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // DefaultTable is the table a Store uses unless WithTable says otherwise.
@@ -35,10 +37,8 @@ const SequenceSuffix = "_revision"
 // ones are silently truncated by the server, so they are refused here.
 const maxIdentBytes = 63
 
-// Errors returned by New.
+// Errors returned by New and the Store's methods.
 var (
-	// ErrNilPool: New was given a nil pool.
-	ErrNilPool = errors.New("pgstore: nil pool")
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("pgstore: invalid option")
 	// ErrSchema: the database holds something the Store cannot use, such
@@ -52,7 +52,6 @@ type Option func(*options)
 
 type options struct {
 	table       []string
-	codec       any // a store.Codec[M] for the M of New, or nil
 	autoMigrate bool
 	errs        []error
 }
@@ -71,17 +70,6 @@ func WithTable(parts ...string) Option {
 			return
 		}
 		o.table = append([]string(nil), parts...)
-	}
-}
-
-// WithCodec makes the Store encode and decode metadata with c instead of
-// store.JSONCodec. c must be a store.Codec of the Store's metadata type; New
-// reports an error otherwise. A nil c keeps JSONCodec.
-func WithCodec[M any](c store.Codec[M]) Option {
-	return func(o *options) {
-		if c != nil {
-			o.codec = c
-		}
 	}
 }
 
@@ -142,18 +130,27 @@ var (
 	_ store.Watcher[struct{}] = (*Store[struct{}])(nil)
 )
 
-// New returns a Store that keeps its records in pool's database. It returns
-// an error wrapping ErrNilPool for a nil pool and ErrInvalidOption for a bad
-// option. New does not touch the database: the table is created on first
-// use (see WithAutoMigrate and Migrate).
+// New returns a Store that keeps its records in pool's database, with
+// metadata encoded by [store.JSONCodec] (see NewWithCodec for another
+// codec). It returns an error wrapping [store.ErrNilArgument] for a nil
+// pool and ErrInvalidOption for a bad option. New does not touch the
+// database: the table is created on first use (see WithAutoMigrate and
+// Migrate).
 //
 // A Store that has watchers holds one more connection, for LISTEN: it is
 // opened through the pool, so that the pool's settings and hooks apply, and
 // then detached from it, so that it does not count against the pool's
 // MaxConns.
 func New[M any](pool *pgxpool.Pool, opts ...Option) (*Store[M], error) {
+	return NewWithCodec[M](pool, nil, opts...)
+}
+
+// NewWithCodec is New with metadata encoded and decoded by codec, whose
+// type fixes the Store's metadata type. A nil codec means
+// [store.JSONCodec].
+func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Option) (*Store[M], error) {
 	if pool == nil {
-		return nil, ErrNilPool
+		return nil, fmt.Errorf("pgstore: New: %w: pool is nil", store.ErrNilArgument)
 	}
 	o := options{table: []string{DefaultTable}, autoMigrate: true}
 	for _, opt := range opts {
@@ -164,14 +161,8 @@ func New[M any](pool *pgxpool.Pool, opts ...Option) (*Store[M], error) {
 	if err := errors.Join(o.errs...); err != nil {
 		return nil, err
 	}
-	var codec store.Codec[M] = store.JSONCodec[M]{}
-	if o.codec != nil {
-		c, ok := o.codec.(store.Codec[M])
-		if !ok {
-			var m M
-			return nil, fmt.Errorf("%w: WithCodec: %T is not a store.Codec[%T]", ErrInvalidOption, o.codec, m)
-		}
-		codec = c
+	if nilarg.IsNil(codec) {
+		codec = store.JSONCodec[M]{}
 	}
 	s := &Store[M]{
 		pool:        pool,
@@ -592,29 +583,12 @@ func (s *Store[M]) record(name string, r *row) (lease.Record[M], lease.Revision,
 
 // corrupt wraps a decoding error of the record of name so that it matches
 // store.ErrCorruptRecord.
-func corrupt(name string, err error) error {
-	if errors.Is(err, store.ErrCorruptRecord) {
-		return fmt.Errorf("pgstore: record %q: %w", name, err)
-	}
-	return fmt.Errorf("pgstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
-}
+func corrupt(name string, err error) error { return edge.Corrupt("pgstore", name, err) }
 
 // check refuses a Store not made by New, a nil or ended ctx, then a bad
 // name, for operation op.
 func (s *Store[M]) check(ctx context.Context, op, name string) error {
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("pgstore: %s %q: %w", op, name, err)
-	}
-	if ctx == nil {
-		return fmt.Errorf("pgstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pgstore: %s %q: %w", op, name, err)
-	}
-	if err := store.ValidateName(name); err != nil {
-		return fmt.Errorf("pgstore: %s: %w", op, err)
-	}
-	return nil
+	return edge.Check(ctx, "pgstore", op, name, s.Validate(), store.ValidateName)
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -725,23 +699,12 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
-	}
-	b, err := store.EncodeMetadata(s.codec, next.Metadata)
+	enc, _, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
 	}
-	// A value the codec cannot read back is refused now, rather than stored
-	// as a record nobody can read.
-	if _, err := s.codec.Decode(b); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
-	}
 	if err := s.ensureSchema(ctx); err != nil {
 		return lease.Record[M]{}, 0, err
-	}
-	if b == nil {
-		b = []byte{} // metadata is NOT NULL
 	}
 
 	// A create starts a term: NewToken raises a token of 0 to 1.
@@ -749,43 +712,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
 	}
-	var (
-		written bool
-		r       row
-		found   bool
-		notes   int64
-	)
-	err = s.retry(ctx, notExecuted, func() error {
-		var rows pgx.Rows
-		var err error
-		if expected == 0 {
-			rows, err = s.pool.Query(ctx, s.sqlCreate,
-				name, next.Holder, created, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
-				s.seqText, s.channel)
-		} else {
-			// No stored revision exceeds MaxInt64: a larger expected
-			// revision matches nothing, and neither does -1.
-			exp := int64(-1)
-			if expected <= math.MaxInt64 {
-				exp = int64(expected)
-			}
-			rows, err = s.pool.Query(ctx, s.sqlUpdate,
-				name, exp, next.Holder, next.Token, next.AcquiredAt, next.RenewedAt, int64(next.LeaseDuration), next.Transitions, b,
-				s.seqText, s.channel)
-		}
-		if err != nil {
-			return err
-		}
-		found = false
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		return rows.Err()
-	})
+	r, written, found, err := s.swap(ctx, name, expected, created, enc)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, s.explain(err)))
 	}
@@ -819,6 +746,46 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", name, store.ErrCorruptRecord, rev)
 	}
 	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", name, store.ErrCorruptRecord, rev)
+}
+
+// swap runs the statement of CompareAndSwap: it creates the row of name
+// with enc and token created when expected is zero, and otherwise updates
+// it to enc if it is at revision expected. It returns the row it wrote,
+// or the row it found (found is false when there is none).
+func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) (r row, written, found bool, err error) {
+	var notes int64
+	err = s.retry(ctx, notExecuted, func() error {
+		var rows pgx.Rows
+		var err error
+		if expected == 0 {
+			rows, err = s.pool.Query(ctx, s.sqlCreate,
+				name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+				s.seqText, s.channel)
+		} else {
+			// No stored revision exceeds MaxInt64: a larger expected
+			// revision matches nothing, and neither does -1.
+			exp := int64(-1)
+			if expected <= math.MaxInt64 {
+				exp = int64(expected)
+			}
+			rows, err = s.pool.Query(ctx, s.sqlUpdate,
+				name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+				s.seqText, s.channel)
+		}
+		if err != nil {
+			return err
+		}
+		found = false
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return r, written, found, err
 }
 
 // explain adds what the store knows to an error of the server: a

@@ -81,8 +81,8 @@ func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 }
 
 func TestNewRefusesBadInput(t *testing.T) {
-	if _, err := pgstore.New[storetest.Meta](nil); !errors.Is(err, pgstore.ErrNilPool) {
-		t.Errorf("New(nil) error = %v, want ErrNilPool", err)
+	if _, err := pgstore.New[storetest.Meta](nil); !errors.Is(err, store.ErrNilArgument) {
+		t.Errorf("New(nil) error = %v, want store.ErrNilArgument", err)
 	}
 	// A pool that is never connected: New must not touch the database.
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
@@ -102,7 +102,6 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"not UTF-8", pgstore.WithTable("\xff")},
 		{"too long for the sequence", pgstore.WithTable(strings.Repeat("t", 55))},
 		{"schema too long", pgstore.WithTable(strings.Repeat("s", 64), "t")},
-		{"codec of another type", pgstore.WithCodec[int](store.JSONCodec[int]{})},
 	} {
 		if _, err := pgstore.New[storetest.Meta](pool, c.opt); !errors.Is(err, pgstore.ErrInvalidOption) {
 			t.Errorf("New with %s: error = %v, want ErrInvalidOption", c.label, err)
@@ -112,12 +111,15 @@ func TestNewRefusesBadInput(t *testing.T) {
 		nil,
 		pgstore.WithTable(strings.Repeat("t", 54)),
 		pgstore.WithTable(strings.Repeat("s", 63), "t"),
-		pgstore.WithCodec[storetest.Meta](nil),
-		pgstore.WithCodec[storetest.Meta](store.JSONCodec[storetest.Meta]{}),
 		pgstore.WithAutoMigrate(false),
 	} {
 		if _, err := pgstore.New[storetest.Meta](pool, ok); err != nil {
 			t.Errorf("New: %v", err)
+		}
+	}
+	for _, c := range []store.Codec[storetest.Meta]{nil, store.JSONCodec[storetest.Meta]{}} {
+		if _, err := pgstore.NewWithCodec(pool, c); err != nil {
+			t.Errorf("NewWithCodec(%T): %v", c, err)
 		}
 	}
 	st, _ := pgstore.New[storetest.Meta](pool)

@@ -99,7 +99,7 @@ func NewHub(client redis.UniversalClient, opts ...Option) (*Hub, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&cfg)
+			o(&cfg)
 		}
 	}
 	return newHub(client, cfg), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // Errors returned by New and Watch.
@@ -25,18 +26,11 @@ var (
 	ErrWatchTimeout = errors.New("redisstore: the subscription was not confirmed in time")
 )
 
-// Option configures a Store.
-type Option interface {
-	apply(*config)
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+// Option configures a Store. A nil Option is ignored.
+type Option func(*config)
 
 type config struct {
 	prefix      string
-	codec       any // a store.Codec[M], checked by New
 	healthCheck time.Duration
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
@@ -60,11 +54,11 @@ func defaultConfig() config {
 // apply, not the Store's. A nil hub keeps the default: a Hub of the
 // Store's own.
 func WithHub(hub *Hub) Option {
-	return optionFunc(func(c *config) {
+	return func(c *config) {
 		if hub != nil {
 			c.hub = hub
 		}
-	})
+	}
 }
 
 // WithPrefix puts every key and channel of the Store under prefix: the record
@@ -74,18 +68,7 @@ func WithHub(hub *Hub) Option {
 // putting every record of the Store in one slot instead of hashing each by
 // its name.
 func WithPrefix(prefix string) Option {
-	return optionFunc(func(c *config) { c.prefix = prefix })
-}
-
-// WithCodec makes the Store encode and decode metadata with codec instead of
-// [store.JSONCodec]. New fails when the codec's metadata type is not the
-// Store's. A nil codec keeps the default.
-func WithCodec[M any](codec store.Codec[M]) Option {
-	return optionFunc(func(c *config) {
-		if codec != nil {
-			c.codec = codec
-		}
-	})
+	return func(c *config) { c.prefix = prefix }
 }
 
 // WithWatchHealthCheck sets how long the Store's [Hub] waits without
@@ -94,11 +77,11 @@ func WithCodec[M any](codec store.Codec[M]) Option {
 // new Watch also waits at most twice as long for its subscription. The default is 10s;
 // d <= 0 keeps it.
 func WithWatchHealthCheck(d time.Duration) Option {
-	return optionFunc(func(c *config) {
+	return func(c *config) {
 		if d > 0 {
 			c.healthCheck = d
 		}
-	})
+	}
 }
 
 // WithWatchBackoff sets the pauses between the [Hub]'s attempts to
@@ -106,14 +89,14 @@ func WithWatchHealthCheck(d time.Duration) Option {
 // limit. The defaults are 50ms and 2s. Values <= 0 keep the defaults; limit
 // is raised to initial if it is lower.
 func WithWatchBackoff(initial, limit time.Duration) Option {
-	return optionFunc(func(c *config) {
+	return func(c *config) {
 		if initial > 0 {
 			c.minBackoff = initial
 		}
 		if limit > 0 {
 			c.maxBackoff = limit
 		}
-	})
+	}
 }
 
 // WithMayLoseRecords says whether the server may lose records, which is
@@ -128,7 +111,7 @@ func WithWatchBackoff(initial, limit time.Duration) Option {
 // Pass false only when a lost record is impossible in your setup: a single
 // server with appendfsync always, and no failover.
 func WithMayLoseRecords(may bool) Option {
-	return optionFunc(func(c *config) { c.lossless = !may })
+	return func(c *config) { c.lossless = !may }
 }
 
 // Store keeps lease records in Redis, one hash per election name. It
@@ -162,24 +145,35 @@ func (s *Store[M]) MayLoseRecords() bool { return s == nil || !s.cfg.lossless }
 // set; the Store returns when the context ends in either case, and the
 // abandoned command then finishes or times out in the background.
 //
-// New fails on a nil client (an error wrapping [store.ErrNilArgument]), and
-// with ErrInvalidOption on a prefix with a brace or a codec for another
-// metadata type.
+// Metadata is encoded with [store.JSONCodec]; see NewWithCodec for another
+// codec. New fails on a nil client (an error wrapping
+// [store.ErrNilArgument]), and with ErrInvalidOption on a prefix with a
+// brace or a hub made for another client.
 func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error) {
+	return NewWithCodec[M](client, nil, opts...)
+}
+
+// NewWithCodec is New with metadata encoded and decoded by codec, whose
+// type fixes the Store's metadata type. A nil codec means
+// [store.JSONCodec].
+func NewWithCodec[M any](client redis.UniversalClient, codec store.Codec[M], opts ...Option) (*Store[M], error) {
 	if nilarg.IsNil(client) {
 		return nil, fmt.Errorf("redisstore: New: %w: client is nil", store.ErrNilArgument)
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&cfg)
+			o(&cfg)
 		}
 	}
 	if i := strings.IndexAny(cfg.prefix, "{}"); i >= 0 {
 		return nil, fmt.Errorf("%w: WithPrefix(%q): a key prefix may not contain %q (found at byte %d): a brace would make the prefix the Redis Cluster hash tag of every key", ErrInvalidOption, cfg.prefix, cfg.prefix[i], i)
 	}
 	cfg.maxBackoff = max(cfg.maxBackoff, cfg.minBackoff)
-	s := &Store[M]{client: client, cfg: cfg, codec: store.JSONCodec[M]{}, hub: cfg.hub, gate: newGate(client, cfg)}
+	if nilarg.IsNil(codec) {
+		codec = store.JSONCodec[M]{}
+	}
+	s := &Store[M]{client: client, cfg: cfg, codec: codec, hub: cfg.hub, gate: newGate(client, cfg)}
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
@@ -187,14 +181,6 @@ func New[M any](client redis.UniversalClient, opts ...Option) (*Store[M], error)
 		return nil, fmt.Errorf("%w: WithHub: the Hub was not made by NewHub", ErrInvalidOption)
 	case !sameClient(s.hub.client, client):
 		return nil, fmt.Errorf("%w: WithHub: the Hub was made for another client (%T) than the Store's (%T): a Hub reads records through its own client", ErrInvalidOption, s.hub.client, client)
-	}
-	if cfg.codec != nil {
-		c, ok := cfg.codec.(store.Codec[M])
-		if !ok {
-			var m M
-			return nil, fmt.Errorf("%w: WithCodec: the codec is a %T, not a store.Codec[%T]", ErrInvalidOption, cfg.codec, m)
-		}
-		s.codec = c
 	}
 	return s, nil
 }
@@ -321,27 +307,13 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	if err := store.ValidateRecord(next); err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
-	}
-	acquired, err := formatTime(next.AcquiredAt)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: AcquiredAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	renewed, err := formatTime(next.RenewedAt)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: RenewedAt: %w", name, store.ErrInvalidRecord, err)
-	}
-	meta, err := store.EncodeMetadata(s.codec, next.Metadata)
+	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
 	}
-	// What the codec cannot read back would be a corrupt record: refuse it
-	// now. The decoded value shares nothing with next.Metadata, so it is
-	// what the caller gets back.
-	m, err := s.codec.Decode(meta)
+	acquired, renewed, err := edge.FormatTimes(next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
 	}
 	op := strconv.FormatUint(rand.Uint64(), 36)
 	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
@@ -361,14 +333,24 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			renewed,
 			strconv.FormatInt(int64(next.LeaseDuration), 10),
 			strconv.FormatUint(next.Transitions, 10),
-			meta,
+			enc.Metadata,
 			gateOn, seen, age, "born:"+escape(name),
 		).Slice()
 	})
 	if err != nil {
 		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
 	}
-	status, _ := reply[0].(string)
+	return s.swapped(ctx, name, expected, next, m, reply)
+}
+
+// swapped reads the reply of the script run by CompareAndSwap, which
+// wrote next with metadata m if the record of name was at revision
+// expected, and returns what CompareAndSwap returns.
+func (s *Store[M]) swapped(ctx context.Context, name string, expected lease.Revision, next lease.Record[M], m M, reply []any) (lease.Record[M], lease.Revision, error) {
+	var status string
+	if len(reply) > 0 {
+		status, _ = reply[0].(string)
+	}
 	if s.gate != nil && len(reply) > 1 && (status == "ok" || status == "conflict" || status == "absent") {
 		// Every one of these replies ends with the marker's nonce, save
 		// "ok", which adds whether the create was vouched for.
@@ -392,8 +374,8 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		rec := lease.Record[M]{
 			Holder:        next.Holder,
 			Token:         token,
-			AcquiredAt:    storedTime(next.AcquiredAt),
-			RenewedAt:     storedTime(next.RenewedAt),
+			AcquiredAt:    edge.StoredTime(next.AcquiredAt),
+			RenewedAt:     edge.StoredTime(next.RenewedAt),
 			LeaseDuration: next.LeaseDuration,
 			Transitions:   next.Transitions,
 			Metadata:      m,
@@ -449,14 +431,6 @@ func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision,
 	return rec, lease.Revision(p.rev), nil
 }
 
-// storedTime is t as Get will return it once stored: parseTime(formatTime(t)).
-func storedTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.Round(0).UTC()
-}
-
 // call runs f, which talks to Redis, and returns its result, or ctx's error
 // as soon as ctx ends: go-redis cuts a command at a context deadline only
 // when the client has ContextTimeoutEnabled, and never at a cancellation.
@@ -487,19 +461,7 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 // check refuses a Store not made by New, a nil or ended ctx, then a bad
 // name, for operation op.
 func (s *Store[M]) check(ctx context.Context, op, name string) error {
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
-	}
-	if ctx == nil {
-		return fmt.Errorf("redisstore: %s %q: %w: ctx is nil", op, name, store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: %s %q: %w", op, name, err)
-	}
-	if err := store.ValidateName(name); err != nil {
-		return fmt.Errorf("redisstore: %s: %w", op, err)
-	}
-	return nil
+	return edge.Check(ctx, "redisstore", op, name, s.Validate(), store.ValidateName)
 }
 
 // fail wraps an error from Redis or from ctx.
@@ -508,12 +470,7 @@ func fail(op, name string, err error) error {
 }
 
 // corrupt wraps why the record of name cannot be read in ErrCorruptRecord.
-func corrupt(name string, err error) error {
-	if errors.Is(err, store.ErrCorruptRecord) {
-		return fmt.Errorf("redisstore: record %q: %w", name, err)
-	}
-	return fmt.Errorf("redisstore: record %q: %w: %w", name, store.ErrCorruptRecord, err)
-}
+func corrupt(name string, err error) error { return edge.Corrupt("redisstore", name, err) }
 
 // isWrongType reports a WRONGTYPE reply: the key holds something other than
 // a hash.

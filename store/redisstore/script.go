@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 // The fields of a record hash, in the order of the script's replies, of the
@@ -395,10 +396,10 @@ func (r *raw) parse() (parsed, error) {
 	if p.token, ok = decimal(r[3]); !ok {
 		return p, fmt.Errorf("field %s = %.40q is not a token", fToken, r[3])
 	}
-	if p.acquired, err = parseTime(r[4]); err != nil {
+	if p.acquired, err = edge.ParseTime(r[4]); err != nil {
 		return p, fmt.Errorf("field %s: %w", fAcquired, err)
 	}
-	if p.renewed, err = parseTime(r[5]); err != nil {
+	if p.renewed, err = edge.ParseTime(r[5]); err != nil {
 		return p, fmt.Errorf("field %s: %w", fRenewed, err)
 	}
 	d, ok := decimal(r[6])
@@ -418,29 +419,4 @@ func (r *raw) parse() (parsed, error) {
 func decimal(s string) (uint64, bool) {
 	n, err := strconv.ParseUint(s, 10, 64)
 	return n, err == nil && strconv.FormatUint(n, 10) == s
-}
-
-// formatTime renders t for the hash: RFC 3339 in UTC with nanoseconds, ""
-// for the zero time. Times outside years 0-9999 have no RFC 3339 form and
-// are refused.
-func formatTime(t time.Time) (string, error) {
-	if t.IsZero() {
-		return "", nil
-	}
-	if y := t.Year(); y < 0 || y > 9999 {
-		return "", fmt.Errorf("time %v is outside years 0-9999", t)
-	}
-	return t.UTC().Format(time.RFC3339Nano), nil
-}
-
-// parseTime reverses formatTime.
-func parseTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
-	}
-	return t.UTC(), nil
 }

@@ -59,7 +59,7 @@ func (s liberalStore) CompareAndSwap(ctx context.Context, name string, expected 
 func TestLiberalStorePasses(t *testing.T) {
 	var floor atomic.Uint64
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
-		return liberalStore{memstore.New(memstore.WithCodec[storetest.Meta](gobCodec{})), &floor}
+		return liberalStore{memstore.NewWithCodec[storetest.Meta](gobCodec{}), &floor}
 	})
 }
 
