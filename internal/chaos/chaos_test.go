@@ -245,6 +245,9 @@ type result struct {
 	watch    testcluster.WatchReport
 	bound    time.Duration
 	duration time.Duration
+	// reconnect holds, for each of report.ToLeader, the time from the heal
+	// to the first answer of the store to any elector after it (-1: none).
+	reconnect []time.Duration
 }
 
 // elector is one elector of a schedule and what it runs on.
@@ -401,6 +404,13 @@ func runSchedule(t *testing.T, b backend, e *env, newFence func() testcluster.Fe
 	stop()
 	wg.Wait()
 	res.report = chk.Report()
+	for _, h := range res.report.ToLeader {
+		d := time.Duration(-1)
+		if at, ok := hist.FirstAnswer(h.At); ok {
+			d = at.Sub(h.At)
+		}
+		res.reconnect = append(res.reconnect, d)
+	}
 	res.ops = hist.Len()
 	res.duration = time.Since(began)
 	res.check, _ = hist.Check(2 * time.Minute)

@@ -279,7 +279,8 @@ type CheckReport struct {
 
 // HealTime is the time from a heal to the next leader.
 type HealTime struct {
-	What string // the fault healed
+	What string    // the fault healed
+	At   time.Time // when it healed
 	D    time.Duration
 }
 
@@ -379,9 +380,9 @@ func (c *Checker) Report() CheckReport {
 		case !nextFault.IsZero() && (next.IsZero() || next.After(nextFault)):
 			r.Interrupted++
 		case next.IsZero():
-			r.ToLeader = append(r.ToLeader, HealTime{hl.what, -1})
+			r.ToLeader = append(r.ToLeader, HealTime{hl.what, h, -1})
 		default:
-			r.ToLeader = append(r.ToLeader, HealTime{hl.what, next.Sub(h)})
+			r.ToLeader = append(r.ToLeader, HealTime{hl.what, h, next.Sub(h)})
 		}
 	}
 	return r

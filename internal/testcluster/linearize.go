@@ -115,6 +115,26 @@ func (h *History) now() int64 { return int64(time.Since(h.start)) }
 // Since returns t as a time of the history.
 func (h *History) Since(t time.Time) int64 { return int64(t.Sub(h.start)) }
 
+// FirstAnswer returns when the first operation that returned after t with
+// an answer (a record, none, a conflict: not an unknown outcome) returned:
+// when the store could be reached again after a fault healed at t. ok is
+// false if none did.
+func (h *History) FirstAnswer(t time.Time) (at time.Time, ok bool) {
+	from := h.Since(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := int64(math.MaxInt64)
+	for _, op := range h.ops {
+		if op.Output.(OpOutput).Outcome != OutUnknown && op.Return > from && op.Return < first {
+			first = op.Return
+		}
+	}
+	if first == math.MaxInt64 {
+		return time.Time{}, false
+	}
+	return h.start.Add(time.Duration(first)), true
+}
+
 func (h *History) add(client int, in OpInput, out OpOutput, call, ret int64) {
 	if out.Outcome == OutUnknown {
 		// It may take effect at any time after its call: it never

@@ -203,3 +203,26 @@ func TestBoundUnknown(t *testing.T) {
 		t.Fatalf("a read going back after an unknown swap landed: %v, want Illegal", res)
 	}
 }
+
+// TestFirstAnswer: the first answer after a heal is the first operation
+// that returned after it with a record, none or a conflict; failed reads
+// (not recorded) and swaps of unknown outcome are no answer.
+func TestFirstAnswer(t *testing.T) {
+	h := NewHistory()
+	ms := func(n int) int64 { return int64(time.Duration(n) * time.Millisecond) }
+	heal := h.start.Add(100 * time.Millisecond)
+	if _, ok := h.FirstAnswer(heal); ok {
+		t.Fatal("an empty history has an answer")
+	}
+	h.add(0, OpInput{Kind: OpGet}, OpOutput{Outcome: OutOK, Rev: 1}, ms(10), ms(90))            // before the heal
+	h.add(1, OpInput{Kind: OpCAS, Expected: 1}, OpOutput{Outcome: OutUnknown}, ms(95), ms(300)) // no answer
+	if _, ok := h.FirstAnswer(heal); ok {
+		t.Fatal("an unknown outcome counted as an answer")
+	}
+	h.add(2, OpInput{Kind: OpCAS, Expected: 1}, OpOutput{Outcome: OutConflict, Rev: 2}, ms(200), ms(260))
+	h.add(0, OpInput{Kind: OpGet}, OpOutput{Outcome: OutNotFound}, ms(80), ms(230)) // sent before, answered after
+	at, ok := h.FirstAnswer(heal)
+	if want := h.start.Add(230 * time.Millisecond); !ok || !at.Equal(want) {
+		t.Fatalf("FirstAnswer = %v, %v; want %v", at.Sub(h.start), ok, want.Sub(h.start))
+	}
+}
