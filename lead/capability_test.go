@@ -30,6 +30,10 @@ func (w forwardingWrapper) Watch(ctx context.Context, name string) (<-chan store
 	return store.Watch(ctx, w.Store, name)
 }
 
+func (w forwardingWrapper) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(w.Store)
+}
+
 // countingWrapper forwards like forwardingWrapper and counts Watch calls.
 type countingWrapper struct {
 	forwardingWrapper

@@ -250,7 +250,13 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 			"If the store wraps another, forward MayLoseRecords with store.MayLoseRecords",
 			"store", fmt.Sprintf("%T", st), "lease_duration", cfg.LeaseDuration)
 	}
-	if !watches {
+	if _, half := st.(interface {
+		Watch(context.Context, string) (<-chan store.Event[M], error)
+	}); half && !watches {
+		e.log.Warn("the store has a Watch method but not WatchCapabilities, so it is no store.Watcher and followers poll. "+
+			"If the store wraps one that watches, forward WatchCapabilities with store.WatchCapabilitiesOf (or return the zero value if it alters events)",
+			"store", fmt.Sprintf("%T", st))
+	} else if !watches {
 		e.log.Info("the store cannot watch (store.Watcher), so followers poll: a handover after a release takes up to one RetryInterval. "+
 			"If the store wraps one that watches, forward Watch with store.Watch",
 			"store", fmt.Sprintf("%T", st), "retry_interval", cfg.RetryInterval)

@@ -96,6 +96,9 @@ func (s swaps[M]) Validate() error         { return store.Validate(s.Store) }
 func (s swaps[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	return store.Watch(ctx, s.Store, name)
 }
+func (s swaps[M]) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(s.Store)
+}
 
 // Round trips per renewal of a real elector: every unary call of its
 // client (reads included) over its CompareAndSwap calls, with a follower

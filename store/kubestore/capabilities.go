@@ -43,3 +43,7 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports the zero value for now: events are hints. It is
+// part of [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
