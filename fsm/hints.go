@@ -44,12 +44,17 @@ func (m *Machine) hinted(ev Event) {
 // request sent before the event may show an older revision (a rollback, by
 // that rule). A request it sends from now on is served after the event's
 // revision was committed, so the rule holds for the answers that follow.
+// Nor while a rollback's wait is in force, nor for a revision at or below
+// any the node ever accepted (topRev, which a rollback does not reset): an
+// event may be late, and one written before a rollback the node has seen
+// would take it back to the history the store left (the simulator found
+// it: a release delayed past a restore). A read decides then.
 // The event opens a fresh allowance of quick requests, as the read it
 // replaces would: only a write by someone else makes such an event, so
 // this costs no more than the budget's N.
 func (m *Machine) witnessed(ev Event) bool {
-	if !m.authentic || m.state != Follower || m.pending ||
-		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= m.maxRev ||
+	if !m.authentic || m.state != Follower || m.pending || m.now < m.holdUntil ||
+		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.maxRev, m.topRev) ||
 		ev.Lease.Holder != "" || !InBounds(ev.Lease) {
 		return false
 	}

@@ -50,6 +50,7 @@ type Machine struct {
 	rev       lease.Revision // its revision (0 if absent)
 	firstSeen time.Duration  // when the node first received rev (or absence)
 	maxRev    lease.Revision // newest revision accepted (a rollback resets it to what the store shows)
+	topRev    lease.Revision // newest revision ever accepted (a rollback keeps it; see witnessed)
 	last      Lease          // the record accepted at maxRev
 	maxToken  uint64         // largest token ever accepted
 	maxTrans  uint64         // largest Transitions ever accepted

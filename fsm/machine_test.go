@@ -1109,11 +1109,22 @@ func TestAuthenticWatch(t *testing.T) {
 		{"a leader renews on it, as on any hint", true, join(leaderAt(), []step{
 			{watched(1*s, released(5, 3), 12), []Action{renew(11, me(5, 3))}, Leader},
 		})},
-		{"a rollback's wait still holds", true, join(followOther(), []step{
+		{"while a rollback's wait holds, an event is a hint", true, join(followOther(), []step{
 			{tick(2 * s), []Action{aRead()}, Follower},
 			{read(2*s+1*ms, other(4, 2), 9), []Action{rolledBack(9, 10, 17*s+1*ms, 15*s)}, Follower},
-			{watched(3*s, released(4, 2), 11), nil, Follower},
+			{watched(3*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(3*s+1*ms, released(4, 2), 11), nil, Follower},
 			{tick(17*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a release from before a rollback, late, is a hint", true, join(followOther(), []step{
+			// The store went back from revision 10 to 3; the event at 8,
+			// after the wait, was sent before the rollback: a read decides
+			// (taking it in would have swapped from 8).
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, other(4, 2), 3), []Action{rolledBack(3, 10, 17*s+1*ms, 15*s)}, Follower},
+			{tick(4 * s), []Action{aRead()}, Follower},
+			{read(4*s+1*ms, other(5, 3), 4), nil, Follower},
+			{watched(18*s, released(4, 2), 8), []Action{aRead()}, Follower},
 		})},
 	}
 	for _, tt := range tests {
