@@ -61,7 +61,11 @@
 //     flight, and the answer is what counts. An answer that does not
 //     confirm the hint (the record it claimed, or a newer revision someone
 //     else wrote) proves it stale or forged: hints are then ignored for a
-//     RetryInterval.
+//     RetryInterval. The one exception is a store whose events are
+//     authentic (Options.AuthenticWatch: only the store can produce them):
+//     there a follower with no request in flight takes in an event showing
+//     the record released at a newer revision as it would a read's answer,
+//     and swaps from that revision at once.
 //   - A hint that shows the record the node follows (same holder and
 //     token) at a newer revision is a renewal: it triggers no read and only
 //     postpones a follower's scheduled read, until the watch has been

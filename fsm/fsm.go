@@ -341,4 +341,17 @@ type Options struct {
 	// LeaseDuration, since a leader whose record vanished may still
 	// believe it leads.
 	LossyStore bool
+	// AuthenticWatch says that the store's watch events are authentic
+	// (store.WatchCapabilities.Authentic): each was produced by the store
+	// after the revision it carries was committed, and shows the record as
+	// stored then; nobody who cannot write the record can make one up.
+	// Events may still come late, twice or not at all. A follower with no
+	// request in flight then takes in an event showing the record released
+	// at a revision newer than any it accepted as it would a read's answer
+	// (received now), and swaps from that revision at once instead of
+	// reading first. False (the conservative answer) makes every event a
+	// hint. Never set it for a store others can publish events on: a
+	// forged "released at revision r" while r is a live lease would have
+	// the follower overwrite it.
+	AuthenticWatch bool
 }

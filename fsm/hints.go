@@ -13,7 +13,13 @@ import "time"
 // makes the node read the record (a leader renews instead) soon: at once,
 // or after the request in flight. The answer is what counts.
 func (m *Machine) hinted(ev Event) {
-	if m.stopping || m.now < m.muteUntil {
+	if m.stopping {
+		return
+	}
+	if m.witnessed(ev) {
+		return
+	}
+	if m.now < m.muteUntil {
 		return
 	}
 	if m.renewal(ev) {
@@ -29,6 +35,33 @@ func (m *Machine) hinted(ev Event) {
 	if ev.Absent {
 		m.hintRev, m.hintLease, m.hintCorrupt = 0, Lease{}, false
 	}
+}
+
+// witnessed takes in an authentic watch event showing the record released
+// as an answer (see Options.AuthenticWatch), and reports whether it did.
+// Only a follower with no request in flight does: every answer it takes in
+// must show the store later than the one before, and an answer to a
+// request sent before the event may show an older revision (a rollback, by
+// that rule). A request it sends from now on is served after the event's
+// revision was committed, so the rule holds for the answers that follow.
+// Nor while a rollback's wait is in force, nor for a revision at or below
+// any the node ever accepted (topRev, which a rollback does not reset): an
+// event may be late, and one written before a rollback the node has seen
+// would take it back to the history the store left (the simulator found
+// it: a release delayed past a restore). A read decides then.
+// The event opens a fresh allowance of quick requests, as the read it
+// replaces would: only a write by someone else makes such an event, so
+// this costs no more than the budget's N.
+func (m *Machine) witnessed(ev Event) bool {
+	if !m.authentic || m.state != Follower || m.pending || m.now < m.holdUntil ||
+		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.maxRev, m.topRev) ||
+		ev.Lease.Holder != "" || !InBounds(ev.Lease) {
+		return false
+	}
+	m.quick = 0
+	ev.Kind = ReadDone
+	m.answer(ev)
+	return true
 }
 
 // watchLost handles WatchLost: changes may have been missed, so the node

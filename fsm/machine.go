@@ -20,12 +20,13 @@ var ErrInvalidOptions = errors.New("fsm: invalid options")
 // Machine is one node's state machine for one election. It is not safe for
 // concurrent use: one driver owns it.
 type Machine struct {
-	id    string
-	cfg   lease.Config
-	rand  Rand
-	lossy bool
-	out   []Action
-	now   time.Duration
+	id        string
+	cfg       lease.Config
+	rand      Rand
+	lossy     bool
+	authentic bool // watch events are authentic (Options.AuthenticWatch)
+	out       []Action
+	now       time.Duration
 
 	// The state and the fields the becomeX functions own.
 	state State
@@ -49,6 +50,7 @@ type Machine struct {
 	rev       lease.Revision // its revision (0 if absent)
 	firstSeen time.Duration  // when the node first received rev (or absence)
 	maxRev    lease.Revision // newest revision accepted (a rollback resets it to what the store shows)
+	topRev    lease.Revision // newest revision ever accepted (a rollback keeps it; see witnessed)
 	last      Lease          // the record accepted at maxRev
 	maxToken  uint64         // largest token ever accepted
 	maxTrans  uint64         // largest Transitions ever accepted
@@ -111,11 +113,12 @@ func New(o Options) (*Machine, error) {
 		return nil, errors.Join(ErrInvalidOptions, err)
 	}
 	return &Machine{
-		id:    o.Identity,
-		cfg:   o.Config,
-		rand:  o.Rand,
-		lossy: o.LossyStore,
-		out:   make([]Action, 0, 2),
+		id:        o.Identity,
+		cfg:       o.Config,
+		rand:      o.Rand,
+		lossy:     o.LossyStore,
+		authentic: o.AuthenticWatch,
+		out:       make([]Action, 0, 2),
 	}, nil
 }
 

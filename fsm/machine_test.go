@@ -1057,3 +1057,116 @@ func TestVouchedCreates(t *testing.T) {
 		})
 	}
 }
+
+// With authentic watch events (Options.AuthenticWatch) a follower with no
+// request in flight takes a release shown by an event over at once, from
+// the event's revision; every other event stays a hint.
+func TestAuthenticWatch(t *testing.T) {
+	tests := []struct {
+		name      string
+		authentic bool
+		steps     []step
+	}{
+		{"a release event is taken over at once", true, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+			// The same event again, late: old news.
+			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
+		})},
+		{"without the claim a release event makes a read", false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a read in flight: the event is a hint, read after it", true, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{watched(2*s+ms/2, released(4, 2), 11), nil, Follower},
+			// The read was served before the release.
+			{read(2*s+1*ms, other(4, 2), 10), []Action{aRead()}, Follower},
+			{read(2*s+2*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a release older than the record accepted is old news", true, join(followOther(), []step{
+			{watched(1*s, released(3, 1), 9), nil, Follower},
+			{watched(1*s, released(4, 2), 10), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+		})},
+		{"a stale release after someone acquired: the swap conflicts", true, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+			{conflict(1*s+1*ms, Lease{Holder: "third", Token: 5, Transitions: 3, LeaseDuration: 15 * s}, 12), nil, Follower},
+			{watched(1*s+2*ms, released(4, 2), 11), nil, Follower},
+		})},
+		{"another holder is a hint", true, join(followOther(), []step{
+			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},
+		})},
+		{"an absent event is a hint", true, join(followOther(), []step{
+			{watchedAbsent(1 * s), []Action{aRead()}, Follower},
+		})},
+		{"an unreadable event is a hint", true, join(followOther(), []step{
+			{watchedCorrupt(1*s, 11), []Action{aRead()}, Follower},
+		})},
+		{"a release out of bounds is a hint", true, join(followOther(), []step{
+			{watched(1*s, Lease{Token: lease.MaxToken + 1, LeaseDuration: 15 * s}, 11), []Action{aRead()}, Follower},
+		})},
+		{"a leader renews on it, as on any hint", true, join(leaderAt(), []step{
+			{watched(1*s, released(5, 3), 12), []Action{renew(11, me(5, 3))}, Leader},
+		})},
+		{"while a rollback's wait holds, an event is a hint", true, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, other(4, 2), 9), []Action{rolledBack(9, 10, 17*s+1*ms, 15*s)}, Follower},
+			{watched(3*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(3*s+1*ms, released(4, 2), 11), nil, Follower},
+			{tick(17*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a release from before a rollback, late, is a hint", true, join(followOther(), []step{
+			// The store went back from revision 10 to 3; the event at 8,
+			// after the wait, was sent before the rollback: a read decides
+			// (taking it in would have swapped from 8).
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, other(4, 2), 3), []Action{rolledBack(3, 10, 17*s+1*ms, 15*s)}, Follower},
+			{tick(4 * s), []Action{aRead()}, Follower},
+			{read(4*s+1*ms, other(5, 3), 4), nil, Follower},
+			{watched(18*s, released(4, 2), 8), []Action{aRead()}, Follower},
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := New(Options{Identity: "me", Config: testConfig(), AuthenticWatch: tt.authentic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				got := m.Step(st.ev)
+				if len(got) != 0 || len(st.want) != 0 {
+					if diff := cmp.Diff(st.want, got); diff != "" {
+						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
+					}
+				}
+				if m.State() != st.state {
+					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStepAuthenticRelease measures a follower taking a release shown
+// by an authentic watch event over: the event, and the conflict that sends
+// it back to following.
+func BenchmarkStepAuthenticRelease(b *testing.B) {
+	m, _ := New(Options{Identity: "me", Config: testConfig(), AuthenticWatch: true})
+	m.Step(tick(0))
+	m.Step(read(ms, other(4, 2), 10))
+	now := ms
+	rev := lease.Revision(10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		now += ms
+		rev++
+		m.Step(watched(now, released(4, 2), rev))
+		rev++
+		m.Step(conflict(now+ms/2, other(4, 2), rev))
+	}
+	if m.State() != Follower {
+		b.Fatalf("state %v", m.State())
+	}
+}

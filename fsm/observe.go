@@ -60,6 +60,7 @@ func (m *Machine) observe(ev Event) verdict {
 		v = wentBack
 	}
 	m.maxRev, m.last = ev.Revision, ev.Lease
+	m.topRev = max(m.topRev, ev.Revision)
 	m.seen, m.absent = true, false
 	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
 	m.maxToken = max(m.maxToken, ev.Lease.Token)

@@ -126,7 +126,8 @@ func TestPropertyNoOverflow(t *testing.T) {
 			rnd = hostileRand{t}
 		}
 		lossy := rapid.Bool().Draw(t, "lossy")
-		m, err := New(Options{Identity: "me", Config: cfg, Rand: rnd, LossyStore: lossy})
+		authentic := rapid.Bool().Draw(t, "authentic")
+		m, err := New(Options{Identity: "me", Config: cfg, Rand: rnd, LossyStore: lossy, AuthenticWatch: authentic})
 		if err != nil {
 			t.Fatal(err)
 		}

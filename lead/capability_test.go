@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
@@ -28,6 +29,10 @@ func (w forwardingWrapper) MayLoseRecords() bool { return store.MayLoseRecords(w
 
 func (w forwardingWrapper) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
 	return store.Watch(ctx, w.Store, name)
+}
+
+func (w forwardingWrapper) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(w.Store)
 }
 
 // countingWrapper forwards like forwardingWrapper and counts Watch calls.
@@ -177,4 +182,74 @@ func TestWatchUnsupportedIsNotRetried(t *testing.T) {
 			t.Fatalf("Watch called %d times in 10 retry intervals, want 1", got)
 		}
 	})
+}
+
+// readCounting forwards like forwardingWrapper, counts Get calls, and says
+// its watch events are hints unless authentic is set.
+type readCounting struct {
+	forwardingWrapper
+	reads     *atomic.Int32
+	authentic bool
+}
+
+func (w readCounting) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	w.reads.Add(1)
+	return w.forwardingWrapper.Get(ctx, name)
+}
+
+func (w readCounting) WatchCapabilities() store.WatchCapabilities {
+	if !w.authentic {
+		return store.WatchCapabilities{}
+	}
+	return w.forwardingWrapper.WatchCapabilities()
+}
+
+// On a store whose watch events are authentic (memstore's are) the
+// successor takes a release over on its watch event, without a read; on
+// one whose events are hints it reads first.
+func TestAuthenticWatchSkipsTheRead(t *testing.T) {
+	for _, authentic := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			var reads atomic.Int32
+			st := readCounting{forwardingWrapper{memstore.New[meta]()}, &reads, authentic}
+			a, b := start(t, st, "a"), start(t, st, "b")
+			leader, _ := firstLeader(t, a, b)
+			other := b
+			if leader == b {
+				other = a
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			before := reads.Load()
+			leader.stop(t)
+			if c := other.next(t); c.Kind != lead.Started {
+				t.Fatalf("change %+v", c)
+			}
+			want := int32(1)
+			if authentic {
+				want = 0
+			}
+			if got := reads.Load() - before; got != want {
+				t.Errorf("authentic %v: %d reads during the handover, want %d", authentic, got, want)
+			}
+		})
+	}
+}
+
+// watchOnly has a Watch method but not WatchCapabilities: it is no
+// store.Watcher, and the elector says so.
+type watchOnly struct{ store.Store[meta] }
+
+func (w watchOnly) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	return store.Watch(ctx, w.Store, name)
+}
+
+func TestWatchWithoutCapabilitiesIsWarned(t *testing.T) {
+	logs := &recorder{}
+	if _, err := lead.New("job", watchOnly{memstore.New[meta]()}, lead.WithLogger(slog.New(logs)), lead.WithLookupEnv(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.find(slog.LevelWarn, "WatchCapabilities"); len(got) != 1 || !strings.Contains(got[0].msg, "store.WatchCapabilitiesOf") {
+		t.Errorf("warnings: %+v; want one saying to forward WatchCapabilities", got)
+	}
 }

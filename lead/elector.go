@@ -101,6 +101,7 @@ type Elector[M any] struct {
 	releaseOnStop bool
 	observers     []func(Change)
 	lossy         bool
+	authentic     bool // the store's watch events are authentic (store.WatchCapabilities)
 	instruments   Instruments
 
 	ready   chan struct{}
@@ -236,6 +237,7 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		releaseOnStop: o.releaseOnStop,
 		observers:     o.observers,
 		lossy:         lossy,
+		authentic:     store.WatchCapabilitiesOf(st).Authentic,
 		instruments:   o.instruments,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
@@ -243,14 +245,20 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		cfg:           cfg,
 		changed:       make(chan struct{}),
 	}
-	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", lossy, "says_lossy", saysLossy, "watch", watches)
+	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic)
 	if !saysLossy {
 		e.log.Warn("the store does not say whether it may lose records (store.Lossy), so the elector assumes it may: "+
 			"the first leader of a name, and the first after the record vanishes, waits one LeaseDuration. "+
 			"If the store wraps another, forward MayLoseRecords with store.MayLoseRecords",
 			"store", fmt.Sprintf("%T", st), "lease_duration", cfg.LeaseDuration)
 	}
-	if !watches {
+	if _, half := st.(interface {
+		Watch(context.Context, string) (<-chan store.Event[M], error)
+	}); half && !watches {
+		e.log.Warn("the store has a Watch method but not WatchCapabilities, so it is no store.Watcher and followers poll. "+
+			"If the store wraps one that watches, forward WatchCapabilities with store.WatchCapabilitiesOf (or return the zero value if it alters events)",
+			"store", fmt.Sprintf("%T", st))
+	} else if !watches {
 		e.log.Info("the store cannot watch (store.Watcher), so followers poll: a handover after a release takes up to one RetryInterval. "+
 			"If the store wraps one that watches, forward Watch with store.Watch",
 			"store", fmt.Sprintf("%T", st), "retry_interval", cfg.RetryInterval)

@@ -233,6 +233,9 @@ func (v *view) Watch(ctx context.Context, name string) (<-chan store.Event[meta]
 
 func (v *view) MayLoseRecords() bool { return v.h.lossy }
 
+// WatchCapabilities claims nothing: the hostile store's events are made up.
+func (v *view) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
 // logRecorder keeps the log records of one elector.
 type logRecorder struct {
 	mu   sync.Mutex

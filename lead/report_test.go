@@ -28,6 +28,8 @@ var errWatchDown = errors.New("watch refused")
 
 func (u *unwatchable) MayLoseRecords() bool { return store.MayLoseRecords(u.Store) }
 
+func (u *unwatchable) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
 func (u *unwatchable) Watch(context.Context, string) (<-chan store.Event[meta], error) {
 	return nil, errWatchDown
 }

@@ -45,7 +45,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	cfg := e.cfg
 	e.mu.Unlock()
 
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic})
 	if err != nil {
 		// Run has returned: Lead, Every and Done must not wait for it.
 		e.markReady()

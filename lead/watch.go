@@ -70,9 +70,10 @@ func (r *runner[M]) watchFailed(err error) {
 }
 
 // handleWatch passes a watch event to the machine as a hint: it may make the
-// machine read the record, and the read's answer is what counts. Record()
-// too is left to reads and swaps: anyone who can publish on the store's
-// channel can forge an event.
+// machine read the record, and the read's answer is what counts (on a store
+// whose events are authentic, a follower may take a release in as an
+// answer: fsm.Options.AuthenticWatch). Record() is left to reads and swaps:
+// anyone who can publish on the store's channel can forge an event.
 func (r *runner[M]) handleWatch(ev store.Event[M]) {
 	w := fsm.Event{Kind: fsm.Watched, Absent: ev.Absent, Revision: ev.Revision}
 	switch {

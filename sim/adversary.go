@@ -369,6 +369,12 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 func (s *Cluster) forgeWatch(f Fault) {
 	r := s.forged(f.Record)
 	rev := f.Revision
+	if st := &s.store; s.opt.Store.trustForged && st.present && st.rec.Holder != "" {
+		// The broken variant's forgery: "released at revision r" while r
+		// is a live lease.
+		r, rev = st.rec, st.rev
+		r.Holder = ""
+	}
 	var res result
 	if invalid(r) && !s.opt.Faults.CorruptAsValid {
 		// The driver cannot read it: it passes on a corrupt hint.

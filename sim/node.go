@@ -86,10 +86,11 @@ func (s *Cluster) newNode(i int) *node {
 // boot starts a new process on n: a fresh machine, nothing remembered.
 func (s *Cluster) boot(n *node) {
 	m, err := fsm.New(fsm.Options{
-		Identity:   n.id,
-		Config:     n.cfg,
-		Rand:       rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
-		LossyStore: s.lossy,
+		Identity:       n.id,
+		Config:         n.cfg,
+		Rand:           rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
+		LossyStore:     s.lossy,
+		AuthenticWatch: s.opt.Store.AuthenticWatch,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here

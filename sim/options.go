@@ -302,6 +302,22 @@ type StoreModel struct {
 	MayLoseRecords bool
 	// NoWatch says the store pushes no watch events: nodes only poll.
 	NoWatch bool
+	// AuthenticWatch says that only the store produces watch events
+	// (kubestore, etcdstore: store.WatchCapabilities.Authentic): the nodes
+	// run with fsm.Options.AuthenticWatch, and a follower takes a release
+	// shown by an event over without reading it first. Events still come
+	// late, twice, out of order (Faults.WatchChaos) or not at all (lost
+	// messages, partitions, Faults.MuteWatch), so a stale release may
+	// arrive after someone else acquired; what nobody can do is make one
+	// up, so Faults.ForgeWatch (and a FaultForgeWatch in the schedule) is
+	// an error with it, as is NoWatch.
+	AuthenticWatch bool
+	// trustForged, for the package's tests only, is the broken variant of
+	// AuthenticWatch: the nodes take events as authentic while the
+	// adversary forges them (Faults.ForgeWatch is allowed), and a forged
+	// event shows the stored record released at its current revision. It
+	// must make two leaders (TestSimAuthenticWatchTrustingForgedEvents).
+	trustForged bool
 	// CreateGate models redisstore's create gate (docs/design.md, "A faster
 	// first leader"): a store that may lose records (MayLoseRecords is
 	// needed) but tells a brand-new name from a lost record with a
@@ -429,6 +445,12 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Store.CreateGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	case o.Faults.DataLoss && !o.Store.MayLoseRecords:
 		return fmt.Errorf("%w: Faults.DataLoss needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
+	case o.Store.AuthenticWatch && o.Store.NoWatch:
+		return fmt.Errorf("%w: Store.AuthenticWatch needs a store that watches (Store.NoWatch is set)", ErrInvalidOptions)
+	case o.Store.AuthenticWatch && o.Faults.ForgeWatch && !o.Store.trustForged:
+		return fmt.Errorf("%w: Faults.ForgeWatch forges watch events, which nobody can do on a store with Store.AuthenticWatch", ErrInvalidOptions)
+	case o.Store.trustForged && !o.Store.AuthenticWatch:
+		return fmt.Errorf("%w: Store.trustForged is a variant of Store.AuthenticWatch", ErrInvalidOptions)
 	}
 	if err := o.Store.Latency.validate(); err != nil {
 		return err
@@ -447,6 +469,9 @@ func (o *Options) validate() error {
 		}
 		if f.Kind == FaultDataLoss && !o.Store.MayLoseRecords {
 			return fmt.Errorf("%w: Schedule[%d] loses data, which needs Store.MayLoseRecords", ErrInvalidOptions, i)
+		}
+		if f.Kind == FaultForgeWatch && o.Store.AuthenticWatch && !o.Store.trustForged {
+			return fmt.Errorf("%w: Schedule[%d] forges a watch event, which nobody can do on a store with Store.AuthenticWatch", ErrInvalidOptions, i)
 		}
 	}
 	return nil

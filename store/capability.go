@@ -22,6 +22,9 @@ import (
 //	func (t Timed[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 //		return store.Watch(ctx, t.Store, name)
 //	}
+//	func (t Timed[M]) WatchCapabilities() store.WatchCapabilities {
+//		return store.WatchCapabilitiesOf(t.Store) // only while it passes events on unchanged
+//	}
 
 // MetadataChecker is implemented by stores that can tell, without a round
 // trip, whether they would accept metadata: CheckMetadata returns an error
@@ -61,6 +64,16 @@ func Watch[M any](ctx context.Context, st Store[M], name string) (<-chan Event[M
 		return nil, fmt.Errorf("store: Watch %q: %w: %T does not implement store.Watcher", name, ErrWatchUnsupported, st)
 	}
 	return w.Watch(ctx, name)
+}
+
+// WatchCapabilitiesOf returns what st's watch events are worth: st's
+// WatchCapabilities when st implements Watcher, and the zero value (the
+// conservative answer: events are hints) when it does not or st is nil.
+func WatchCapabilitiesOf[M any](st Store[M]) WatchCapabilities {
+	if w, ok := st.(Watcher[M]); ok && !nilarg.IsNil(w) {
+		return w.WatchCapabilities()
+	}
+	return WatchCapabilities{}
 }
 
 // CheckMetadata reports whether st would accept m: st's CheckMetadata when

@@ -34,6 +34,10 @@ func (l lossless) Watch(_ context.Context, name string) (<-chan store.Event[int]
 	return make(chan store.Event[int]), nil
 }
 
+func (lossless) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilities{Authentic: true}
+}
+
 // wrapper embeds a store and forwards the optional interfaces with the
 // package's helpers.
 type wrapper struct{ store.Store[int] }
@@ -42,6 +46,10 @@ func (w wrapper) MayLoseRecords() bool { return store.MayLoseRecords(w.Store) }
 
 func (w wrapper) Watch(ctx context.Context, name string) (<-chan store.Event[int], error) {
 	return store.Watch(ctx, w.Store, name)
+}
+
+func (w wrapper) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(w.Store)
 }
 
 func TestMayLoseRecords(t *testing.T) {
@@ -74,6 +82,27 @@ type lossyPtr struct {
 }
 
 func (l *lossyPtr) MayLoseRecords() bool { return l.may }
+
+func TestWatchCapabilitiesOf(t *testing.T) {
+	var watched string
+	tests := []struct {
+		name string
+		st   store.Store[int]
+		want bool
+	}{
+		{"nil store", nil, false},
+		{"store without Watcher", bare{}, false},
+		{"authentic store", lossless{watched: &watched}, true},
+		{"embedding wrapper hides it", struct{ store.Store[int] }{lossless{watched: &watched}}, false},
+		{"forwarding wrapper", wrapper{lossless{watched: &watched}}, true},
+		{"forwarding wrapper over a store without Watcher", wrapper{bare{}}, false},
+	}
+	for _, tt := range tests {
+		if got := store.WatchCapabilitiesOf(tt.st).Authentic; got != tt.want {
+			t.Errorf("%s: WatchCapabilitiesOf(...).Authentic = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
 
 func TestWatchHelper(t *testing.T) {
 	ctx := context.Background()

@@ -90,8 +90,16 @@ type Event[M any] struct {
 	Err error
 }
 
-// Watcher is implemented by stores that push changes.
+// Watcher is implemented by stores that push changes. WatchCapabilities is
+// part of it: a store (or a wrapper) cannot deliver events without saying
+// what they are worth, and its zero value is the conservative answer.
 type Watcher[M any] interface {
+	// WatchCapabilities says what the events of Watch are worth (see
+	// WatchCapabilities). A wrapper that forwards Watch forwards it too
+	// (store.WatchCapabilitiesOf), but only while it delivers the events
+	// it receives unchanged; one that alters or makes up events returns
+	// the zero value.
+	WatchCapabilities() WatchCapabilities
 	// Watch delivers the current state of name first, then every later
 	// change, in revision order. It may skip intermediate revisions when the
 	// receiver falls behind, but never delivers an older revision after a
@@ -227,4 +235,25 @@ type Lossy interface {
 	// deleting it (a restart without persistence, a failover to a replica
 	// that lags).
 	MayLoseRecords() bool
+}
+
+// WatchCapabilities describes a Watcher's events. The zero value claims
+// nothing: events are hints that anyone who can publish on the store's
+// channel may have forged, and an elector reads the record before it acts
+// on one. Each field is a claim an elector relies on for safety, so a store
+// sets it only when it holds for every event its Watch delivers.
+type WatchCapabilities struct {
+	// Authentic claims that every event Watch delivers (other than Absent
+	// ones and those with Err) was produced by the store itself, after
+	// the revision it carries had been committed, and shows the record
+	// exactly as stored at that revision: nobody who cannot write the
+	// record can make one up, and a request sent after an event was
+	// received is served at that revision or a later one. Events may
+	// still come late, twice, or not at all. Electors then act on a
+	// release shown by an event as on one shown by a read: they swap from
+	// its revision at once. Kubernetes and etcd watches (served by the
+	// server over the authenticated connection, in revision order) are
+	// authentic; Redis Pub/Sub and PostgreSQL NOTIFY, which anyone who can
+	// connect may publish on, are not.
+	Authentic bool
 }

@@ -52,6 +52,10 @@ func (v rawView) CompareAndSwap(ctx context.Context, name string, expected lease
 	return out, rev, err
 }
 
+// WatchCapabilities claims nothing: the view re-encodes the events it
+// passes on.
+func (v rawView) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
 func (v rawView) Watch(ctx context.Context, name string) (<-chan store.Event[json.RawMessage], error) {
 	in, err := v.s.Watch(ctx, name)
 	if err != nil {

@@ -131,6 +131,12 @@ func (s *Store) Watch(ctx context.Context, name string) (<-chan store.Event[Endp
 	return s.hub.Watch(ctx, name, s.recs[name])
 }
 
+// WatchCapabilities claims nothing (events are hints, read before they are
+// acted on). A store whose events only the store itself can produce, in
+// revision order and after the write, may say Authentic: electors then take
+// a release over without reading it first.
+func (s *Store) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
 // event turns a stored state into an event, decoded afresh for each
 // receiver.
 func (s *Store) event(_ string, e *entry) store.Event[Endpoint] {

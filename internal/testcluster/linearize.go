@@ -478,6 +478,11 @@ func (r *recordedWatcher[M]) Watch(ctx context.Context, name string) (<-chan sto
 
 func (r *recorded[M]) MayLoseRecords() bool { return r.lossy }
 
+// WatchCapabilities forwards st's: Watch passes its events on unchanged.
+func (r *recordedWatcher[M]) WatchCapabilities() store.WatchCapabilities {
+	return r.w.WatchCapabilities()
+}
+
 func (r *recorded[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	call := r.h.now()
 	rec, rev, err := r.st.Get(ctx, name)

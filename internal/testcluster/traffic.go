@@ -122,7 +122,9 @@ type Handover struct {
 	Total, Release, Read, Acquire time.Duration
 }
 
-// Rest is Total less the three store operations.
+// Rest is Total less the three store operations. Read is 0 when the
+// successor did not read during the handover (on a store whose watch
+// events are authentic it acquires on the release's event).
 func (h Handover) Rest() time.Duration { return h.Total - h.Release - h.Read - h.Acquire }
 
 // opLog is a lead.Instruments that keeps the last duration of each kind of
@@ -135,6 +137,13 @@ type opLog struct {
 func (o *opLog) StoreOp(_, op string, took time.Duration, _ error) {
 	o.mu.Lock()
 	o.last[op] = took
+	o.mu.Unlock()
+}
+
+// reset forgets every duration kept: an operation not made since is 0.
+func (o *opLog) reset() {
+	o.mu.Lock()
+	clear(o.last)
 	o.mu.Unlock()
 }
 
@@ -167,6 +176,12 @@ func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int,
 		settle := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
 		<-settle.C
 		old := logs[leader.ID]
+		for _, l := range logs {
+			// Only the operations of this handover count: a successor
+			// that acquires on the release's watch event reads nothing
+			// (its read is 0).
+			l.reset()
+		}
 		next, took := c.Handover(leader.ID)
 		succ := logs[next.ID]
 		out = append(out, Handover{Total: took, Release: old.get(lead.OpRelease), Read: succ.get(lead.OpRead), Acquire: succ.get(lead.OpAcquire)})

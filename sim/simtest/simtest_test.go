@@ -104,6 +104,76 @@ func TestRuntimeCatchesABrokenStore(t *testing.T) {
 	t.Fatal("a store whose CompareAndSwap ignores the revision passed 20 seeds")
 }
 
+// hintsOnly is memstore claiming nothing of its watch events: electors read
+// before they act on one, as on Redis or PostgreSQL.
+type hintsOnly struct{ *memstore.Store[struct{}] }
+
+func (hintsOnly) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
+// TestRuntimeSweepHintsOnly runs the sweep's faults on a store whose watch
+// events are hints (memstore's are authentic), seeds 1-10.
+func TestRuntimeSweepHintsOnly(t *testing.T) {
+	Check(t, Options[struct{}]{Faults: sim.AllFaults(), Seeds: "1-10",
+		NewStore: func() store.Store[struct{}] { return hintsOnly{memstore.New[struct{}]()} }})
+}
+
+// forgingStore is memstore with a forger on its watch channel that claims
+// its events authentic: after every event showing a holder it sends the
+// same record released, at the same revision (a live lease). Runtime mode
+// must catch the two leaders this makes.
+type forgingStore struct{ *memstore.Store[struct{}] }
+
+func (forgingStore) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilities{Authentic: true}
+}
+
+func (s forgingStore) Watch(ctx context.Context, name string) (<-chan store.Event[struct{}], error) {
+	in, err := s.Store.Watch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event[struct{}])
+	go func() {
+		defer close(out)
+		send := func(ev store.Event[struct{}]) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for ev := range in {
+			if !send(ev) {
+				return
+			}
+			if !ev.Absent && ev.Err == nil && ev.Record.Holder != "" {
+				forged := ev
+				forged.Record.Holder = ""
+				if !send(forged) {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func TestRuntimeCatchesForgedEventsTakenAsAuthentic(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		res, err := Run(t, Options[struct{}]{Seed: seed, Duration: time.Minute,
+			NewStore: func() store.Store[struct{}] { return forgingStore{memstore.New[struct{}]()} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Logf("seed %d: %v", seed, res.Violation)
+			return
+		}
+	}
+	t.Fatal("forged releases taken as authentic passed 20 seeds")
+}
+
 // TestRuntimeCalmRun: no fault, one leader all along, a release at the
 // end; the timeline and the result say so.
 func TestRuntimeCalmRun(t *testing.T) {

@@ -96,6 +96,9 @@ func (s swaps[M]) Validate() error         { return store.Validate(s.Store) }
 func (s swaps[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	return store.Watch(ctx, s.Store, name)
 }
+func (s swaps[M]) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(s.Store)
+}
 
 // Round trips per renewal of a real elector: every unary call of its
 // client (reads included) over its CompareAndSwap calls, with a follower
@@ -238,4 +241,25 @@ func BenchmarkHandoverAfterRelease(b *testing.B) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(took[len(took)/2]), "p50-ms/handover")
 	b.ReportMetric(ms(took[len(took)*9/10]), "p90-ms/handover")
+}
+
+// BenchmarkHandoverPeerConfig measures the handover after a release among
+// three Tenure electors, each on a client of its own, with issue 13's
+// timings: p50 and p90 of the time from the leader's stop to its successor
+// leading, and the median of each step. One op is 20 handovers.
+func BenchmarkHandoverPeerConfig(b *testing.B) {
+	e := testcluster.PackageEtcd(b)
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+			st, err := etcdstore.New[meta](newClient(tb, e), etcdstore.WithPrefix(prefix))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		})
+		b.Logf("etcdstore: %s", testcluster.HandoverReport(hs))
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+	}
 }

@@ -37,3 +37,17 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports Authentic: every event Watch delivers comes from
+// an etcd member over the client's own gRPC stream, as the key's value at
+// the event's mod revision, and etcd sends a watch event only for a
+// committed revision, in revision order (etcd's API guarantees: ordered,
+// reliable, atomic watch events). Nobody who cannot write the key can make
+// one up. Reads and transactions are linearizable (the Store asks for no
+// serializable read), so a request sent after an event arrived is served at
+// that revision or later. Events may come late, or not at all when the
+// watch breaks (a compaction past the revision to resume from closes it),
+// never forged. It is part of [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilities{Authentic: true}
+}

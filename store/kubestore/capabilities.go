@@ -43,3 +43,18 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports Authentic: every event Watch delivers comes from
+// the API server over the client's own connection, which authenticates the
+// server (and RBAC decides who may write the Lease): nobody who cannot write
+// the Lease can make one up. The server sends an event only after the
+// write is committed in etcd, its resourceVersion is the etcd revision of
+// that write, and Watch delivers strictly increasing resourceVersions; a
+// GET (a quorum read, resourceVersion "") or a PUT sent after an event
+// arrived is served at that revision or later. Events may come late (a
+// watch from resourceVersion "0" may start with a Lease the server's cache
+// still held) or be lost (a 410 after a compaction, which Watch answers with
+// a GET), never forged. It is part of [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilities{Authentic: true}
+}

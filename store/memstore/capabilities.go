@@ -45,3 +45,10 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports Authentic: only the Store produces the events
+// of Watch, in its own process, publishing each write under its lock after
+// it was made, in revision order. It is part of [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilities{Authentic: true}
+}

@@ -46,3 +46,9 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports the zero value: anyone who can connect to the
+// database can NOTIFY on the channel a Store listens to, so an event is a
+// hint, read before it is acted on. It is part of
+// [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }

@@ -37,3 +37,9 @@ func (s *Store[M]) Validate() error {
 	}
 	return nil
 }
+
+// WatchCapabilities reports the zero value: anyone who can connect to the
+// server can PUBLISH on the channel a Store watches, so an event is a hint,
+// read before it is acted on. It is part of
+// [store.Watcher].
+func (s *Store[M]) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }

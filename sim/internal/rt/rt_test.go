@@ -25,20 +25,26 @@ type lossyWatcher struct{ *memstore.Store[struct{}] }
 
 func (lossyWatcher) MayLoseRecords() bool { return true }
 
+// hintsOnly claims nothing of its watch events.
+type hintsOnly struct{ *memstore.Store[struct{}] }
+
+func (hintsOnly) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
 // TestRuntimeWrapperCapabilities: the fault wrapper has Watch and
 // MayLoseRecords exactly when the user's store does (or data loss is
 // injected), so that electors see the store's real capabilities.
 func TestRuntimeWrapperCapabilities(t *testing.T) {
 	tests := []struct {
-		name               string
-		st                 store.Store[struct{}]
-		dataLoss           bool
-		watch, lossy, says bool
+		name                          string
+		st                            store.Store[struct{}]
+		dataLoss                      bool
+		watch, lossy, says, authentic bool
 	}{
-		{"memstore", memstore.New[struct{}](), false, true, true, false},
-		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true},
-		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false},
-		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true},
+		{"memstore", memstore.New[struct{}](), false, true, true, false, true},
+		{"memstore with data loss", memstore.New[struct{}](), true, true, true, true, true},
+		{"no capabilities", watchless{memstore.New[struct{}]()}, false, false, false, false, false},
+		{"lossy watcher", lossyWatcher{memstore.New[struct{}]()}, false, true, true, true, true},
+		{"watch events are hints", hintsOnly{memstore.New[struct{}]()}, false, true, true, false, false},
 	}
 	for _, tt := range tests {
 		o := Options[struct{}]{NewStore: func() store.Store[struct{}] { return tt.st }}.WithDefaults()
@@ -53,6 +59,9 @@ func TestRuntimeWrapperCapabilities(t *testing.T) {
 		l, lossy := w.(store.Lossy)
 		if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
 			t.Errorf("%s: watch %v, lossy %v; want %v, %v (says %v)", tt.name, watch, lossy, tt.watch, tt.lossy, tt.says)
+		}
+		if got := store.WatchCapabilitiesOf(w).Authentic; got != tt.authentic {
+			t.Errorf("%s: authentic watch %v, want %v", tt.name, got, tt.authentic)
 		}
 	}
 }

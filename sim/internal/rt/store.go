@@ -234,6 +234,12 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 	return out, nil
 }
 
+// WatchCapabilities are the shared store's: the simulated network delays,
+// drops, duplicates and reorders events, but never alters or makes one up.
+func (w watchStore[M]) WatchCapabilities() store.WatchCapabilities {
+	return w.inner.WatchCapabilities()
+}
+
 // lossyStore adds store.Lossy.
 type lossyStore[M any] struct {
 	*faultStore[M]
