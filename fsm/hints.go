@@ -19,13 +19,18 @@ func (m *Machine) hinted(ev Event) {
 	if m.witnessed(ev) {
 		return
 	}
+	if m.renewalLike(ev) {
+		// Kept even while hints are muted or distrusted: a renewal heard
+		// and then not seen by a read is what tells a rollback (see
+		// contradicted). Only safety uses it, never to postpone a read.
+		m.heardMax = max(m.heardMax, ev.Revision)
+	}
 	if m.now < m.muteUntil {
 		return
 	}
 	if m.renewal(ev) {
 		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
 		m.quietRev, m.quietSeq = ev.Revision, m.sent
-		m.heardMax = max(m.heardMax, ev.Revision)
 		return
 	}
 	if !m.news(ev) {
@@ -92,8 +97,15 @@ func (m *Machine) news(ev Event) bool {
 // held, and what it says is taken on trust for nothing but when to read
 // next (see pollAt): a forged one postpones reads, within bounds.
 func (m *Machine) renewal(ev Event) bool {
-	return !m.distrust && !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
-		ev.Revision > max(m.maxRev, m.quietRev) && InBounds(ev.Lease) &&
+	return !m.distrust && ev.Revision > m.quietRev && m.renewalLike(ev)
+}
+
+// renewalLike reports whether a watch event shows the record the node
+// follows (a valid record, same holder and token) at a revision newer than
+// any it accepted: a renewal, if it is not forged.
+func (m *Machine) renewalLike(ev Event) bool {
+	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
+		ev.Revision > m.maxRev && InBounds(ev.Lease) &&
 		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
 }
 

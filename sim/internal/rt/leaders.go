@@ -56,7 +56,10 @@ func (h *harness[M]) followLeaders(ctx context.Context, inc *incarnation[M]) {
 // h.mu is held.
 func (h *harness[M]) leadersAgree(seen map[string]bool, now time.Duration, inc *incarnation[M], rec lease.Record[M], ok bool) {
 	got := inc.leaders
-	if got == nil {
+	if got == nil || inc.stopped {
+		// Stopped: its Leaders channel ended with the ctx shared with Run,
+		// which may still take in a reply (a paused incarnation that was
+		// crashed meanwhile): nothing more is reported, by design.
 		return
 	}
 	holder, token := "", fence.Token(0)
