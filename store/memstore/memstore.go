@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/tenure-go/tenure/lease"
@@ -37,6 +38,10 @@ func WithCodec[M any](c store.Codec[M]) Option[M] {
 // nothing), and [Store.Validate] says so, so that lead.New refuses it.
 type Store[M any] struct {
 	codec store.Codec[M]
+	// byValue: M shares nothing when copied (see copiedByValue), so each
+	// stored version is decoded once and copies of that value are handed
+	// out.
+	byValue bool
 
 	mu    sync.Mutex
 	rev   lease.Revision   // the last revision handed out
@@ -54,6 +59,9 @@ type entry struct {
 	rec lease.Record[[]byte]
 	rev lease.Revision
 	err error // why the metadata cannot be decoded (only from PutRaw), or nil
+	// meta is the metadata decoded, an M, when the Store's M is copied by
+	// value (Store.byValue); nil otherwise. Every reader gets a copy.
+	meta any
 }
 
 // slot is what a Store keeps for one name.
@@ -77,7 +85,7 @@ func New[M any](opts ...Option[M]) *Store[M] {
 			opt(&o)
 		}
 	}
-	return &Store[M]{codec: o.codec, names: make(map[string]*slot)}
+	return &Store[M]{codec: o.codec, byValue: copiedByValue(reflect.TypeFor[M]()), names: make(map[string]*slot)}
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -85,7 +93,9 @@ func New[M any](opts ...Option[M]) *Store[M] {
 // [store.ErrCorruptRecord] when its metadata cannot be decoded,
 // [store.ErrInvalidName] for a bad name, ctx.Err() when ctx has ended, and
 // [store.ErrNilArgument] for a nil ctx (so do the other methods).
-// The record is decoded afresh on every call: the caller owns it.
+// The record is decoded afresh on every call (or, when M holds no pointer,
+// map, slice or interface, copied from the value decoded once when it was
+// stored): the caller owns it.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
@@ -141,9 +151,13 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	// Decode what will be stored: a value the codec cannot read back is
 	// refused now rather than stored as a corrupt record, and the decoded
 	// value, which shares nothing with next, is what the caller gets back.
-	m, err := s.codec.Decode(b)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+	// A renewal usually writes the bytes stored now: when M is copied by
+	// value, their decoded value is taken instead of decoding again.
+	m, ok := s.decodedNow(name, b)
+	if !ok {
+		if m, err = s.codec.Decode(b); err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+		}
 	}
 	rec := lease.Record[[]byte]{
 		Holder:        next.Holder,
@@ -154,7 +168,11 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		Transitions:   next.Transitions,
 		Metadata:      b,
 	}
-	stored, found, err := s.swap(name, expected, rec)
+	var decoded any
+	if s.byValue {
+		decoded = m
+	}
+	stored, found, err := s.swap(name, expected, rec, decoded)
 	switch {
 	case err == nil:
 		return withMetadata(stored.rec, m), stored.rev, nil
@@ -171,7 +189,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 
 // swap is the locked part of CompareAndSwap. On success it returns the stored
 // entry; on a conflict, the entry found (nil when absent) and the error.
-func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte]) (stored, found *entry, err error) {
+func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte], decoded any) (stored, found *entry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.names[name]
@@ -201,19 +219,40 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 		}
 		rec.Token = token
 	}
-	return s.put(name, rec, nil), nil, nil
+	return s.put(name, rec, nil, decoded), nil, nil
+}
+
+// decodedNow returns the decoded metadata of the record stored under name
+// if M is copied by value and that record's metadata is b: the same bytes
+// decode to the same value, so the stored one serves.
+func (s *Store[M]) decodedNow(name string, b []byte) (M, bool) {
+	var zero M
+	if !s.byValue {
+		return zero, false
+	}
+	s.mu.Lock()
+	var e *entry
+	if sl := s.names[name]; sl != nil {
+		e = sl.cur
+	}
+	s.mu.Unlock()
+	if e == nil || e.meta == nil || !bytes.Equal(e.rec.Metadata, b) {
+		return zero, false
+	}
+	m, ok := e.meta.(M)
+	return m, ok
 }
 
 // put stores rec under name with the next revision and tells the watchers.
 // s.mu is held.
-func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error) *entry {
+func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error, decoded any) *entry {
 	sl := s.names[name]
 	if sl == nil {
 		sl = &slot{}
 		s.names[name] = sl
 	}
 	s.rev++
-	e := &entry{rec: rec, rev: s.rev, err: decodeErr}
+	e := &entry{rec: rec, rev: s.rev, err: decodeErr, meta: decoded}
 	sl.cur, sl.written = e, true
 	sl.floor = max(sl.floor, rec.Token)
 	sl.publish(e)
@@ -261,15 +300,20 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 		return 0, fmt.Errorf("memstore: PutRaw: %w", err)
 	}
 	rec.Metadata = bytes.Clone(rec.Metadata)
-	var decodeErr error
+	var (
+		decodeErr error
+		decoded   any
+	)
 	if err := store.ValidateStored(rec); err != nil {
 		decodeErr = corrupt(name, err)
-	} else if _, err := s.codec.Decode(rec.Metadata); err != nil {
+	} else if m, err := s.codec.Decode(rec.Metadata); err != nil {
 		decodeErr = corrupt(name, err)
+	} else if s.byValue {
+		decoded = m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.put(name, rec, decodeErr).rev, nil
+	return s.put(name, rec, decodeErr, decoded).rev, nil
 }
 
 // Watch delivers the current state of name first (an Absent event when there
@@ -278,7 +322,10 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 // and gets the latest, but never an older revision after a newer one. A
 // record that cannot be decoded arrives as an event with its Revision and an
 // Err wrapping [store.ErrCorruptRecord]; a Delete arrives as an Absent event.
-// Every event is decoded separately: the receiver owns its records.
+// Every event is decoded separately, so the receiver owns its records;
+// when M holds no pointer, map, slice or interface (so a copy shares
+// nothing), each stored version is decoded once and every reader and
+// watcher gets its own copy of that value.
 //
 // The channel is closed when ctx ends; until then a goroutine serves it, so
 // cancel ctx when done. Watch returns an error for a bad name
@@ -344,10 +391,14 @@ func (s *Store[M]) event(name string, e *entry) store.Event[M] {
 	return store.Event[M]{Record: rec, Revision: e.rev}
 }
 
-// decode returns the record of e with its metadata decoded afresh.
+// decode returns the record of e with its metadata decoded afresh, or a
+// copy of the value decoded when it was stored when M is copied by value.
 func (s *Store[M]) decode(name string, e *entry) (lease.Record[M], error) {
 	if e.err != nil {
 		return lease.Record[M]{}, e.err
+	}
+	if m, ok := e.meta.(M); ok && e.meta != nil {
+		return withMetadata(e.rec, m), nil
 	}
 	m, err := s.codec.Decode(e.rec.Metadata)
 	if err != nil {
