@@ -86,6 +86,8 @@ type runner[M any] struct {
 	results chan result[M]
 	wake    chan struct{}
 	timer   Timer
+	timerAt time.Duration // the NextWake timer is set for
+	wakeFn  func()        // what timer calls: signal wake
 	// The watch, received from in Run's loop itself: watcher is nil when
 	// the store cannot watch; watchCh is nil while no watch is up;
 	// watchStarted brings the outcome of Watch; watchRetry is signalled
@@ -213,23 +215,35 @@ func (r *runner[M]) step(ev fsm.Event) {
 // now is the machine's time: monotonic, since Run started.
 func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) }
 
-// arm sets the timer to wake the loop at the machine's NextWake.
+// arm makes the timer wake the loop at the machine's NextWake. A timer
+// already set for that instant, which has not fired (the instant is still
+// ahead), is kept: most steps (a follower's watch events) leave NextWake
+// where it was.
 func (r *runner[M]) arm() {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
 	at := r.m.NextWake()
 	if at == fsm.Never || r.m.Stopped() {
+		if r.timer != nil {
+			r.timer.Stop()
+			r.timer = nil
+		}
 		return
 	}
-	d := max(at-r.now(), 0)
-	r.timer = r.e.clock.AfterFunc(d, func() {
-		select {
-		case r.wake <- struct{}{}:
-		default:
+	now := r.now()
+	if r.timer != nil && at == r.timerAt && at > now {
+		return
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.wakeFn == nil {
+		r.wakeFn = func() {
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
 		}
-	})
+	}
+	r.timer, r.timerAt = r.e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at
 }
 
 // perform carries out one action of the machine.
@@ -299,8 +313,10 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Go(func() {
-		ctx, cancel := context.WithTimeout(r.opCtx, timeout)
-		defer cancel()
+		// As context.WithTimeout, without a timer for stores that never
+		// ask Done.
+		ctx := newOpContext(r.opCtx, timeout)
+		defer ctx.end(context.Canceled)
 		began := e.clock.Now()
 		rec, rev, err := op(ctx)
 		if e.instruments != nil {
