@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
+	"github.com/tenure-go/tenure/store/storetest"
 )
 
 // flat holds no pointer: a copy of it shares nothing.
@@ -94,4 +96,13 @@ func TestReferenceMetadataIsDecodedPerReader(t *testing.T) {
 	if got, _, _ := st.Get(t.Context(), "a"); got.Metadata["k"] != "v" {
 		t.Fatalf("a watcher's change reached the store: %q", got.Metadata["k"])
 	}
+}
+
+// The suite, with metadata that is copied by value: watches delivered by
+// the writer, decoded once per version.
+func TestConformanceByValue(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store[flat] {
+		return memstore.New[flat]()
+	}, storetest.WithSamples(flat{}, flat{Name: "ünï", Port: -1, Zones: [2]string{"", "b"}}),
+		storetest.WithOversized(func() flat { return flat{Name: strings.Repeat("x", store.MaxMetadataBytes)} }))
 }

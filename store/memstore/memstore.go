@@ -69,11 +69,15 @@ type slot struct {
 	cur     *entry // the current record; nil when absent
 	written bool   // a record was stored once, and may have been lost since
 	floor   uint64 // the highest Token ever stored under the name
-	subs    map[*sub]struct{}
+	subs    map[watcher]struct{}
 }
 
-// sub is one watcher. pending and dirty are guarded by Store.mu.
-// sub is one watcher: the latest state (nil: absent) not yet sent to it.
+// watcher is one watch of a name: Offer gives it a new state of the name
+// (nil: absent), under Store.mu, and never blocks.
+type watcher interface{ Offer(e *entry) }
+
+// sub is a watcher served by a goroutine of its own, which decodes each
+// state it sends: the latest state not yet sent waits in the Box.
 type sub = latest.Box[*entry]
 
 // New returns an empty Store. Metadata is encoded with [store.JSONCodec]
@@ -327,29 +331,39 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 // nothing), each stored version is decoded once and every reader and
 // watcher gets its own copy of that value.
 //
-// The channel is closed when ctx ends; until then a goroutine serves it, so
-// cancel ctx when done. Watch returns an error for a bad name
+// The channel is closed when ctx ends; until then the watch is kept (and,
+// unless M is copied by value, a goroutine serves it), so cancel ctx when
+// done. When M is copied by value, the writer puts each event in the
+// channel's one-event buffer itself, replacing one not yet received. Watch returns an error for a bad name
 // ([store.ErrInvalidName]) or an ended ctx.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
+	if s.byValue {
+		return s.watchDirect(ctx, name), nil
+	}
 	w := latest.New[*entry]()
+	s.subscribe(name, w)
+	out := make(chan store.Event[M])
+	go s.serve(ctx, name, w, out)
+	return out, nil
+}
+
+// subscribe adds w to the watchers of name and offers it the current state.
+func (s *Store[M]) subscribe(name string, w watcher) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	sl := s.names[name]
 	if sl == nil {
 		sl = &slot{}
 		s.names[name] = sl
 	}
 	if sl.subs == nil {
-		sl.subs = make(map[*sub]struct{})
+		sl.subs = make(map[watcher]struct{})
 	}
 	sl.subs[w] = struct{}{}
 	w.Offer(sl.cur)
-	s.mu.Unlock()
-	out := make(chan store.Event[M])
-	go s.serve(ctx, name, w, out)
-	return out, nil
 }
 
 // serve feeds one watcher's channel until ctx ends, decoding each state
@@ -369,9 +383,13 @@ func (sl *slot) publish(e *entry) {
 }
 
 // unwatch forgets w, and the slot of name when nothing else needs it.
-func (s *Store[M]) unwatch(name string, w *sub) {
+func (s *Store[M]) unwatch(name string, w watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unwatchLocked(name, w)
+}
+
+func (s *Store[M]) unwatchLocked(name string, w watcher) {
 	sl := s.names[name]
 	delete(sl.subs, w)
 	if len(sl.subs) == 0 && !sl.written {
