@@ -62,6 +62,9 @@ func TestByValueMetadataIsDecodedOncePerVersion(t *testing.T) {
 	if n := decodes.Load(); n != 1 {
 		t.Errorf("%d decodes for one metadata value written 4 times, watched 3 times and read; want 1", n)
 	}
+	if n := encodes.Load(); n != 1 {
+		t.Errorf("%d encodes for one metadata value written 4 times; want 1", n)
+	}
 	// New metadata is decoded once more.
 	rec.Metadata.Port = 81
 	_, _ = mustSwap(t, st, "a", rev, rec)
@@ -70,6 +73,9 @@ func TestByValueMetadataIsDecodedOncePerVersion(t *testing.T) {
 	}
 	if n := decodes.Load(); n != 2 {
 		t.Errorf("%d decodes after a second value; want 2", n)
+	}
+	if n := encodes.Load(); n != 2 {
+		t.Errorf("%d encodes after a second value; want 2", n)
 	}
 }
 

@@ -80,3 +80,33 @@ func TestCopiedByValue(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodedByValue(t *testing.T) {
+	type withFloat struct {
+		N int
+		F float64
+	}
+	type withBlank struct {
+		N int
+		_ int
+	}
+	for _, c := range []struct {
+		name string
+		t    reflect.Type
+		want bool
+	}{
+		{"empty struct", reflect.TypeFor[struct{}](), true},
+		{"strings and ints", reflect.TypeFor[struct {
+			S string
+			N [2]int64
+		}](), true},
+		{"float field", reflect.TypeFor[withFloat](), false},
+		{"array of complex", reflect.TypeFor[[1]complex64](), false},
+		{"blank field", reflect.TypeFor[withBlank](), false},
+		{"map", reflect.TypeFor[map[string]int](), false},
+	} {
+		if got := encodedByValue(c.t); got != c.want {
+			t.Errorf("%s: encodedByValue = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -42,6 +42,10 @@ type Store[M any] struct {
 	// stored version is decoded once and copies of that value are handed
 	// out.
 	byValue bool
+	// sameBytes: equal values of M (==) encode alike (see
+	// encodedByValue), so metadata equal to the stored value is not
+	// encoded again.
+	sameBytes bool
 
 	mu    sync.Mutex
 	rev   lease.Revision   // the last revision handed out
@@ -89,7 +93,8 @@ func New[M any](opts ...Option[M]) *Store[M] {
 			opt(&o)
 		}
 	}
-	return &Store[M]{codec: o.codec, byValue: copiedByValue(reflect.TypeFor[M]()), names: make(map[string]*slot)}
+	t := reflect.TypeFor[M]()
+	return &Store[M]{codec: o.codec, byValue: copiedByValue(t), sameBytes: encodedByValue(t), names: make(map[string]*slot)}
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -148,19 +153,23 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := store.ValidateRecord(next); err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
 	}
-	b, err := store.EncodeMetadata(s.codec, next.Metadata)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
-	}
-	// Decode what will be stored: a value the codec cannot read back is
-	// refused now rather than stored as a corrupt record, and the decoded
-	// value, which shares nothing with next, is what the caller gets back.
-	// A renewal usually writes the bytes stored now: when M is copied by
-	// value, their decoded value is taken instead of decoding again.
-	m, ok := s.decodedNow(name, b)
+	// A renewal usually writes the metadata stored now: when equal values
+	// of M encode alike, the stored bytes and their decoded value serve.
+	b, m, ok := s.storedIfEqual(name, next.Metadata)
 	if !ok {
-		if m, err = s.codec.Decode(b); err != nil {
-			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+		var err error
+		if b, err = store.EncodeMetadata(s.codec, next.Metadata); err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+		}
+		// Decode what will be stored: a value the codec cannot read back
+		// is refused now rather than stored as a corrupt record, and the
+		// decoded value, which shares nothing with next, is what the
+		// caller gets back. When M is copied by value and the bytes are
+		// those stored now, their decoded value is taken instead.
+		if m, ok = s.decodedNow(name, b); !ok {
+			if m, err = s.codec.Decode(b); err != nil {
+				return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w: the codec cannot decode its own encoding: %v", name, store.ErrEncode, err)
+			}
 		}
 	}
 	rec := lease.Record[[]byte]{
@@ -226,6 +235,30 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 	return s.put(name, rec, nil, decoded), nil, nil
 }
 
+// storedIfEqual returns the encoded and decoded metadata of the record
+// stored under name if equal values of M encode alike and m equals it.
+func (s *Store[M]) storedIfEqual(name string, m M) ([]byte, M, bool) {
+	var zero M
+	if !s.sameBytes {
+		return nil, zero, false
+	}
+	e := s.current(name)
+	if e == nil || e.meta == nil || e.meta != any(m) {
+		return nil, zero, false
+	}
+	return e.rec.Metadata, m, true
+}
+
+// current returns the entry stored under name, or nil.
+func (s *Store[M]) current(name string) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl := s.names[name]; sl != nil {
+		return sl.cur
+	}
+	return nil
+}
+
 // decodedNow returns the decoded metadata of the record stored under name
 // if M is copied by value and that record's metadata is b: the same bytes
 // decode to the same value, so the stored one serves.
@@ -234,12 +267,7 @@ func (s *Store[M]) decodedNow(name string, b []byte) (M, bool) {
 	if !s.byValue {
 		return zero, false
 	}
-	s.mu.Lock()
-	var e *entry
-	if sl := s.names[name]; sl != nil {
-		e = sl.cur
-	}
-	s.mu.Unlock()
+	e := s.current(name)
 	if e == nil || e.meta == nil || !bytes.Equal(e.rec.Metadata, b) {
 		return zero, false
 	}
