@@ -59,8 +59,9 @@ func (c *opContext) Done() <-chan struct{} {
 	if c.done != nil {
 		return c.done
 	}
+	err := c.checkLocked() // with c.done nil: it closes nothing
 	c.done = make(chan struct{})
-	if c.checkLocked() != nil {
+	if err != nil {
 		close(c.done)
 		return c.done
 	}

@@ -54,6 +54,25 @@ func TestOpContext(t *testing.T) {
 			}
 		})
 	})
+	t.Run("Done first called after the deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newOpContext(context.Background(), time.Second)
+			time.Sleep(2 * time.Second)
+			<-c.Done()
+			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Err = %v", err)
+			}
+		})
+	})
+	t.Run("Done first called after the parent ended", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newOpContext(parent, time.Hour)
+		cancel()
+		<-c.Done()
+		if err := c.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v", err)
+		}
+	})
 	t.Run("parent ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			parent, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
