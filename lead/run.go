@@ -42,25 +42,14 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.ran = true
 	e.epoch = e.clock.Now()
 	e.runDone = ctx.Done()
-	cfg := e.cfg
 	e.mu.Unlock()
 
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
+	r, err := e.newRunner(ctx)
 	if err != nil {
 		// Run has returned: Lead, Every and Done must not wait for it.
 		e.markReady()
 		close(e.stopped)
 		return err
-	}
-	r := runner[M]{
-		e:       e,
-		ctx:     ctx,
-		m:       m,
-		cfg:     cfg,
-		results: make(chan result[M], 1),
-		wake:    make(chan struct{}, 1),
-		errLog:  map[string]time.Duration{},
-		obs:     newObserverQueue(e.observers),
 	}
 	err = r.run(ctx)
 	r.obs.close()
@@ -69,6 +58,33 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.notifyLocked()
 	e.mu.Unlock()
 	return err
+}
+
+// newRunner makes the state of one Run. It is a function of its own so
+// that its locals (the configuration, the machine's options) are not part
+// of Run's frame, which stays on the stack for as long as Run does: with
+// Run's loop, what the goroutine's stack holds while it waits is small
+// enough for the runtime to shrink the stack at a collection.
+//
+//go:noinline
+func (e *Elector[M]) newRunner(ctx context.Context) (*runner[M], error) {
+	e.mu.Lock()
+	cfg := e.cfg
+	e.mu.Unlock()
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy})
+	if err != nil {
+		return nil, err
+	}
+	return &runner[M]{
+		e:       e,
+		ctx:     ctx,
+		m:       m,
+		cfg:     cfg,
+		results: make(chan result[M], 1),
+		wake:    make(chan struct{}, 1),
+		errLog:  map[string]time.Duration{},
+		obs:     newObserverQueue(e.observers),
+	}, nil
 }
 
 // runner is the state of one Run. Its loop (run) is the only goroutine that
@@ -124,15 +140,11 @@ func (r *runner[M]) run(ctx context.Context) error {
 			r.watchTimer.Stop()
 		}
 	}()
-	if w, ok := e.st.(store.Watcher[M]); ok {
-		r.watcher = w
-		r.watchStarted = make(chan watchStart[M], 1)
-		r.watchRetry = make(chan struct{}, 1)
-		r.startWatch()
-	}
-	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
-
-	r.step(fsm.Event{Kind: fsm.Tick})
+	r.begin()
+	// The loop's frame stays on the goroutine's stack while it waits:
+	// events are built in the functions it calls (tick, stop,
+	// reconfigure), not here, so that the frame is small and the runtime
+	// can shrink the stack.
 	for !r.m.Stopped() {
 		if r.fatal != nil && !r.stopping {
 			r.stop()
@@ -152,20 +164,16 @@ func (r *runner[M]) run(ctx context.Context) error {
 			if ok {
 				r.handleWatch(ev)
 			} else {
-				r.watchCh = nil
-				r.watchFailed(errors.New("watch closed"))
+				r.watchClosed()
 			}
 		case ws := <-r.watchStarted:
 			r.watchBegan(ws)
 		case <-r.watchRetry:
 			r.startWatch()
 		case <-r.wake:
-			r.step(fsm.Event{Kind: fsm.Tick})
+			r.tick()
 		case <-e.reconf:
-			e.mu.Lock()
-			r.cfg = e.cfg
-			e.mu.Unlock()
-			r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
+			r.reconfigure()
 		}
 	}
 	// The machine stops only after stepping down (fsm's property test
@@ -178,9 +186,50 @@ func (r *runner[M]) run(ctx context.Context) error {
 // stop tells the machine to stop: a leader steps down at once, the lease is
 // released (unless WithReleaseOnStop(false)), and then the machine is
 // Stopped, which ends Run's loop.
+//
+//go:noinline
 func (r *runner[M]) stop() {
 	r.stopping = true
 	r.step(fsm.Event{Kind: fsm.Stop, Release: r.e.releaseOnStop})
+}
+
+// begin starts the watch, if the store can, and the machine.
+//
+//go:noinline
+func (r *runner[M]) begin() {
+	e := r.e
+	if w, ok := e.st.(store.Watcher[M]); ok {
+		r.watcher = w
+		r.watchStarted = make(chan watchStart[M], 1)
+		r.watchRetry = make(chan struct{}, 1)
+		r.startWatch()
+	}
+	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
+	r.tick()
+}
+
+// tick tells the machine the time: its NextWake came.
+//
+//go:noinline
+func (r *runner[M]) tick() { r.step(fsm.Event{Kind: fsm.Tick}) }
+
+// reconfigure takes the configuration SetConfig left.
+//
+//go:noinline
+func (r *runner[M]) reconfigure() {
+	e := r.e
+	e.mu.Lock()
+	r.cfg = e.cfg
+	e.mu.Unlock()
+	r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
+}
+
+// watchClosed handles the watch channel closed by the store.
+//
+//go:noinline
+func (r *runner[M]) watchClosed() {
+	r.watchCh = nil
+	r.watchFailed(errors.New("watch closed"))
 }
 
 // markReady closes Ready (once).
