@@ -42,25 +42,14 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.ran = true
 	e.epoch = e.clock.Now()
 	e.runDone = ctx.Done()
-	cfg := e.cfg
 	e.mu.Unlock()
 
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic})
+	r, err := e.newRunner(ctx)
 	if err != nil {
 		// Run has returned: Lead, Every and Done must not wait for it.
 		e.markReady()
 		close(e.stopped)
 		return err
-	}
-	r := runner[M]{
-		e:       e,
-		ctx:     ctx,
-		m:       m,
-		cfg:     cfg,
-		results: make(chan result[M], 1),
-		wake:    make(chan struct{}, 1),
-		errLog:  map[string]time.Duration{},
-		obs:     newObserverQueue(e.observers),
 	}
 	err = r.run(ctx)
 	r.obs.close()
@@ -69,6 +58,33 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.notifyLocked()
 	e.mu.Unlock()
 	return err
+}
+
+// newRunner makes the state of one Run. It is a function of its own so
+// that its locals (the configuration, the machine's options) are not part
+// of Run's frame, which stays on the stack for as long as Run does: with
+// Run's loop, what the goroutine's stack holds while it waits is small
+// enough for the runtime to shrink the stack at a collection.
+//
+//go:noinline
+func (e *Elector[M]) newRunner(ctx context.Context) (*runner[M], error) {
+	e.mu.Lock()
+	cfg := e.cfg
+	e.mu.Unlock()
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic})
+	if err != nil {
+		return nil, err
+	}
+	return &runner[M]{
+		e:       e,
+		ctx:     ctx,
+		m:       m,
+		cfg:     cfg,
+		results: make(chan result[M], 1),
+		wake:    make(chan struct{}, 1),
+		errLog:  map[string]time.Duration{},
+		obs:     newObserverQueue(e.observers),
+	}, nil
 }
 
 // runner is the state of one Run. Its loop (run) is the only goroutine that
@@ -86,6 +102,8 @@ type runner[M any] struct {
 	results chan result[M]
 	wake    chan struct{}
 	timer   Timer
+	timerAt time.Duration // the NextWake timer is set for
+	wakeFn  func()        // what timer calls: signal wake
 	// The watch, received from in Run's loop itself: watcher is nil when
 	// the store cannot watch; watchCh is nil while no watch is up;
 	// watchStarted brings the outcome of Watch; watchRetry is signalled
@@ -123,15 +141,11 @@ func (r *runner[M]) run(ctx context.Context) error {
 			r.watchTimer.Stop()
 		}
 	}()
-	if w, ok := e.st.(store.Watcher[M]); ok {
-		r.watcher = w
-		r.watchStarted = make(chan watchStart[M], 1)
-		r.watchRetry = make(chan struct{}, 1)
-		r.startWatch()
-	}
-	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
-
-	r.step(fsm.Event{Kind: fsm.Tick})
+	r.begin()
+	// The loop's frame stays on the goroutine's stack while it waits:
+	// events are built in the functions it calls (tick, stop,
+	// reconfigure), not here, so that the frame is small and the runtime
+	// can shrink the stack.
 	for !r.m.Stopped() {
 		if r.fatal != nil && !r.stopping {
 			r.stop()
@@ -151,20 +165,16 @@ func (r *runner[M]) run(ctx context.Context) error {
 			if ok {
 				r.handleWatch(ev)
 			} else {
-				r.watchCh = nil
-				r.watchFailed(errors.New("watch closed"))
+				r.watchClosed()
 			}
 		case ws := <-r.watchStarted:
 			r.watchBegan(ws)
 		case <-r.watchRetry:
 			r.startWatch()
 		case <-r.wake:
-			r.step(fsm.Event{Kind: fsm.Tick})
+			r.tick()
 		case <-e.reconf:
-			e.mu.Lock()
-			r.cfg = e.cfg
-			e.mu.Unlock()
-			r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
+			r.reconfigure()
 		}
 	}
 	// The machine stops only after stepping down (fsm's property test
@@ -177,9 +187,50 @@ func (r *runner[M]) run(ctx context.Context) error {
 // stop tells the machine to stop: a leader steps down at once, the lease is
 // released (unless WithReleaseOnStop(false)), and then the machine is
 // Stopped, which ends Run's loop.
+//
+//go:noinline
 func (r *runner[M]) stop() {
 	r.stopping = true
 	r.step(fsm.Event{Kind: fsm.Stop, Release: r.e.releaseOnStop})
+}
+
+// begin starts the watch, if the store can, and the machine.
+//
+//go:noinline
+func (r *runner[M]) begin() {
+	e := r.e
+	if w, ok := e.st.(store.Watcher[M]); ok {
+		r.watcher = w
+		r.watchStarted = make(chan watchStart[M], 1)
+		r.watchRetry = make(chan struct{}, 1)
+		r.startWatch()
+	}
+	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
+	r.tick()
+}
+
+// tick tells the machine the time: its NextWake came.
+//
+//go:noinline
+func (r *runner[M]) tick() { r.step(fsm.Event{Kind: fsm.Tick}) }
+
+// reconfigure takes the configuration SetConfig left.
+//
+//go:noinline
+func (r *runner[M]) reconfigure() {
+	e := r.e
+	e.mu.Lock()
+	r.cfg = e.cfg
+	e.mu.Unlock()
+	r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
+}
+
+// watchClosed handles the watch channel closed by the store.
+//
+//go:noinline
+func (r *runner[M]) watchClosed() {
+	r.watchCh = nil
+	r.watchFailed(errors.New("watch closed"))
 }
 
 // markReady closes Ready (once).
@@ -214,23 +265,35 @@ func (r *runner[M]) step(ev fsm.Event) {
 // now is the machine's time: monotonic, since Run started.
 func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) }
 
-// arm sets the timer to wake the loop at the machine's NextWake.
+// arm makes the timer wake the loop at the machine's NextWake. A timer
+// already set for that instant, which has not fired (the instant is still
+// ahead), is kept: most steps (a follower's watch events) leave NextWake
+// where it was.
 func (r *runner[M]) arm() {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
 	at := r.m.NextWake()
 	if at == fsm.Never || r.m.Stopped() {
+		if r.timer != nil {
+			r.timer.Stop()
+			r.timer = nil
+		}
 		return
 	}
-	d := max(at-r.now(), 0)
-	r.timer = r.e.clock.AfterFunc(d, func() {
-		select {
-		case r.wake <- struct{}{}:
-		default:
+	now := r.now()
+	if r.timer != nil && at == r.timerAt && at > now {
+		return
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.wakeFn == nil {
+		r.wakeFn = func() {
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
 		}
-	})
+	}
+	r.timer, r.timerAt = r.e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at
 }
 
 // perform carries out one action of the machine.
@@ -306,8 +369,10 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Go(func() {
-		ctx, cancel := context.WithTimeout(r.opCtx, timeout)
-		defer cancel()
+		// As context.WithTimeout, without a timer for stores that never
+		// ask Done.
+		ctx := newOpContext(r.opCtx, timeout)
+		defer ctx.end(context.Canceled)
 		began := e.clock.Now()
 		rec, rev, err := op(ctx)
 		if e.instruments != nil {

@@ -48,15 +48,17 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 }
 
 // armWatchdog cancels the term's context at its deadline even if Run's loop
-// is late: the work stops before the local deadline passes.
+// is late: the work stops before the local deadline passes (see
+// termWatchdog).
 func (r *runner[M]) armWatchdog(t *activeTerm) {
-	if t.watchdog != nil {
-		t.watchdog.Stop()
+	w, _ := t.watchdog.(*termWatchdog)
+	if w == nil {
+		w = newTermWatchdog(r.e.clock, r.now, func() {
+			t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
+		})
+		t.watchdog = w
 	}
-	d := max(t.until-r.now(), 0)
-	t.watchdog = r.e.clock.AfterFunc(d, func() {
-		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonDeadline))
-	})
+	w.set(t.until)
 }
 
 // endTerm closes the term the machine ended for reason: its work is

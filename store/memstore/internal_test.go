@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/tenure-go/tenure/lease"
@@ -43,5 +44,69 @@ func TestWatchForgetsUnwrittenNames(t *testing.T) {
 	}
 	if n := st.slots(); n != 1 {
 		t.Errorf("the store keeps %d names, want 1 (the written one)", n)
+	}
+}
+
+func TestCopiedByValue(t *testing.T) {
+	type inner struct {
+		A [3]int
+		S string
+	}
+	type withPtr struct {
+		A int
+		P *int
+	}
+	type withSlice struct{ S []string }
+	type withAny struct{ V any }
+	for _, c := range []struct {
+		name string
+		t    reflect.Type
+		want bool
+	}{
+		{"empty struct", reflect.TypeFor[struct{}](), true},
+		{"int", reflect.TypeFor[int](), true},
+		{"string", reflect.TypeFor[string](), true},
+		{"nested struct and array", reflect.TypeFor[struct{ I inner }](), true},
+		{"pointer field", reflect.TypeFor[withPtr](), false},
+		{"slice field", reflect.TypeFor[withSlice](), false},
+		{"interface field", reflect.TypeFor[withAny](), false},
+		{"map", reflect.TypeFor[map[string]int](), false},
+		{"array of slices", reflect.TypeFor[[2][]int](), false},
+		{"interface type", reflect.TypeFor[any](), false},
+		{"nil", nil, false},
+	} {
+		if got := copiedByValue(c.t); got != c.want {
+			t.Errorf("%s: copiedByValue = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestEncodedByValue(t *testing.T) {
+	type withFloat struct {
+		N int
+		F float64
+	}
+	type withBlank struct {
+		N int
+		_ int
+	}
+	for _, c := range []struct {
+		name string
+		t    reflect.Type
+		want bool
+	}{
+		{"empty struct", reflect.TypeFor[struct{}](), true},
+		{"strings and ints", reflect.TypeFor[struct {
+			S string
+			N [2]int64
+		}](), true},
+		{"float field", reflect.TypeFor[withFloat](), false},
+		{"array of complex", reflect.TypeFor[[1]complex64](), false},
+		{"blank field", reflect.TypeFor[withBlank](), false},
+		{"map", reflect.TypeFor[map[string]int](), false},
+	} {
+		if got := encodedByValue(c.t); got != c.want {
+			t.Errorf("%s: encodedByValue = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/tenure-go/tenure/internal/nilarg"
@@ -20,6 +21,14 @@ import (
 // nothing), and [Store.Validate] says so, so that lead.New refuses it.
 type Store[M any] struct {
 	codec store.Codec[M]
+	// byValue: M shares nothing when copied (see copiedByValue), so each
+	// stored version is decoded once and copies of that value are handed
+	// out.
+	byValue bool
+	// sameBytes: equal values of M (==) encode alike (see
+	// encodedByValue), so metadata equal to the stored value is not
+	// encoded again.
+	sameBytes bool
 
 	mu    sync.Mutex
 	rev   lease.Revision   // the last revision handed out
@@ -37,6 +46,9 @@ type entry struct {
 	rec lease.Record[[]byte]
 	rev lease.Revision
 	err error // why the metadata cannot be decoded (only from PutRaw), or nil
+	// meta is the metadata decoded, an M, when the Store's M is copied by
+	// value (Store.byValue); nil otherwise. Every reader gets a copy.
+	meta any
 }
 
 // slot is what a Store keeps for one name.
@@ -44,11 +56,15 @@ type slot struct {
 	cur     *entry // the current record; nil when absent
 	written bool   // a record was stored once, and may have been lost since
 	floor   uint64 // the highest Token ever stored under the name
-	subs    map[*sub]struct{}
+	subs    map[watcher]struct{}
 }
 
-// sub is one watcher. pending and dirty are guarded by Store.mu.
-// sub is one watcher: the latest state (nil: absent) not yet sent to it.
+// watcher is one watch of a name: Offer gives it a new state of the name
+// (nil: absent), under Store.mu, and never blocks.
+type watcher interface{ Offer(e *entry) }
+
+// sub is a watcher served by a goroutine of its own, which decodes each
+// state it sends: the latest state not yet sent waits in the Box.
 type sub = latest.Box[*entry]
 
 // New returns an empty Store that encodes metadata with [store.JSONCodec].
@@ -63,7 +79,8 @@ func NewWithCodec[M any](codec store.Codec[M]) *Store[M] {
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	return &Store[M]{codec: codec, names: make(map[string]*slot)}
+	t := reflect.TypeFor[M]()
+	return &Store[M]{codec: codec, byValue: copiedByValue(t), sameBytes: encodedByValue(t), names: make(map[string]*slot)}
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -71,7 +88,9 @@ func NewWithCodec[M any](codec store.Codec[M]) *Store[M] {
 // [store.ErrCorruptRecord] when its metadata cannot be decoded,
 // [store.ErrInvalidName] for a bad name, ctx.Err() when ctx has ended, and
 // [store.ErrNilArgument] for a nil ctx (so do the other methods).
-// The record is decoded afresh on every call: the caller owns it.
+// The record is decoded afresh on every call (or, when M holds no pointer,
+// map, slice or interface, copied from the value decoded once when it was
+// stored): the caller owns it.
 func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
@@ -117,11 +136,39 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	rec, m, err := store.EncodeRecord(s.codec, next)
-	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+	// A renewal usually writes the metadata stored now: when equal values
+	// of M encode alike, the stored bytes and their decoded value serve.
+	b, m, same := s.storedIfEqual(name, next.Metadata)
+	var rec lease.Record[[]byte]
+	if same {
+		if err := store.ValidateRecord(next); err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+		}
+		rec = lease.Record[[]byte]{
+			Holder:        next.Holder,
+			Token:         next.Token,
+			AcquiredAt:    next.AcquiredAt.Round(0),
+			RenewedAt:     next.RenewedAt.Round(0),
+			LeaseDuration: next.LeaseDuration,
+			Transitions:   next.Transitions,
+			Metadata:      b,
+		}
+	} else {
+		var err error
+		if rec, m, err = store.EncodeRecord(s.codec, next); err != nil {
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+		}
+		// When M is copied by value and the bytes are those stored now,
+		// their decoded value is taken: one decoded value per version.
+		if dm, ok := s.decodedNow(name, rec.Metadata); ok {
+			m = dm
+		}
 	}
-	stored, found, err := s.swap(name, expected, rec)
+	var decoded any
+	if s.byValue {
+		decoded = m
+	}
+	stored, found, err := s.swap(name, expected, rec, decoded)
 	switch {
 	case err == nil:
 		return withMetadata(stored.rec, m), stored.rev, nil
@@ -138,7 +185,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 
 // swap is the locked part of CompareAndSwap. On success it returns the stored
 // entry; on a conflict, the entry found (nil when absent) and the error.
-func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte]) (stored, found *entry, err error) {
+func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte], decoded any) (stored, found *entry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.names[name]
@@ -168,19 +215,59 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 		}
 		rec.Token = token
 	}
-	return s.put(name, rec, nil), nil, nil
+	return s.put(name, rec, nil, decoded), nil, nil
+}
+
+// storedIfEqual returns the encoded and decoded metadata of the record
+// stored under name if equal values of M encode alike and m equals it.
+func (s *Store[M]) storedIfEqual(name string, m M) ([]byte, M, bool) {
+	var zero M
+	if !s.sameBytes {
+		return nil, zero, false
+	}
+	e := s.current(name)
+	if e == nil || e.meta == nil || e.meta != any(m) {
+		return nil, zero, false
+	}
+	return e.rec.Metadata, m, true
+}
+
+// current returns the entry stored under name, or nil.
+func (s *Store[M]) current(name string) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl := s.names[name]; sl != nil {
+		return sl.cur
+	}
+	return nil
+}
+
+// decodedNow returns the decoded metadata of the record stored under name
+// if M is copied by value and that record's metadata is b: the same bytes
+// decode to the same value, so the stored one serves.
+func (s *Store[M]) decodedNow(name string, b []byte) (M, bool) {
+	var zero M
+	if !s.byValue {
+		return zero, false
+	}
+	e := s.current(name)
+	if e == nil || e.meta == nil || !bytes.Equal(e.rec.Metadata, b) {
+		return zero, false
+	}
+	m, ok := e.meta.(M)
+	return m, ok
 }
 
 // put stores rec under name with the next revision and tells the watchers.
 // s.mu is held.
-func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error) *entry {
+func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error, decoded any) *entry {
 	sl := s.names[name]
 	if sl == nil {
 		sl = &slot{}
 		s.names[name] = sl
 	}
 	s.rev++
-	e := &entry{rec: rec, rev: s.rev, err: decodeErr}
+	e := &entry{rec: rec, rev: s.rev, err: decodeErr, meta: decoded}
 	sl.cur, sl.written = e, true
 	sl.floor = max(sl.floor, rec.Token)
 	sl.publish(e)
@@ -228,15 +315,20 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 		return 0, fmt.Errorf("memstore: PutRaw: %w", err)
 	}
 	rec.Metadata = bytes.Clone(rec.Metadata)
-	var decodeErr error
+	var (
+		decodeErr error
+		decoded   any
+	)
 	if err := store.ValidateStored(rec); err != nil {
 		decodeErr = corrupt(name, err)
-	} else if _, err := s.codec.Decode(rec.Metadata); err != nil {
+	} else if m, err := s.codec.Decode(rec.Metadata); err != nil {
 		decodeErr = corrupt(name, err)
+	} else if s.byValue {
+		decoded = m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.put(name, rec, decodeErr).rev, nil
+	return s.put(name, rec, decodeErr, decoded).rev, nil
 }
 
 // Watch delivers the current state of name first (an Absent event when there
@@ -245,31 +337,44 @@ func (s *Store[M]) PutRaw(name string, rec lease.Record[[]byte]) (lease.Revision
 // and gets the latest, but never an older revision after a newer one. A
 // record that cannot be decoded arrives as an event with its Revision and an
 // Err wrapping [store.ErrCorruptRecord]; a Delete arrives as an Absent event.
-// Every event is decoded separately: the receiver owns its records.
+// Every event is decoded separately, so the receiver owns its records;
+// when M holds no pointer, map, slice or interface (so a copy shares
+// nothing), each stored version is decoded once and every reader and
+// watcher gets its own copy of that value.
 //
-// The channel is closed when ctx ends; until then a goroutine serves it, so
-// cancel ctx when done. Watch returns an error for a bad name
+// The channel is closed when ctx ends; until then the watch is kept (and,
+// unless M is copied by value, a goroutine serves it), so cancel ctx when
+// done. When M is copied by value, the writer puts each event in the
+// channel's one-event buffer itself, replacing one not yet received. Watch returns an error for a bad name
 // ([store.ErrInvalidName]) or an ended ctx.
 func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
+	if s.byValue {
+		return s.watchDirect(ctx, name), nil
+	}
 	w := latest.New[*entry]()
+	s.subscribe(name, w)
+	out := make(chan store.Event[M])
+	go s.serve(ctx, name, w, out)
+	return out, nil
+}
+
+// subscribe adds w to the watchers of name and offers it the current state.
+func (s *Store[M]) subscribe(name string, w watcher) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	sl := s.names[name]
 	if sl == nil {
 		sl = &slot{}
 		s.names[name] = sl
 	}
 	if sl.subs == nil {
-		sl.subs = make(map[*sub]struct{})
+		sl.subs = make(map[watcher]struct{})
 	}
 	sl.subs[w] = struct{}{}
 	w.Offer(sl.cur)
-	s.mu.Unlock()
-	out := make(chan store.Event[M])
-	go s.serve(ctx, name, w, out)
-	return out, nil
 }
 
 // serve feeds one watcher's channel until ctx ends, decoding each state
@@ -289,9 +394,13 @@ func (sl *slot) publish(e *entry) {
 }
 
 // unwatch forgets w, and the slot of name when nothing else needs it.
-func (s *Store[M]) unwatch(name string, w *sub) {
+func (s *Store[M]) unwatch(name string, w watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unwatchLocked(name, w)
+}
+
+func (s *Store[M]) unwatchLocked(name string, w watcher) {
 	sl := s.names[name]
 	delete(sl.subs, w)
 	if len(sl.subs) == 0 && !sl.written {
@@ -311,10 +420,14 @@ func (s *Store[M]) event(name string, e *entry) store.Event[M] {
 	return store.Event[M]{Record: rec, Revision: e.rev}
 }
 
-// decode returns the record of e with its metadata decoded afresh.
+// decode returns the record of e with its metadata decoded afresh, or a
+// copy of the value decoded when it was stored when M is copied by value.
 func (s *Store[M]) decode(name string, e *entry) (lease.Record[M], error) {
 	if e.err != nil {
 		return lease.Record[M]{}, e.err
+	}
+	if m, ok := e.meta.(M); ok && e.meta != nil {
+		return withMetadata(e.rec, m), nil
 	}
 	m, err := s.codec.Decode(e.rec.Metadata)
 	if err != nil {

@@ -242,8 +242,15 @@ func TestDeleteThenCreate(t *testing.T) {
 
 // A reader that does not keep up gets fewer events, never an older revision
 // after a newer one, and never holds up a writer.
+// TestWatchCoalesces runs on both kinds of watch: served by a goroutine that decodes
+// (labels holds a map) and delivered by the writer (flat is copied by value).
 func TestWatchCoalesces(t *testing.T) {
-	st := memstore.New[labels]()
+	t.Run("decoded", testWatchCoalesces[labels])
+	t.Run("by value", testWatchCoalesces[flat])
+}
+
+func testWatchCoalesces[M any](t *testing.T) {
+	st := memstore.New[M]()
 	const name = "slow"
 	const writes = 1000
 	events, err := st.Watch(t.Context(), name)
@@ -252,7 +259,7 @@ func TestWatchCoalesces(t *testing.T) {
 	}
 	var rev lease.Revision
 	for i := range writes {
-		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i)})
+		_, rev = mustSwap(t, st, name, rev, lease.Record[M]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i)})
 	}
 	// Nobody read during the writes, so the watch holds at most one state
 	// in hand and one pending: the last write arrives within two events.
@@ -271,8 +278,15 @@ func TestWatchCoalesces(t *testing.T) {
 
 // Readers of different speeds watch while a writer writes: each sees
 // strictly increasing revisions and tokens, up to the last write.
+// TestWatchSlowReaderNeverGoesBack runs on both kinds of watch: served by a goroutine that decodes
+// (labels holds a map) and delivered by the writer (flat is copied by value).
 func TestWatchSlowReaderNeverGoesBack(t *testing.T) {
-	st := memstore.New[labels]()
+	t.Run("decoded", testWatchSlowReaderNeverGoesBack[labels])
+	t.Run("by value", testWatchSlowReaderNeverGoesBack[flat])
+}
+
+func testWatchSlowReaderNeverGoesBack[M any](t *testing.T) {
+	st := memstore.New[M]()
 	const name = "racing"
 	const writes = 2000
 	var wg sync.WaitGroup
@@ -308,13 +322,20 @@ func TestWatchSlowReaderNeverGoesBack(t *testing.T) {
 	}
 	var rev lease.Revision
 	for i := range writes {
-		_, rev = mustSwap(t, st, name, rev, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i + 1)})
+		_, rev = mustSwap(t, st, name, rev, lease.Record[M]{LeaseDuration: time.Second, Holder: "a", Token: uint64(i + 1)})
 	}
 	wg.Wait()
 }
 
+// TestWatchClosesOnCancel runs on both kinds of watch: served by a goroutine that decodes
+// (labels holds a map) and delivered by the writer (flat is copied by value).
 func TestWatchClosesOnCancel(t *testing.T) {
-	st := memstore.New[labels]()
+	t.Run("decoded", testWatchClosesOnCancel[labels])
+	t.Run("by value", testWatchClosesOnCancel[flat])
+}
+
+func testWatchClosesOnCancel[M any](t *testing.T) {
+	st := memstore.New[M]()
 	ctx, cancel := context.WithCancel(t.Context())
 	events, err := st.Watch(ctx, "closing")
 	if err != nil {

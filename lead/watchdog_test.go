@@ -1,0 +1,63 @@
+package lead
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The watchdog fires at the deadline in force, whether it moved later
+// (renewals: the timer stays and sets itself again) or earlier (a
+// Reconfigure: the timer moves), and never after Stop.
+func TestTermWatchdog(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		moves func(w *termWatchdog) // from 0s, the deadline set to 10s
+		want  time.Duration         // when it fires (0: never)
+	}{
+		{"deadline kept", func(*termWatchdog) {}, 10 * time.Second},
+		{"moved later", func(w *termWatchdog) { w.set(12 * time.Second); w.set(25 * time.Second) }, 25 * time.Second},
+		{"moved later, then earlier after the first timer fired", func(w *termWatchdog) {
+			w.set(30 * time.Second)
+			time.Sleep(11 * time.Second) // the timer set for 10s fired and waits for 30s
+			w.set(15 * time.Second)
+		}, 15 * time.Second},
+		{"moved earlier", func(w *termWatchdog) { w.set(4 * time.Second) }, 4 * time.Second},
+		{"moved later and earlier", func(w *termWatchdog) { w.set(20 * time.Second); w.set(7 * time.Second) }, 7 * time.Second},
+		{"deadline passed", func(w *termWatchdog) { time.Sleep(time.Second); w.set(0) }, time.Second},
+		{"stopped", func(w *termWatchdog) { w.set(20 * time.Second); w.Stop() }, 0},
+		{"stopped while waiting after the first timer", func(w *termWatchdog) {
+			w.set(30 * time.Second)
+			time.Sleep(11 * time.Second)
+			w.Stop()
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				epoch := time.Now()
+				fired := make(chan time.Duration, 2)
+				w := newTermWatchdog(realClock{}, func() time.Duration { return time.Since(epoch) }, func() {
+					fired <- time.Since(epoch)
+				})
+				w.set(10 * time.Second)
+				c.moves(w)
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				var got []time.Duration
+				for len(fired) > 0 {
+					got = append(got, <-fired)
+				}
+				switch {
+				case c.want == 0 && len(got) != 0:
+					t.Fatalf("fired at %v after Stop", got)
+				case c.want != 0 && (len(got) != 1 || got[0] != c.want):
+					t.Fatalf("fired at %v, want once at %v", got, c.want)
+				}
+			})
+		})
+	}
+	var nilDog *termWatchdog
+	if nilDog.Stop() {
+		t.Error("Stop of a nil watchdog reported a pending timer")
+	}
+}
