@@ -33,8 +33,8 @@ import (
 // compaction or an API server restart), or when it must start from the
 // cache again, it starts afresh and every watcher reads its Lease again
 // with a GET, delivered if it is newer. A failed watch request is retried
-// with a backoff; after 10 failures in a row the channels of all the
-// Store's watchers are closed.
+// with a backoff (50 ms doubling up to 2 s); after 40 failures in a row
+// (about 73 s) the channels of all the Store's watchers are closed.
 //
 // Revisions delivered strictly increase per watcher: events older than one
 // delivered are dropped, and a receiver that falls behind gets the latest
