@@ -248,7 +248,9 @@ func (h *hub[M]) run(ctx context.Context, r *hubRun) {
 				h.setUp(r, false)
 			}
 			fails++
-			if fails >= hubMaxFailures {
+			if first || fails >= hubMaxFailures {
+				// A first request that fails fails the Watch calls
+				// waiting for it, as a watch of their own would.
 				h.end(r, err)
 				return
 			}

@@ -34,7 +34,9 @@ import (
 // cache again, it starts afresh and every watcher reads its Lease again
 // with a GET, delivered if it is newer. A failed watch request is retried
 // with a backoff (50 ms doubling up to 2 s); after 40 failures in a row
-// (about 73 s) the channels of all the Store's watchers are closed.
+// (about 73 s) the channels of all the Store's watchers are closed. (When
+// the first request of a shared watch fails, the Watch calls waiting for
+// it return its error at once.)
 //
 // Revisions delivered strictly increase per watcher: events older than one
 // delivered are dropped, and a receiver that falls behind gets the latest
