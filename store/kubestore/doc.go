@@ -62,7 +62,9 @@
 //     conflict: a conflict costs a second round trip, as the API server does
 //     not return the current object with a 409. When the Store has not seen
 //     the expected revision itself, it reads the Lease before the PUT.
-//   - Watch is a GET, then one long-running WATCH.
+//   - Watch is a GET; all the Watch calls of a Store share one
+//     long-running WATCH of the namespace's Leases (one per name when RBAC
+//     allows only named Leases; see [Store.Watch]).
 //
 // # Fencing tokens
 //
@@ -110,8 +112,11 @@
 // # RBAC
 //
 // The Store needs get, create, update and watch on leases in its namespace;
-// not list (a watch with a metadata.name field selector is authorized as
-// "watch" of that one Lease) and not delete:
+// not list (after a 410 the Store reads each watched Lease with a GET) and
+// not delete. One watch of the namespace serves all the names of a Store;
+// under a Role that restricts watch by resourceNames, the namespace watch
+// is refused and the Store watches each name on its own (a metadata.name
+// field selector, authorized as "watch" of that one Lease):
 //
 //	apiVersion: rbac.authorization.k8s.io/v1
 //	kind: Role

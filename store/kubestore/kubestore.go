@@ -39,6 +39,8 @@ type Store[M any] struct {
 	namespace string
 	codec     store.Codec[M]
 
+	hub *hub[M] // the shared watch of the namespace
+
 	mu   sync.Mutex
 	seen map[string]*seen // by name
 }
@@ -83,13 +85,15 @@ func NewWithCodec[M any](client coordinationclient.LeasesGetter, namespace strin
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	return &Store[M]{
+	s := &Store[M]{
 		client:    client,
 		leases:    client.Leases(namespace),
 		namespace: namespace,
 		codec:     codec,
 		seen:      make(map[string]*seen),
-	}, nil
+	}
+	s.hub = newHub(s)
+	return s, nil
 }
 
 // Namespace returns the namespace of the Store's Leases.

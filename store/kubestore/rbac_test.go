@@ -47,6 +47,59 @@ func grant(t *testing.T, admin kubernetes.Interface, ns, user string, verbs []st
 	}
 }
 
+// grantNamed creates a Role with verbs on the leases names in ns and binds
+// user to it.
+func grantNamed(t *testing.T, admin kubernetes.Interface, ns, user string, names, verbs []string) {
+	t.Helper()
+	c := ctx(t)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups:     []string{"coordination.k8s.io"},
+			Resources:     []string{"leases"},
+			ResourceNames: names,
+			Verbs:         verbs,
+		}},
+	}
+	if _, err := admin.RbacV1().Roles(ns).Create(c, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(c, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitAllowedName is awaitAllowed for the Lease name.
+func awaitAllowedName(t *testing.T, client kubernetes.Interface, ns, verb, name string) {
+	t.Helper()
+	c := ctx(t)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(c, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: name,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed {
+			return
+		}
+		select {
+		case <-c.Done():
+			t.Fatalf("%s on lease %s is still not allowed", verb, name)
+		case <-tick.C:
+		}
+	}
+}
+
 // awaitAllowed waits until the authorizer, which learns of new Roles
 // through an informer, lets user do verb on leases in ns. It asks the
 // server (a SelfSubjectAccessReview): there is no event to wait for.
@@ -79,7 +132,7 @@ func awaitAllowed(t *testing.T, client kubernetes.Interface, ns, verb string) {
 // create, update, watch; no list, no delete), and fails with a clear error
 // under a Role without update.
 func TestRBAC(t *testing.T) {
-	k := testcluster.NewKube(t, testcluster.KubeOptions{RBAC: true, Users: []string{"tenure", "tenure-no-update"}})
+	k := testcluster.NewKube(t, testcluster.KubeOptions{RBAC: true, Users: []string{"tenure", "tenure-no-update", "tenure-named"}})
 	admin := k.Client(t)
 	ns := k.Namespace(t, "rbac")
 	grant(t, admin, ns, "tenure", minimalVerbs)
@@ -104,6 +157,46 @@ func TestRBAC(t *testing.T) {
 		_, err := user.CoordinationV1().Leases(ns).List(ctx(t), metav1.ListOptions{})
 		if err == nil {
 			t.Fatal("the minimal Role allows list")
+		}
+	})
+
+	t.Run("RoleByName", func(t *testing.T) {
+		// A Role restricted by resourceNames allows the watch of one
+		// Lease (a metadata.name field selector), not of the namespace:
+		// Watch falls back to a watch per name.
+		admin := newStore[meta](t, admin, ns)
+		c := ctx(t)
+		_, rev, err := admin.CompareAndSwap(c, "named", 0, record("pod-a", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		grantNamed(t, k.Client(t), ns, "tenure-named", []string{"named"}, []string{"get", "update", "watch"})
+		named, err := kubernetes.NewForConfig(k.UserConfig("tenure-named"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitAllowedName(t, named, ns, "watch", "named")
+		if _, err := named.CoordinationV1().Leases(ns).Watch(c, metav1.ListOptions{}); err == nil {
+			t.Fatal("a Role restricted by resourceNames allows watching the namespace")
+		}
+		st := newStore[meta](t, named, ns)
+		wctx, cancel := context.WithCancel(c)
+		defer cancel()
+		for range 2 { // the second Watch goes straight to a per-name watch
+			ch, err := st.Watch(wctx, "named")
+			if err != nil {
+				t.Fatalf("Watch under a Role by name: %v", err)
+			}
+			if ev := recv(t, ch); ev.Revision != rev {
+				t.Fatalf("first event %+v, want revision %d", ev, rev)
+			}
+			next := record("pod-b", 2)
+			if _, rev, err = admin.CompareAndSwap(c, "named", rev, next); err != nil {
+				t.Fatal(err)
+			}
+			if ev := recv(t, ch); ev.Revision != rev || ev.Record.Holder != "pod-b" {
+				t.Fatalf("event %+v, want revision %d", ev, rev)
+			}
 		}
 	})
 

@@ -2,6 +2,7 @@ package kubestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,21 +18,39 @@ import (
 // Watch delivers the state of the Lease name first, then every later change
 // in revision order.
 //
-// It reads the Lease with a GET (the first event: its record, or an Absent
-// event), then watches that one Lease (a field selector on metadata.name)
-// from the resourceVersion it read, with bookmarks on. When the Lease was
-// absent, it watches from resourceVersion "0": the API server's watch cache
-// then sends a Lease created meanwhile as an ADDED event (and, in the rare
-// case that its cache still held a Lease deleted just before the GET, that
-// stale Lease followed by its deletion). When the API server
-// ends the watch, it resumes from the last resourceVersion it received;
+// All the Watch calls of one Store share one API-server watch of the
+// Leases of its namespace: the first Watch starts it, and it stops when the
+// ctx of the last one ends. Its events go, by the Lease's name, to the
+// watchers of that name only; other Leases in the namespace (other
+// programs') reach no watcher. Each Watch waits until that watch is up,
+// then reads its Lease with a GET (the first event: its record, or an
+// Absent event): a change made after the GET arrives through the watch.
+// The shared watch starts from resourceVersion "0" (the API server's watch
+// cache, which may first send Leases as they were a little earlier: they
+// are dropped when not newer than what was delivered). When the API server
+// ends it, it resumes from the last resourceVersion received (bookmarks on);
 // when the server answers that this version is too old (410 Gone, after a
-// compaction), it reads the Lease again, delivers it if it is newer, and
-// watches from there. Revisions delivered strictly increase: events older
-// than one delivered are dropped, and a receiver that falls behind gets the
-// latest state, skipping those in between. A deleted Lease arrives as an
-// Absent event; a Lease that cannot be read as an event with its Revision
-// and an Err wrapping [store.ErrCorruptRecord].
+// compaction or an API server restart), or when it must start from the
+// cache again, it starts afresh and every watcher reads its Lease again
+// with a GET, delivered if it is newer. A failed watch request is retried
+// with a backoff (50 ms doubling up to 2 s); after 40 failures in a row
+// (about 73 s) the channels of all the Store's watchers are closed. (When
+// the first request of a shared watch fails, the Watch calls waiting for
+// it return its error at once.)
+//
+// Revisions delivered strictly increase per watcher: events older than one
+// delivered are dropped, and a receiver that falls behind gets the latest
+// state, skipping those in between. A deleted Lease arrives as an Absent
+// event; a Lease that cannot be read as an event with its Revision and an
+// Err wrapping [store.ErrCorruptRecord]. After an Absent event read by a
+// GET (which has no revision), the watch cache may still send the Lease as
+// it was before its deletion, followed by the deletion.
+//
+// When RBAC refuses a watch of the whole namespace (a Role restricted by
+// resourceNames), the Store watches each name on its own instead, as
+// before: a GET, then a watch of that one Lease (a field selector on
+// metadata.name), with the same guarantees; it keeps doing so for the
+// Store's life.
 //
 // Watch returns an error for a bad name, an ended ctx, or when the first
 // read or the watch request fails (wrapping [ErrForbidden] when RBAC
@@ -42,6 +61,20 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
+	s.hub.mu.Lock()
+	perName := s.hub.perName
+	s.hub.mu.Unlock()
+	if !perName {
+		ch, err := s.hub.watch(ctx, name)
+		if !errors.Is(err, errNamespaceForbidden) {
+			return ch, err
+		}
+	}
+	return s.watchOne(ctx, name)
+}
+
+// watchOne serves Watch with a watch of its own of the Lease name.
+func (s *Store[M]) watchOne(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	w := &watcher[M]{s: s, name: name}
 	if err := w.relist(ctx); err != nil {
 		return nil, err
@@ -55,7 +88,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	return out, nil
 }
 
-// watcher is the state of one Watch.
+// watcher is the state of one Watch of its own (see watchOne).
 type watcher[M any] struct {
 	s    *Store[M]
 	name string
