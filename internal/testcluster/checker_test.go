@@ -84,7 +84,9 @@ func TestCheckerFence(t *testing.T) {
 		t.Helper()
 		waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return calls >= n })
 	}
-	waitCalls(3)
+	// FenceWriter records a write after it returns, before the next one:
+	// once the fourth has begun, the first three are recorded.
+	waitCalls(4)
 	if r := c.Report(); r.Failed() || r.FenceAccepted < 3 {
 		t.Fatalf("calm writes: %+v", r)
 	}
