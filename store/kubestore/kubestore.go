@@ -22,11 +22,16 @@ import (
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
-// ErrForbidden is wrapped by the errors of requests the API server refused
-// with 403 Forbidden: the credentials lack a verb on leases in the
-// namespace. The error names the verb; the minimal Role is in the package
-// documentation.
-var ErrForbidden = errors.New("kubestore: forbidden")
+var (
+	// ErrForbidden is wrapped by the errors of requests the API server
+	// refused with 403 Forbidden: the credentials lack a verb on leases in
+	// the namespace. The error names the verb; the minimal Role is in the
+	// package documentation.
+	ErrForbidden = errors.New("kubestore: forbidden")
+	// ErrInvalidNamespace is wrapped by New's error for a namespace that is
+	// empty or not a DNS-1123 label.
+	ErrInvalidNamespace = errors.New("kubestore: invalid namespace")
+)
 
 // Store keeps lease records with metadata of type M in coordination.k8s.io/v1
 // Lease objects of one namespace, one Lease per name. It implements
@@ -77,10 +82,10 @@ func NewWithCodec[M any](client coordinationclient.LeasesGetter, namespace strin
 		return nil, fmt.Errorf("kubestore: New: %w: client is nil", store.ErrNilArgument)
 	}
 	if namespace == "" {
-		return nil, errors.New("kubestore: New: namespace is empty")
+		return nil, fmt.Errorf("kubestore: New: %w: the namespace is empty", ErrInvalidNamespace)
 	}
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return nil, fmt.Errorf("kubestore: New: namespace %q: %s", namespace, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("kubestore: New: %w: %q: %s", ErrInvalidNamespace, namespace, strings.Join(errs, "; "))
 	}
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}

@@ -73,3 +73,21 @@ func TestNilArguments(t *testing.T) {
 		t.Error("a nil Store has a namespace")
 	}
 }
+
+// A namespace that is empty or not a DNS-1123 label is refused with
+// ErrInvalidNamespace, naming it.
+func TestInvalidNamespace(t *testing.T) {
+	cs, err := coordinationclient.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"}) // never reached
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"", "Bad_Namespace", "-x", strings.Repeat("a", 64)} {
+		_, err := kubestore.New[int](cs, ns)
+		if !errors.Is(err, kubestore.ErrInvalidNamespace) {
+			t.Errorf("New(%q) = %v, want an error wrapping ErrInvalidNamespace", ns, err)
+		}
+	}
+	if _, err := kubestore.New[int](cs, "tenure-system"); err != nil {
+		t.Errorf("New(\"tenure-system\") = %v", err)
+	}
+}

@@ -30,6 +30,9 @@ func newGate(client redis.UniversalClient, cfg config) *gate {
 	if _, single := client.(*redis.Client); !single || cfg.lossless {
 		return nil
 	}
+	if cfg.now != nil {
+		return &gate{now: cfg.now}
+	}
 	return &gate{now: time.Now}
 }
 

@@ -48,14 +48,13 @@ func (c *fakeClock) advance(d time.Duration) {
 // gateStore returns a Store on client under prefix whose gate reads clk.
 func gateStore(t *testing.T, client *redis.Client, prefix string, clk *fakeClock) *Store[string] {
 	t.Helper()
-	st, err := New[string](client, WithPrefix(prefix))
+	st, err := New[string](client, WithPrefix(prefix), WithClock(clk.now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.gate == nil {
 		t.Fatal("a Store on a *redis.Client that may lose records has no create gate")
 	}
-	st.gate.now = clk.now
 	return st
 }
 

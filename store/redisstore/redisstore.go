@@ -36,6 +36,7 @@ type config struct {
 	maxBackoff  time.Duration
 	lossless    bool
 	hub         *Hub
+	now         func() time.Time // nil: time.Now
 }
 
 // defaultConfig returns the settings of a Store given no option.
@@ -97,6 +98,16 @@ func WithWatchBackoff(initial, limit time.Duration) Option {
 			c.maxBackoff = limit
 		}
 	}
+}
+
+// WithClock makes the Store read the time from now instead of time.Now.
+// The only time the Store reads is how long it has seen the dataset's
+// marker (the create gate, see WithMayLoseRecords), so now must be a
+// monotonic clock that never runs faster than real time: a fast clock
+// would vouch for a create before the marker has stood a full lease. A nil
+// now keeps time.Now. Tests use it to age the marker without waiting.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
 }
 
 // WithMayLoseRecords says whether the server may lose records, which is
