@@ -298,3 +298,45 @@ func TestGateFirstLeaderAtOnce(t *testing.T) {
 		t.Fatalf("record %+v, %v; want a's first term (token %d)", rec, err, ch.Term.Token)
 	}
 }
+
+// Renewals attest the marker's age, but write it only when it grows by a
+// second or a sixteenth at least: a renewal every few milliseconds leaves
+// the marker as it is, the next one a second later raises it.
+func TestGateRenewalsRarelyWriteTheMarker(t *testing.T) {
+	srv := testcluster.PackageRedis(t)
+	prefix := gatePrefix(t)
+	clk := &fakeClock{t: time.Now()}
+	st := gateStore(t, srv.Client(t), prefix, clk)
+	warm(t, st, clk)
+	age := func() string {
+		t.Helper()
+		v, err := srv.Client(t).HGet(t.Context(), st.markerKey(), "age").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	renew := func() {
+		t.Helper()
+		rec, rev, err := st.Get(t.Context(), "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.CompareAndSwap(t.Context(), "warm", rev, rec); err != nil {
+			t.Fatalf("renewal: %v", err)
+		}
+	}
+	before := age()
+	for range 10 {
+		clk.advance(10 * time.Millisecond)
+		renew()
+	}
+	if got := age(); got != before {
+		t.Fatalf("the marker's age went from %s to %s over renewals 100ms apart in all", before, got)
+	}
+	clk.advance(gateLease / 8)
+	renew()
+	if got := age(); got == before {
+		t.Fatalf("the marker's age stayed %s after the clock moved on by %v", got, gateLease/8)
+	}
+}

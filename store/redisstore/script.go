@@ -209,7 +209,11 @@ if gate then
   end
   if not good then newmarker(ident()) end
   local age = ARGV[13]
-  if ARGV[12] == mnonce and canon(age) and not gt(age, MAXDUR) and gt(age, mage) then
+  -- Raise the stored age only by a second, or a sixteenth of it, at least:
+  -- renewals attest on every swap, and a write of the marker on each would
+  -- double the writes. A lower stored age only vouches later.
+  if ARGV[12] == mnonce and canon(age) and not gt(age, MAXDUR) and gt(age, mage) and
+      tonumber(age) - tonumber(mage) >= math.max(1e9, tonumber(mage) / 16) then
     mage = age
     redis.call('HSET', KEYS[2], 'age', mage)
   end
