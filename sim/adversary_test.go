@@ -366,3 +366,37 @@ func TestSimAdversarySameSeedSameTrace(t *testing.T) {
 		}
 	}
 }
+
+// variantSweep runs a tenth of the seeds of TestSimSeedSweep (a fiftieth
+// with the race detector) of the schedules of TestSimSeedSweep ("faults")
+// and of the adversary's sweep ("adversary"), each on the store variant
+// that wrap makes of their options, and reports every violation.
+func variantSweep(t *testing.T, what string, wrap func(func(uint64) Options) func(uint64) Options) {
+	seeds := sweepSeeds(t)
+	n := int(max(seeds.Len()/10, 1))
+	if raceOn {
+		n = int(max(seeds.Len()/50, 1))
+	}
+	var first uint64
+	for seed := range seeds.All() {
+		first = seed
+		break
+	}
+	for _, sw := range []struct {
+		name string
+		opts func(uint64) Options
+	}{{"faults", wrap(sweepOptions)}, {"adversary", wrap(advSweepOptions)}} {
+		t.Run(sw.name, func(t *testing.T) {
+			start := time.Now()
+			failed, events := advSweep(t, first, n, sw.opts)
+			t.Logf("%d schedules %s, %d events in %v", n, what, events, time.Since(start).Round(time.Millisecond))
+			for i, r := range failed {
+				if i == 10 {
+					t.Errorf("... and %d more", len(failed)-10)
+					break
+				}
+				t.Errorf("seed %d: %v", r.Seed, r.Violation)
+			}
+		})
+	}
+}

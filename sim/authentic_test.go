@@ -32,33 +32,7 @@ func authenticOptions(base func(uint64) Options) func(uint64) Options {
 // runs a tenth as many seeds as TestSimSeedSweep (200 each by default), a
 // fiftieth with the race detector.
 func TestSimAuthenticWatchSweep(t *testing.T) {
-	seeds := sweepSeeds(t)
-	n := int(max(seeds.Len()/10, 1))
-	if raceOn {
-		n = int(max(seeds.Len()/50, 1))
-	}
-	var first uint64
-	for seed := range seeds.All() {
-		first = seed
-		break
-	}
-	for _, sw := range []struct {
-		name string
-		opts func(uint64) Options
-	}{{"faults", authenticOptions(sweepOptions)}, {"adversary", authenticOptions(advSweepOptions)}} {
-		t.Run(sw.name, func(t *testing.T) {
-			start := time.Now()
-			failed, events := advSweep(t, first, n, sw.opts)
-			t.Logf("%d schedules with authentic watch events, %d events in %v", n, events, time.Since(start).Round(time.Millisecond))
-			for i, r := range failed {
-				if i == 10 {
-					t.Errorf("... and %d more", len(failed)-10)
-					break
-				}
-				t.Errorf("seed %d: %v", r.Seed, r.Violation)
-			}
-		})
-	}
+	variantSweep(t, "with authentic watch events", authenticOptions)
 }
 
 // The broken variant: nodes that take watch events as authentic on a
