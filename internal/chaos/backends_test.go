@@ -52,15 +52,7 @@ func setupRedis(t *testing.T) *env {
 				return st
 			}
 		},
-		strike: func(k kind) (func() error, bool, error) {
-			switch k {
-			case kPause:
-				return srv.Resume, false, srv.Pause()
-			case kKill:
-				return srv.Restart, true, srv.Kill()
-			}
-			return nil, false, fmt.Errorf("redis: no server fault %s", k)
-		},
+		strike: pauseOrKill("redis", srv.Pause, srv.Resume, srv.Kill, srv.Restart, true),
 	}
 }
 
@@ -113,6 +105,21 @@ func setupPostgres(t *testing.T) *env {
 	}
 }
 
+// pauseOrKill is the strike of a server that can be paused (SIGSTOP) and
+// killed: pause and resume it, or kill and restart it (lost says whether a
+// restart comes back empty).
+func pauseOrKill(name string, pause, resume, kill, restart func() error, lost bool) func(kind) (func() error, bool, error) {
+	return func(k kind) (func() error, bool, error) {
+		switch k {
+		case kPause:
+			return resume, false, pause()
+		case kKill:
+			return restart, lost, kill()
+		}
+		return nil, false, fmt.Errorf("%s: no server fault %s", name, k)
+	}
+}
+
 // newPool returns a pool of dsn closed when t ends. It connects lazily.
 func newPool(t *testing.T, dsn string) *pgxpool.Pool {
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -150,15 +157,7 @@ func setupKube(t *testing.T) *env {
 				return st
 			}
 		},
-		strike: func(kd kind) (func() error, bool, error) {
-			switch kd {
-			case kPause:
-				return k.Resume, false, k.Pause()
-			case kKill:
-				return k.Start, false, k.Kill()
-			}
-			return nil, false, fmt.Errorf("kube: no server fault %s", kd)
-		},
+		strike: pauseOrKill("kube", k.Pause, k.Resume, k.Kill, k.Start, false),
 	}
 }
 
@@ -188,14 +187,6 @@ func setupEtcd(t *testing.T) *env {
 				return st
 			}
 		},
-		strike: func(k kind) (func() error, bool, error) {
-			switch k {
-			case kPause:
-				return e.Resume, false, e.Pause()
-			case kKill:
-				return e.Start, false, e.Kill()
-			}
-			return nil, false, fmt.Errorf("etcd: no server fault %s", k)
-		},
+		strike: pauseOrKill("etcd", e.Pause, e.Resume, e.Kill, e.Start, false),
 	}
 }
