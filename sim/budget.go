@@ -64,6 +64,7 @@ type nodeAdv struct {
 	obsLease                  fsm.Lease
 	obsFirst                  int64          // real time it accepted obsRev
 	maxRev                    lease.Revision // newest revision it ever accepted
+	lastRev                   lease.Revision // revision of the last record it observed (kept while it observes nothing)
 	sawBackAt                 int64          // real time its observed revision last went down (-1: never)
 	holdEnd                   int64          // real time it may lead again after that (holdEnd)
 	maxToken                  uint64         // largest valid token the store answered with
@@ -131,9 +132,11 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			a.obsFree = absent || l.Holder == ""
 			if !absent {
 				a.maxRev = max(a.maxRev, rev)
-				if a.obsOK && !a.obsAbsent && (rev < a.obsRev || rev == a.obsRev && l != a.obsLease) {
-					// The machine followed the store back (a restore may
-					// bring back a revision with another record).
+				if rev < a.lastRev || a.obsOK && !a.obsAbsent && rev == a.obsRev && l != a.obsLease {
+					// The machine followed the store back, below the record
+					// it last observed (also when it forgot that one after
+					// a swap with an unknown outcome), or to its revision
+					// with another record (a restore).
 					a.sawBackAt, a.holdEnd = s.now, max(a.holdEnd, s.holdEnd(n, a.lastLease))
 				}
 				if l.LeaseDuration > 0 && l.LeaseDuration <= lease.MaxDuration {
@@ -142,6 +145,9 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			}
 		}
 		a.obsOK, a.obsRev, a.obsAbsent, a.obsLease = ok, rev, absent, l
+		if ok {
+			a.lastRev = rev // 0 when absent
+		}
 	}
 	s.checkTimes(n, ev.Now)
 }
@@ -204,10 +210,8 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			// heard a renewal at a newer revision: only a rollback, a
 			// restore or a forged event can do that.
 			s.fail("hints", "%s reports a renewal hint contradicted by the store (revision %d, hint %d) with no rollback, restore or forged event", n.id, a.Revision, a.Newest)
-		case a.Problem == fsm.ProblemContradicted, a.Problem == fsm.ProblemRollback && s.adv.backAt >= 0:
-			// It waits as after a rollback it saw, also when the check of
-			// what it observes cannot tell (it forgot its observation
-			// after a swap with an unknown outcome).
+		case a.Problem == fsm.ProblemContradicted:
+			// It waits as after a rollback it saw.
 			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
 		}
 	case fsm.StartedLeading:
