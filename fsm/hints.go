@@ -97,14 +97,16 @@ func (m *Machine) news(ev Event) bool {
 // held, and what it says is taken on trust for nothing but when to read
 // next (see pollAt): a forged one postpones reads, within bounds.
 func (m *Machine) renewal(ev Event) bool {
-	return !m.distrust && ev.Revision > m.quietRev && m.renewalLike(ev)
+	return !m.distrust && !m.corrupt && ev.Revision > m.quietRev && m.renewalLike(ev)
 }
 
 // renewalLike reports whether a watch event shows the record the node
 // follows (a valid record, same holder and token) at a revision newer than
-// any it accepted: a renewal, if it is not forged.
+// any it accepted: a renewal, if it is not forged. Also while the store's
+// last answer was a record the node refused: the one it accepted before is
+// still what it would take over.
 func (m *Machine) renewalLike(ev Event) bool {
-	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && !m.corrupt && m.obs.Holder != "" &&
+	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && m.obs.Holder != "" &&
 		ev.Revision > m.maxRev && InBounds(ev.Lease) &&
 		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
 }

@@ -252,6 +252,19 @@ func TestTransitions(t *testing.T) {
 			{watched(1*s, other(4, 2), 10), nil, Follower},
 			{tick(2 * s), []Action{aRead()}, Follower},
 		})},
+		{"a refused answer at a newer revision, then the accepted record again: a rollback", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{readCorrupt(2*s+ms, 12), []Action{corrupt(12)}, Follower},
+			{tick(4*s + ms), []Action{aRead()}, Follower},
+			{read(4*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 12, 19*s+2*ms, 15*s)}, Follower},
+		})},
+		{"a renewal heard while the last answer was refused still counts against a rollback", false, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{readCorrupt(2*s+ms, 10), []Action{corrupt(10)}, Follower},
+			{watched(2*s+500*ms, other(4, 2), 12), nil, Follower},
+			{tick(4*s + ms), []Action{aRead()}, Follower},
+			{read(4*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 12, 19*s+2*ms, 15*s)}, Follower},
+		})},
 		{"a lost watch ends the quiet: the follower reads at once", false, false, join(followOther(), []step{
 			{watched(1*s, other(4, 2), 11), nil, Follower},
 			{tick(2 * s), nil, Follower},

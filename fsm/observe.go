@@ -35,6 +35,12 @@ func (m *Machine) observe(ev Event) verdict {
 		// Nobody takes the lease over until it is replaced or removed. (A
 		// swap that succeeded and left no record is as unreadable.)
 		m.corrupt = true
+		// Its revision is still the store's word that the record moved
+		// on: an answer showing the accepted record again, at a lower
+		// revision, is the store going back (see contradicted).
+		if ev.Kind != SwapDone && ev.Revision > m.maxRev {
+			m.heardMax = max(m.heardMax, ev.Revision)
+		}
 		m.emit(Action{Kind: Report, Problem: ProblemCorrupt, Revision: ev.Revision})
 		return refused
 	}
