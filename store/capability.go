@@ -158,3 +158,37 @@ func nilEmbedded(st any) string {
 	}
 	return ""
 }
+
+// WatchFunc watches name on st, delivering by calling fn as
+// FuncWatcher.WatchFunc does: with st's WatchFunc when st implements
+// FuncWatcher, and otherwise with st's Watch and a goroutine that calls fn
+// for each event it receives, then fn(Event{}, false) when the channel
+// closes. It returns an error wrapping ErrWatchUnsupported when st cannot
+// watch, and ErrNilArgument for a nil ctx, st or fn.
+func WatchFunc[M any](ctx context.Context, st Store[M], name string, fn func(ev Event[M], ok bool)) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("store: WatchFunc %q: %w: ctx is nil", name, ErrNilArgument)
+	case nilarg.IsNil(st):
+		return fmt.Errorf("store: WatchFunc %q: %w: st is nil", name, ErrNilArgument)
+	case fn == nil:
+		return fmt.Errorf("store: WatchFunc %q: %w: fn is nil", name, ErrNilArgument)
+	}
+	if fw, ok := st.(FuncWatcher[M]); ok {
+		return fw.WatchFunc(ctx, name, fn)
+	}
+	ch, err := Watch(ctx, st, name)
+	if err != nil {
+		return err
+	}
+	if ch == nil {
+		return fmt.Errorf("store: WatchFunc %q: %T's Watch returned a nil channel and no error", name, st)
+	}
+	go func() {
+		for ev := range ch {
+			fn(ev, true)
+		}
+		fn(Event[M]{}, false)
+	}()
+	return nil
+}

@@ -257,3 +257,25 @@ type WatchCapabilities struct {
 	// connect may publish on, are not.
 	Authentic bool
 }
+
+// FuncWatcher is implemented by Watchers that can deliver a watch's events
+// by calling a function instead of sending them on a channel, which needs no
+// goroutine per watch: a process with many elections (lead.Group) then holds
+// none per name. It is for speed and memory only: an elector uses WatchFunc
+// (the function below) when the store offers it, and Watch, served by a
+// goroutine, when it does not or a wrapper hides it.
+//
+// A wrapper that changes Watch (filters or alters its events) must not let
+// an embedded store's WatchFunc be promoted past it: it implements
+// WatchFunc too, with store.WatchFunc on its own Watch, say.
+type FuncWatcher[M any] interface {
+	Watcher[M]
+	// WatchFunc delivers what Watch would send on its channel, in the same
+	// order and under the same rules, by calling fn(ev, true) for each
+	// event, one call at a time. When the watch ends (ctx ended, or the
+	// watch broke), it calls fn(Event{}, false) once, as a closed channel
+	// would say, and never fn again. fn must return quickly: it must not
+	// block, and must not call the store. A nil error means that fn will be
+	// called, at least once with false; an error means that it never will.
+	WatchFunc(ctx context.Context, name string, fn func(ev Event[M], ok bool)) error
+}
