@@ -106,10 +106,11 @@ type Elector[M any] struct {
 
 	ready   chan struct{}
 	stopped chan struct{}
-	reconf  chan struct{}
 
 	mu       sync.Mutex
 	ran      bool
+	inGroup  bool       // made by Group.Add: the Group's Run runs it
+	run      *runner[M] // while running; Reconfigure posts to it
 	cfg      lease.Config
 	meta     M
 	rec      lease.Record[M]
@@ -157,6 +158,16 @@ type activeTerm struct {
 // store.MayLoseRecords and store.Watch), and logs at debug level what it
 // found.
 func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], error) {
+	e, err := newElector(name, st, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.logCapabilities()
+	return e, nil
+}
+
+// newElector is New without the logs about the store's capabilities.
+func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[M], error) {
 	o := options{lookup: os.LookupEnv, releaseOnStop: true, hostname: os.Hostname}
 	for i, opt := range opts {
 		if opt == nil {
@@ -224,9 +235,7 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 	}
 	// Capabilities are for speed, never for safety: what the store does not
 	// say (a wrapper that hides it, say) is taken in the conservative sense.
-	_, saysLossy := st.(store.Lossy)
 	lossy := store.MayLoseRecords(st)
-	_, watches := st.(store.Watcher[M])
 	e := &Elector[M]{
 		name:          name,
 		id:            id,
@@ -241,11 +250,19 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 		instruments:   o.instruments,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
-		reconf:        make(chan struct{}, 1),
 		cfg:           cfg,
 		changed:       make(chan struct{}),
 	}
-	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic)
+	return e, nil
+}
+
+// logCapabilities logs what the elector learnt from its store, and what it
+// assumes because the store does not say (see New).
+func (e *Elector[M]) logCapabilities() {
+	st, cfg := e.st, e.cfg
+	_, saysLossy := st.(store.Lossy)
+	_, watches := st.(store.Watcher[M])
+	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", e.lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic)
 	if !saysLossy {
 		e.log.Warn("the store does not say whether it may lose records (store.Lossy), so the elector assumes it may: "+
 			"the first leader of a name, and the first after the record vanishes, waits one LeaseDuration. "+
@@ -263,7 +280,6 @@ func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], er
 			"If the store wraps one that watches, forward Watch with store.Watch",
 			"store", fmt.Sprintf("%T", st), "retry_interval", cfg.RetryInterval)
 	}
-	return e, nil
 }
 
 // Name returns the election's name.
@@ -477,10 +493,10 @@ func (e *Elector[M]) Reconfigure(c lease.Config) error {
 	}
 	e.mu.Lock()
 	e.cfg = c
+	r := e.run
 	e.mu.Unlock()
-	select {
-	case e.reconf <- struct{}{}:
-	default:
+	if r != nil {
+		r.loop.post(r, msgReconf)
 	}
 	return nil
 }

@@ -36,157 +36,207 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	}
 	e.mu.Lock()
 	if e.ran {
+		inGroup := e.inGroup
 		e.mu.Unlock()
+		if inGroup {
+			return fmt.Errorf("%w: Run: the elector belongs to a Group, whose Run runs it", ErrAlreadyRunning)
+		}
 		return ErrAlreadyRunning
 	}
 	e.ran = true
-	e.epoch = e.clock.Now()
-	e.runDone = ctx.Done()
 	e.mu.Unlock()
 
-	r, err := e.newRunner(ctx)
+	l := newLoop[M]()
+	r, err := e.start(ctx, l, nil)
 	if err != nil {
-		// Run has returned: Lead, Every and Done must not wait for it.
-		e.markReady()
-		close(e.stopped)
 		return err
 	}
-	err = r.run(ctx)
-	r.obs.close()
-	close(e.stopped)
-	e.mu.Lock()
-	e.notifyLocked()
-	e.mu.Unlock()
-	return err
+	l.runOne(ctx, r)
+	r.wait()
+	return r.fatal
+}
+
+// start makes the runner of one Run (or of one elector of a Group: ctx is
+// then the elector's own, and onFinish is called when it has stopped) and
+// posts its begin to l. When the runner cannot be made, the elector is
+// marked as done (Lead, Every and Done must not wait for it) and the
+// error returned.
+func (e *Elector[M]) start(ctx context.Context, l *loop[M], onFinish func(*runner[M])) (*runner[M], error) {
+	r, err := e.newRunner(ctx, l, onFinish)
+	if err != nil {
+		e.markReady()
+		close(e.stopped)
+		return nil, err
+	}
+	l.post(r, msgBegin)
+	return r, nil
 }
 
 // newRunner makes the state of one Run. It is a function of its own so
 // that its locals (the configuration, the machine's options) are not part
-// of Run's frame, which stays on the stack for as long as Run does: with
-// Run's loop, what the goroutine's stack holds while it waits is small
-// enough for the runtime to shrink the stack at a collection.
+// of a caller's frame that stays on the stack while the loop waits.
 //
 //go:noinline
-func (e *Elector[M]) newRunner(ctx context.Context) (*runner[M], error) {
+func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*runner[M])) (*runner[M], error) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	cfg := e.cfg
-	e.mu.Unlock()
 	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic})
 	if err != nil {
 		return nil, err
 	}
-	return &runner[M]{
-		e:       e,
-		ctx:     ctx,
-		m:       m,
-		cfg:     cfg,
-		results: make(chan result[M], 1),
-		wake:    make(chan struct{}, 1),
-		errLog:  map[string]time.Duration{},
-		obs:     newObserverQueue(e.observers),
-	}, nil
-}
-
-// runner is the state of one Run. Its loop (run) is the only goroutine that
-// steps the machine: it feeds it each event (a timer, the answer to a store
-// operation, a watch event, the end of Run's ctx, a Reconfigure) and
-// performs the actions that come back (perform): store operations, run off
-// the loop, whose answers come back on results (handleResult); the start
-// and end of terms (term.go); reports (report.go). The watch is in
-// watch.go.
-type runner[M any] struct {
-	e       *Elector[M]
-	ctx     context.Context // Run's
-	m       *fsm.Machine
-	cfg     lease.Config
-	results chan result[M]
-	wake    chan struct{}
-	timer   Timer
-	timerAt time.Duration // the NextWake timer is set for
-	wakeFn  func()        // what timer calls: signal wake
-	// The watch, received from in Run's loop itself: watcher is nil when
-	// the store cannot watch; watchCh is nil while no watch is up;
-	// watchStarted brings the outcome of Watch; watchRetry is signalled
-	// when it is time to watch again after a failure.
-	watcher      store.Watcher[M]
-	watchCh      <-chan store.Event[M]
-	watchStarted chan watchStart[M]
-	watchRetry   chan struct{}
-	watchTimer   Timer
-	opCtx        context.Context
-	ops          sync.WaitGroup
-	errLog       map[string]time.Duration
-	obs          *observerQueue
-	fatal        error              // a write the store refuses for good: Run stops and returns it
-	vouch        *store.CreateVouch // the vouch of the swap in flight, if it creates
-	stopping     bool               // the machine was told to Stop
-	ctxEnded     bool               // Run's ctx ended (the reason of the Stop)
-}
-
-// run is Run's loop: it steps the machine until the machine has stopped,
-// and returns the error of a write the store refused for good, if any.
-func (r *runner[M]) run(ctx context.Context) error {
-	e := r.e
 	// Store operations outlive ctx (the release happens after it ends) but
-	// not Run.
+	// not the runner.
 	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
-	r.opCtx = opCtx
-	defer func() {
-		cancelOps()
-		r.ops.Wait()
-		if r.timer != nil {
-			r.timer.Stop()
-		}
-		if r.watchTimer != nil {
-			r.watchTimer.Stop()
-		}
-	}()
-	r.begin()
-	// The loop's frame stays on the goroutine's stack while it waits:
-	// events are built in the functions it calls (tick, stop,
-	// reconfigure), not here, so that the frame is small and the runtime
-	// can shrink the stack.
-	for !r.m.Stopped() {
-		if r.fatal != nil && !r.stopping {
-			r.stop()
-			continue
-		}
-		var done <-chan struct{}
-		if !r.stopping {
-			done = ctx.Done()
-		}
+	r := &runner[M]{
+		e:         e,
+		ctx:       ctx,
+		loop:      l,
+		m:         m,
+		cfg:       cfg,
+		opCtx:     opCtx,
+		cancelOps: cancelOps,
+		onFinish:  onFinish,
+		errLog:    map[string]time.Duration{},
+		obs:       newObserverQueue(e.observers),
+	}
+	e.epoch = e.clock.Now()
+	e.runDone = ctx.Done()
+	e.run = r
+	return r, nil
+}
+
+// runner is the state of one elector while it runs. Its loop (loop.go) is
+// the only goroutine that steps the machine: it feeds it each event (a
+// timer, the answer to a store operation, a watch event, the end of the
+// elector's ctx, a Reconfigure) and performs the actions that come back
+// (perform): store operations, run off the loop, whose answers come back
+// as messages (handleResult); the start and end of terms (term.go);
+// reports (report.go). The watch is in watch.go.
+type runner[M any] struct {
+	e         *Elector[M]
+	ctx       context.Context // the elector's: Run's, or the Group's for this elector
+	loop      *loop[M]
+	m         *fsm.Machine
+	cfg       lease.Config
+	timer     Timer
+	timerAt   time.Duration // the NextWake timer is set for
+	wakeFn    func()        // what timer calls: post a wake
+	opCtx     context.Context
+	cancelOps context.CancelFunc
+	ops       sync.WaitGroup
+	onFinish  func(*runner[M]) // called by the loop once the machine stopped (a Group's)
+
+	// The watch: watches is false when the store cannot watch; watchGen
+	// counts the watches started, and messages of an older one are
+	// dropped; watchTimer starts the next after a failure.
+	watches    bool
+	watchGen   uint32
+	watchTimer Timer
+
+	// Under loop.mu: the messages of this runner waiting in the queue
+	// (loop.post), and the newest watch event waiting.
+	queued     uint8
+	pendingGen uint32
+	pendingEv  store.Event[M]
+
+	errLog   map[string]time.Duration
+	obs      *observerQueue
+	fatal    error              // a write the store refuses for good: the runner stops, Run returns it
+	vouch    *store.CreateVouch // the vouch of the swap in flight, if it creates
+	stopping bool               // the machine was told to Stop
+	ctxEnded bool               // the elector's ctx ended (the reason of the Stop)
+	done     bool               // the machine stopped; the loop hands this runner nothing more
+}
+
+// runOne is the loop of Run: it hands r its messages until r's machine has
+// stopped. ctx is Run's: when it ends, r is told.
+func (l *loop[M]) runOne(ctx context.Context, r *runner[M]) {
+	done := ctx.Done()
+	for !r.done {
 		select {
 		case <-done:
+			done = nil
+			l.post(r, msgDone)
+		case <-l.ready:
+		}
+		batch := l.take()
+		l.dispatch(batch)
+		l.recycle(batch)
+	}
+}
+
+// handle passes one message to the runner.
+func (r *runner[M]) handle(m *msg[M]) {
+	switch m.kind {
+	case msgBegin:
+		r.begin()
+	case msgDone:
+		if !r.stopping {
 			r.ctxEnded = true
 			r.stop()
-		case res := <-r.results:
-			r.handleResult(res)
-		case ev, ok := <-r.watchCh:
-			if ok {
-				r.handleWatch(ev)
-			} else {
-				r.watchClosed()
-			}
-		case ws := <-r.watchStarted:
-			r.watchBegan(ws)
-		case <-r.watchRetry:
-			r.startWatch()
-		case <-r.wake:
-			r.tick()
-		case <-e.reconf:
-			r.reconfigure()
 		}
+	case msgWake:
+		r.tick()
+	case msgReconf:
+		r.reconfigure()
+	case msgResult:
+		r.handleResult(m.res)
+	case msgWatch:
+		if m.gen == r.watchGen {
+			r.handleWatch(m.ev)
+		}
+	case msgWatchEnd:
+		if m.gen == r.watchGen {
+			r.watchClosed()
+		}
+	case msgWatchStarted:
+		if m.gen == r.watchGen {
+			r.watchBegan(m.err)
+		}
+	case msgWatchRetry:
+		r.startWatch()
 	}
-	// The machine stops only after stepping down (fsm's property test
-	// checks it), so no term is open here: each ended at its
-	// StoppedLeading.
-	e.markReady()
-	return r.fatal
+	if r.fatal != nil && !r.stopping && !r.m.Stopped() {
+		r.stop()
+	}
+}
+
+// finish ends the runner once its machine has stopped: its timers and
+// store operations are stopped, and (for a Group's elector) the Group
+// told. The machine stops only after stepping down (fsm's property test
+// checks it), so no term is open here: each ended at its StoppedLeading.
+func (r *runner[M]) finish() {
+	r.done = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.watchTimer != nil {
+		r.watchTimer.Stop()
+	}
+	r.cancelOps()
+	r.e.markReady()
+	if r.onFinish != nil {
+		r.onFinish(r)
+	}
+}
+
+// wait waits, after finish, for the store operations still running and the
+// observers, then closes Done.
+func (r *runner[M]) wait() {
+	r.ops.Wait()
+	r.obs.close()
+	e := r.e
+	e.mu.Lock()
+	e.run = nil
+	close(e.stopped)
+	e.notifyLocked()
+	e.mu.Unlock()
 }
 
 // stop tells the machine to stop: a leader steps down at once, the lease is
 // released (unless WithReleaseOnStop(false)), and then the machine is
-// Stopped, which ends Run's loop.
+// Stopped, which ends the runner.
 //
 //go:noinline
 func (r *runner[M]) stop() {
@@ -199,10 +249,8 @@ func (r *runner[M]) stop() {
 //go:noinline
 func (r *runner[M]) begin() {
 	e := r.e
-	if w, ok := e.st.(store.Watcher[M]); ok {
-		r.watcher = w
-		r.watchStarted = make(chan watchStart[M], 1)
-		r.watchRetry = make(chan struct{}, 1)
+	if _, ok := e.st.(store.Watcher[M]); ok {
+		r.watches = true
 		r.startWatch()
 	}
 	e.log.Debug("elector running", "lease_duration", r.cfg.LeaseDuration, "renew_deadline", r.cfg.RenewDeadline)
@@ -214,7 +262,7 @@ func (r *runner[M]) begin() {
 //go:noinline
 func (r *runner[M]) tick() { r.step(fsm.Event{Kind: fsm.Tick}) }
 
-// reconfigure takes the configuration SetConfig left.
+// reconfigure takes the configuration Reconfigure left.
 //
 //go:noinline
 func (r *runner[M]) reconfigure() {
@@ -225,11 +273,10 @@ func (r *runner[M]) reconfigure() {
 	r.step(fsm.Event{Kind: fsm.Reconfigure, Config: r.cfg})
 }
 
-// watchClosed handles the watch channel closed by the store.
+// watchClosed handles the end of the watch (the store closed it).
 //
 //go:noinline
 func (r *runner[M]) watchClosed() {
-	r.watchCh = nil
 	r.watchFailed(errors.New("watch closed"))
 }
 
@@ -286,12 +333,7 @@ func (r *runner[M]) arm() {
 		r.timer.Stop()
 	}
 	if r.wakeFn == nil {
-		r.wakeFn = func() {
-			select {
-			case r.wake <- struct{}{}:
-			default:
-			}
-		}
+		r.wakeFn = func() { r.loop.post(r, msgWake) }
 	}
 	r.timer, r.timerAt = r.e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at
 }
@@ -355,7 +397,7 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 	return rec
 }
 
-// result is the answer to one store operation, sent back to Run's loop.
+// result is the answer to one store operation, posted to the loop.
 type result[M any] struct {
 	swap fsm.SwapKind // the kind of swap asked for; 0 for a read
 	rec  lease.Record[M]
@@ -378,7 +420,7 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 		if e.instruments != nil {
 			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
-		r.results <- result[M]{swap: swap, rec: rec, rev: rev, err: err}
+		r.loop.postResult(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
 	})
 }
 

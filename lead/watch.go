@@ -10,41 +10,36 @@ import (
 // opWatch names the watch in logs (it is not measured by Instruments).
 const opWatch = "watch"
 
-// watchStart is the outcome of one call to Watch, made off Run's loop (it
-// may wait for the server): the channel to receive from, or the error.
-type watchStart[M any] struct {
-	ch  <-chan store.Event[M]
-	err error
-}
-
-// startWatch calls Watch off Run's loop (it may wait for the server); the
-// loop gets the outcome on watchStarted and from then on receives the
-// events itself, so a watch costs no goroutine of the elector's own.
+// startWatch starts a watch of a new generation off the loop (WatchFunc
+// may wait for the server). Its events are posted to the loop by the
+// store itself (store.WatchFunc: no goroutine per watch when the store
+// implements store.FuncWatcher), and so is the outcome of the call.
 func (r *runner[M]) startWatch() {
-	if r.opCtx.Err() != nil {
+	if r.opCtx.Err() != nil || !r.watches {
 		return
 	}
-	name := r.e.name
+	r.watchGen++
+	gen, l, name := r.watchGen, r.loop, r.e.name
+	fn := func(ev store.Event[M], ok bool) { l.postWatch(r, gen, ev, ok) }
 	r.ops.Go(func() {
-		ch, err := r.watcher.Watch(r.opCtx, name)
-		r.watchStarted <- watchStart[M]{ch: ch, err: err}
+		l.postWatchStarted(r, gen, store.WatchFunc(r.opCtx, r.e.st, name, fn))
 	})
 }
 
-// watchBegan takes the outcome of a Watch call.
-func (r *runner[M]) watchBegan(ws watchStart[M]) {
+// watchBegan takes the outcome of a WatchFunc call; its events may have
+// come before it.
+func (r *runner[M]) watchBegan(err error) {
 	switch {
 	case r.opCtx.Err() != nil:
-		// Run is ending: the store closes the channel when opCtx ends.
-	case errors.Is(ws.err, errors.ErrUnsupported):
+		// The runner is ending: the store ends the watch when opCtx ends.
+	case errors.Is(err, errors.ErrUnsupported):
 		// A wrapper forwarded Watch to a store that cannot watch
 		// (store.Watch): poll only.
-		r.e.log.Info("the store cannot watch; followers poll", "error", ws.err)
-		r.watcher = nil
-	case ws.err != nil:
-		r.watchFailed(ws.err)
-	default:
-		r.watchCh = ws.ch
+		r.e.log.Info("the store cannot watch; followers poll", "error", err)
+		r.watches = false
+		r.watchGen++
+	case err != nil:
+		r.watchFailed(err)
 	}
 }
 
@@ -56,17 +51,14 @@ func (r *runner[M]) watchFailed(err error) {
 	if r.opCtx.Err() != nil {
 		return
 	}
+	// Whatever the ended watch still posts is dropped.
+	r.watchGen++
 	r.step(fsm.Event{Kind: fsm.WatchLost})
 	r.logError(opWatch, err)
 	if r.watchTimer != nil {
 		r.watchTimer.Stop()
 	}
-	r.watchTimer = r.e.clock.AfterFunc(r.cfg.RetryInterval, func() {
-		select {
-		case r.watchRetry <- struct{}{}:
-		default:
-		}
-	})
+	r.watchTimer = r.e.clock.AfterFunc(r.cfg.RetryInterval, func() { r.loop.post(r, msgWatchRetry) })
 }
 
 // handleWatch passes a watch event to the machine as a hint: it may make the

@@ -1,0 +1,266 @@
+package lead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tenure-go/tenure/internal/nilarg"
+	"github.com/tenure-go/tenure/store"
+)
+
+// Group runs many elections on one store with one goroutine: one per
+// tenant, per shard, per cron job. Each name added is an ordinary Elector
+// (IsLeader, Lead, Every, Leaders, Record, Status, Reconfigure work on it
+// as on one made by New), but its Run is the Group's: one loop steps
+// every elector's state machine, the same code that Run uses for one. An
+// idle elector of a Group holds no goroutine: its timers, its store
+// operations and its watch post to the loop when they fire, and a store
+// that implements store.FuncWatcher (memstore, redisstore, pgstore,
+// kubestore) delivers watch events without a goroutine per name.
+//
+// Each elector keeps its own safety: its own machine, term context,
+// watchdog and fencing token, exactly as with Run. The loop is shared, so
+// an elector whose observers or store are slow never delays another:
+// observers run on goroutines of their own and store operations off the
+// loop, as with Run.
+//
+// Make a Group with NewGroup; its methods are safe for concurrent use.
+type Group[M any] struct {
+	st   store.Store[M]
+	opts []Option
+	loop *loop[M]
+
+	mu      sync.Mutex
+	members map[string]*member[M]
+	pending []*member[M] // added, not started yet
+	ran     bool         // Run was called
+	ending  bool         // Run's ctx ended: Add refuses
+	live    int          // members started and not finished (the loop's)
+	fatal   []error      // the errors of members that stopped on a write refused for good
+	waits   sync.WaitGroup
+	logged  bool // the store's capabilities were logged (by the first Add)
+}
+
+// member is one elector of a Group.
+type member[M any] struct {
+	e      *Elector[M]
+	cancel context.CancelFunc // ends the elector's ctx; nil before it started
+}
+
+// NewGroup returns a Group of elections kept in st. opts apply to every
+// elector the Group adds (WithConfig, WithClock, WithLogger, WithIdentity,
+// ...), before the options of each Add. It validates st as New does.
+func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: NewGroup: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
+		}
+	}
+	if nilarg.IsNil(st) {
+		return nil, ErrNilStore
+	}
+	if err := store.Validate(st); err != nil {
+		if errors.Is(err, store.ErrNilArgument) {
+			return nil, fmt.Errorf("%w: %w", ErrNilStore, err)
+		}
+		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
+	}
+	return &Group[M]{st: st, opts: opts, loop: newLoop[M](), members: map[string]*member[M]{}}, nil
+}
+
+// usable returns an error wrapping ErrNilArgument, for method op, when g is
+// nil or was not made by NewGroup.
+func (g *Group[M]) usable(op string) error {
+	switch {
+	case g == nil:
+		return fmt.Errorf("%w: Group.%s: the *Group is nil (make one with NewGroup)", ErrNilArgument, op)
+	case g.loop == nil:
+		return fmt.Errorf("%w: Group.%s: the Group was not made by NewGroup", ErrNilArgument, op)
+	}
+	return nil
+}
+
+// Add adds the election name to the Group and returns its Elector, made as
+// New makes one, with the Group's options followed by opts. It starts
+// taking part at once if the Group runs, else when Run is called. Add
+// returns an error wrapping ErrAlreadyRunning when name is in the Group
+// already, and ErrStopped once Run's ctx has ended.
+func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
+	if err := g.usable("Add"); err != nil {
+		return nil, err
+	}
+	all := make([]Option, 0, len(g.opts)+len(opts))
+	all = append(append(all, g.opts...), opts...)
+	e, err := newElector(name, g.st, all)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.ending:
+		return nil, fmt.Errorf("%w: Group.Add %q: the Group's Run has ended", ErrStopped, name)
+	case g.members[name] != nil:
+		return nil, fmt.Errorf("%w: Group.Add %q: the name is in the Group already", ErrAlreadyRunning, name)
+	}
+	if !g.logged {
+		g.logged = true
+		e.logCapabilities()
+	}
+	e.ran, e.inGroup = true, true
+	m := &member[M]{e: e}
+	g.members[name] = m
+	g.pending = append(g.pending, m)
+	if g.ran {
+		g.loop.signal()
+	}
+	return e, nil
+}
+
+// Remove takes the election name out of the Group: its elector steps down
+// if it leads and releases the lease (unless WithReleaseOnStop(false)), as
+// when Run's ctx ends; its Done is closed once that is over, and the name
+// may then be added again. Remove reports whether name was in the Group.
+func (g *Group[M]) Remove(name string) bool {
+	if g.usable("Remove") != nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.members[name]
+	if m == nil {
+		return false
+	}
+	if m.cancel != nil {
+		m.cancel() // the loop takes it from there (see start)
+		return true
+	}
+	// Not started: it never will be.
+	delete(g.members, name)
+	for i, p := range g.pending {
+		if p == m {
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			break
+		}
+	}
+	m.e.markReady()
+	close(m.e.stopped)
+	return true
+}
+
+// Run runs every elector of the Group, those added later too, until ctx
+// ends. Then each steps down if it leads and releases its lease (unless
+// WithReleaseOnStop(false)), and Run returns once all have stopped (their
+// Done is closed). An elector whose writes the store refuses for good (see
+// Elector.Run) stops alone; Run returns those errors, joined, at the end.
+// Run returns ErrAlreadyRunning when called a second time, and an error
+// wrapping ErrNilArgument for a nil ctx.
+func (g *Group[M]) Run(ctx context.Context) error {
+	if err := g.usable("Run"); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: Group.Run: ctx is nil", ErrNilArgument)
+	}
+	g.mu.Lock()
+	if g.ran {
+		g.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	g.ran = true
+	g.mu.Unlock()
+
+	// The electors' contexts derive from base, a context of this package
+	// whatever ctx is: deriving one costs no goroutine.
+	base, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := g.loop
+	done := base.Done()
+	for {
+		if g.startPending(base) {
+			break
+		}
+		select {
+		case <-done:
+			done = nil
+			g.mu.Lock()
+			g.ending = true
+			g.mu.Unlock()
+		case <-l.ready:
+		}
+		batch := l.take()
+		l.dispatch(batch)
+		l.recycle(batch)
+	}
+	g.waits.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return errors.Join(g.fatal...)
+}
+
+// startPending starts the electors added since the last call, and reports
+// whether Run is over: its ctx ended and every elector finished.
+func (g *Group[M]) startPending(base context.Context) (over bool) {
+	g.mu.Lock()
+	pending := g.pending
+	g.pending = nil
+	if g.ending && len(pending) == 0 && g.live == 0 {
+		g.mu.Unlock()
+		return true
+	}
+	ctxs := make([]context.Context, len(pending))
+	for i, m := range pending {
+		ctxs[i], m.cancel = context.WithCancel(base)
+	}
+	g.live += len(pending)
+	g.mu.Unlock()
+	for i, m := range pending {
+		g.startMember(ctxs[i], m)
+	}
+	return false
+}
+
+// startMember starts one elector on the loop, in ctx, its own context,
+// which Remove or the end of Run's ctx cancels: the elector is then told
+// (msgDone), and steps down and releases as after Run's ctx.
+func (g *Group[M]) startMember(ctx context.Context, m *member[M]) {
+	r, err := m.e.start(ctx, g.loop, g.finished)
+	if err != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.forgetLocked(m.e)
+		g.live--
+		g.fatal = append(g.fatal, err)
+		return
+	}
+	context.AfterFunc(ctx, func() { g.loop.post(r, msgDone) })
+}
+
+// finished is called by the loop when the machine of r has stopped: the
+// name leaves the Group, and Done is closed once r's operations and
+// observers are over.
+func (g *Group[M]) finished(r *runner[M]) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.forgetLocked(r.e)
+	g.live--
+	if r.fatal != nil {
+		g.fatal = append(g.fatal, r.fatal)
+	}
+	g.waits.Go(r.wait)
+}
+
+// forgetLocked takes e out of the Group and ends its context. g.mu must be
+// held.
+func (g *Group[M]) forgetLocked(e *Elector[M]) {
+	m := g.members[e.name]
+	if m == nil || m.e != e {
+		return
+	}
+	delete(g.members, e.name)
+	if m.cancel != nil {
+		m.cancel()
+	}
+}

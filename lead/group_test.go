@@ -1,0 +1,268 @@
+package lead_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// groupRig is a few Groups on one store, each standing for a process, with
+// one elector per name in each.
+type groupRig struct {
+	groups  []*lead.Group[meta]
+	cancels []context.CancelFunc
+	runs    []chan error
+	els     [][]*lead.Elector[meta] // [group][name]
+	names   []string
+}
+
+func newGroupRig(t *testing.T, st *memstore.Store[meta], groups, names int) *groupRig {
+	t.Helper()
+	g := &groupRig{}
+	for i := range names {
+		g.names = append(g.names, fmt.Sprintf("job-%d", i))
+	}
+	for gi := range groups {
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity(fmt.Sprintf("p%d", gi)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var els []*lead.Elector[meta]
+		for _, n := range g.names {
+			e, err := grp.Add(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			els = append(els, e)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		run := make(chan error, 1)
+		go func() { run <- grp.Run(ctx) }()
+		g.groups, g.cancels, g.runs, g.els = append(g.groups, grp), append(g.cancels, cancel), append(g.runs, run), append(g.els, els)
+	}
+	t.Cleanup(func() {
+		for _, c := range g.cancels {
+			c()
+		}
+		for _, r := range g.runs {
+			<-r
+		}
+	})
+	return g
+}
+
+// leaders returns, for each name, the groups whose elector leads it.
+func (g *groupRig) leaders() [][]int {
+	out := make([][]int, len(g.names))
+	for gi, els := range g.els {
+		for ni, e := range els {
+			if e.IsLeader() {
+				out[ni] = append(out[ni], gi)
+			}
+		}
+	}
+	return out
+}
+
+// oneLeaderEach fails unless each name has exactly one leader, among the
+// groups allowed.
+func (g *groupRig) oneLeaderEach(t *testing.T, when string, allowed func(gi int) bool) {
+	t.Helper()
+	for ni, ls := range g.leaders() {
+		if len(ls) != 1 || !allowed(ls[0]) {
+			t.Fatalf("%s: %s is led by groups %v", when, g.names[ni], ls)
+		}
+	}
+}
+
+func anyGroup(int) bool { return true }
+
+// Three Groups (three processes) share 50 names: each name gets exactly one
+// leader, whose term has a token; when one Group's Run ends, its electors
+// release and the names it led move to the others, and its Run returns nil
+// once all its electors are done.
+func TestGroupElectsEveryNameAndHandsOverWhenRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		g := newGroupRig(t, st, 3, 50)
+		synctest.Wait()
+		g.oneLeaderEach(t, "settled", anyGroup)
+		for ni, ls := range g.leaders() {
+			term, ok := g.els[ls[0]][ni].Term()
+			if !ok || term.Token == 0 || term.Name != g.names[ni] {
+				t.Fatalf("%s: leader's Term = %+v, %v", g.names[ni], term, ok)
+			}
+		}
+
+		g.cancels[0]()
+		if err := <-g.runs[0]; err != nil {
+			t.Fatalf("Group.Run = %v, want nil", err)
+		}
+		g.runs[0] <- nil // for the cleanup
+		for ni, e := range g.els[0] {
+			select {
+			case <-e.Done():
+			default:
+				t.Fatalf("%s: Done not closed after the Group's Run returned", g.names[ni])
+			}
+			if e.IsLeader() {
+				t.Fatalf("%s: still leader after the Group's Run returned", g.names[ni])
+			}
+		}
+		synctest.Wait() // the releases reach the other groups
+		g.oneLeaderEach(t, "after group 0 stopped", func(gi int) bool { return gi != 0 })
+	})
+}
+
+// Remove takes one name out: its elector releases, another Group's elector
+// takes over at once, the others are untouched, and the name can be added
+// again.
+func TestGroupRemoveAndAddAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		g := newGroupRig(t, st, 2, 10)
+		synctest.Wait()
+		g.oneLeaderEach(t, "settled", anyGroup)
+		ls := g.leaders()
+		leader := ls[3][0]
+		other := 1 - leader
+		e := g.els[leader][3]
+		if !g.groups[leader].Remove("job-3") {
+			t.Fatal("Remove(job-3) = false")
+		}
+		<-e.Done()
+		if e.IsLeader() {
+			t.Fatal("removed elector still leads")
+		}
+		synctest.Wait()
+		if !g.els[other][3].IsLeader() {
+			t.Fatalf("job-3 not taken over by group %d after the release", other)
+		}
+		for ni, l := range g.leaders() {
+			if ni != 3 && (len(l) != 1 || l[0] != ls[ni][0]) {
+				t.Fatalf("%s: leaders %v, before %v: Remove of job-3 moved it", g.names[ni], l, ls[ni])
+			}
+		}
+		if g.groups[leader].Remove("job-3") {
+			t.Fatal("second Remove(job-3) = true")
+		}
+		again, err := g.groups[leader].Add("job-3")
+		if err != nil {
+			t.Fatalf("Add again: %v", err)
+		}
+		g.els[leader][3] = again
+		synctest.Wait()
+		g.oneLeaderEach(t, "after Add again", anyGroup)
+		if again.IsLeader() {
+			t.Fatal("the re-added elector took job-3 from a live leader")
+		}
+		if _, err := g.groups[leader].Add("job-3"); !errors.Is(err, lead.ErrAlreadyRunning) {
+			t.Fatalf("Add of a name in the Group = %v, want ErrAlreadyRunning", err)
+		}
+	})
+}
+
+// A name added while the Group runs takes part at once; Run of a Group's
+// elector is refused; Add after Run's ctx ended is refused; a name removed
+// before Run never runs.
+func TestGroupLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		early, err := grp.Add("early")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, err := grp.Add("gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !grp.Remove("gone") {
+			t.Fatal("Remove(gone) = false")
+		}
+		<-gone.Done()
+		if err := early.Run(context.Background()); !errors.Is(err, lead.ErrAlreadyRunning) {
+			t.Fatalf("Run of a Group's elector = %v, want ErrAlreadyRunning", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		run := make(chan error, 1)
+		go func() { run <- grp.Run(ctx) }()
+		synctest.Wait()
+		if err := grp.Run(ctx); !errors.Is(err, lead.ErrAlreadyRunning) {
+			t.Fatalf("second Group.Run = %v, want ErrAlreadyRunning", err)
+		}
+		late, err := grp.Add("late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !early.IsLeader() || !late.IsLeader() {
+			t.Fatalf("early leads %v, late leads %v; want both", early.IsLeader(), late.IsLeader())
+		}
+		if _, _, err := st.Get(context.Background(), "gone"); err == nil {
+			t.Fatal("a name removed before Run wrote a record")
+		}
+		cancel()
+		if err := <-run; err != nil {
+			t.Fatalf("Group.Run = %v", err)
+		}
+		if _, err := grp.Add("after"); !errors.Is(err, lead.ErrStopped) {
+			t.Fatalf("Add after Run ended = %v, want ErrStopped", err)
+		}
+		for _, e := range []*lead.Elector[meta]{early, late} {
+			rec, _, err := st.Get(context.Background(), e.Name())
+			if err != nil || rec.Holder != "" {
+				t.Fatalf("%s after Run: holder %q, %v; want released", e.Name(), rec.Holder, err)
+			}
+		}
+	})
+}
+
+// Nil and zero arguments give errors, never panics.
+func TestGroupNilArguments(t *testing.T) {
+	var nilGroup *lead.Group[meta]
+	var zero lead.Group[meta]
+	for name, g := range map[string]*lead.Group[meta]{"nil": nilGroup, "zero": &zero} {
+		if _, err := g.Add("x"); !errors.Is(err, lead.ErrNilArgument) {
+			t.Errorf("%s: Add = %v", name, err)
+		}
+		if g.Remove("x") {
+			t.Errorf("%s: Remove = true", name)
+		}
+		if err := g.Run(context.Background()); !errors.Is(err, lead.ErrNilArgument) {
+			t.Errorf("%s: Run = %v", name, err)
+		}
+	}
+	if _, err := lead.NewGroup[meta](nil); !errors.Is(err, lead.ErrNilStore) {
+		t.Errorf("NewGroup(nil) = %v", err)
+	}
+	var nilStore *memstore.Store[meta]
+	if _, err := lead.NewGroup[meta](nilStore); !errors.Is(err, lead.ErrNilStore) {
+		t.Errorf("NewGroup(typed nil) = %v", err)
+	}
+	if _, err := lead.NewGroup[meta](memstore.New[meta](), nil); !errors.Is(err, lead.ErrNilArgument) {
+		t.Errorf("NewGroup(st, nil) = %v", err)
+	}
+	g, err := lead.NewGroup[meta](memstore.New[meta]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1012 a nil ctx is what is tested
+	if err := g.Run(nil); !errors.Is(err, lead.ErrNilArgument) { //nolint:staticcheck
+		t.Errorf("Run(nil) = %v", err)
+	}
+	if _, err := g.Add(""); err == nil {
+		t.Error("Add of an empty name succeeded")
+	}
+	if _, err := g.Add("x", nil); !errors.Is(err, lead.ErrNilArgument) {
+		t.Errorf("Add(x, nil) = %v", err)
+	}
+}
