@@ -135,8 +135,10 @@ func postgresBackend() backend {
 // elector the heap and stacks it adds, RSS, goroutines. If not every
 // election has a leader within TENURE_SCALE_WAIT (default 3m) it measures
 // the state reached. The numbers of elections are TENURE_SCALE_ELECTIONS
-// (default 1000; say "1000,10000"). Run it with -benchtime 1x; pick a
-// backend with -bench 'Elections/redis'.
+// (default 1000; say "1000,10000"). Each runs twice: driver=run, each
+// elector with a Run of its own (a goroutine each), and driver=group, one
+// lead.Group per process. Run it with -benchtime 1x; pick a backend and a
+// driver with -bench 'Elections/redis/.*/driver=group'.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
@@ -154,11 +156,17 @@ func BenchmarkElections(b *testing.B) {
 	}
 	for _, be := range backends() {
 		for _, n := range sizes {
-			b.Run(fmt.Sprintf("%s/electors=%d", be.name, n), func(b *testing.B) {
-				for b.Loop() {
-					runElections(b, be, n, wait, settle, window)
+			for _, grouped := range []bool{false, true} {
+				driver := "run"
+				if grouped {
+					driver = "group"
 				}
-			})
+				b.Run(fmt.Sprintf("%s/electors=%d/driver=%s", be.name, n, driver), func(b *testing.B) {
+					for b.Loop() {
+						runElections(b, be, n, grouped, wait, settle, window)
+					}
+				})
+			}
 		}
 	}
 }
@@ -175,7 +183,7 @@ func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
 	return d
 }
 
-func runElections(b *testing.B, be backend, n int, wait, settle, window time.Duration) {
+func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, window time.Duration) {
 	stores := make([]store.Store[meta], groups)
 	for g := range stores {
 		stores[g] = be.store(b, g)
@@ -191,30 +199,52 @@ func runElections(b *testing.B, be backend, n int, wait, settle, window time.Dur
 	reasons := map[string]int{} // why terms stopped
 	var once sync.Once
 	cfg := lease.DefaultConfig()
+	var grps [groups]*lead.Group[meta]
+	if grouped {
+		for g := range grps {
+			grp, err := lead.NewGroup(stores[g], lead.WithIdentity(fmt.Sprint("process-", g)), lead.WithConfig(cfg), lead.WithLookupEnv(nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			grps[g] = grp
+		}
+	}
 	for i := range n {
 		// Each group in turn starts first, so that leaders spread.
 		for k := range groups {
 			g := (i + k) % groups
-			e, err := lead.New(fmt.Sprint("election-", i), stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
-				lead.WithConfig(cfg), lead.WithLookupEnv(nil),
-				lead.WithObserver(func(c lead.Change) {
-					changes.Add(1)
-					d := int64(1)
-					if c.Kind == lead.Stopped {
-						d = -1
-						reasonsMu.Lock()
-						reasons[fmt.Sprint(c.Reason)]++
-						reasonsMu.Unlock()
-					}
-					leading[g].Add(d)
-					if total.Add(d) == int64(n) {
-						once.Do(func() { close(allLed) })
-					}
-				}))
+			observe := lead.WithObserver(func(c lead.Change) {
+				changes.Add(1)
+				d := int64(1)
+				if c.Kind == lead.Stopped {
+					d = -1
+					reasonsMu.Lock()
+					reasons[fmt.Sprint(c.Reason)]++
+					reasonsMu.Unlock()
+				}
+				leading[g].Add(d)
+				if total.Add(d) == int64(n) {
+					once.Do(func() { close(allLed) })
+				}
+			})
+			name := fmt.Sprint("election-", i)
+			if grouped {
+				if _, err := grps[g].Add(name, observe); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			e, err := lead.New(name, stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
+				lead.WithConfig(cfg), lead.WithLookupEnv(nil), observe)
 			if err != nil {
 				b.Fatal(err)
 			}
 			wg.Go(func() { _ = e.Run(ctx) })
+		}
+	}
+	if grouped {
+		for _, grp := range grps {
+			wg.Go(func() { _ = grp.Run(ctx) })
 		}
 	}
 	began := time.Now()

@@ -399,7 +399,11 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		bodies:  map[*body]struct{}{},
 		watches: map[int]context.CancelFunc{},
 	}
-	e, err := lead.New(h.o.Name, h.wrap(inc),
+	// Half the incarnations (by their seed) run as the one elector of a
+	// lead.Group, the others with Run: the Group's loop, its start and its
+	// stop are proven under the same faults.
+	grouped := seed&1 == 1
+	e, grp, err := h.newElector(grouped, h.wrap(inc),
 		lead.WithIdentity(n.id),
 		lead.WithConfig(cfg),
 		lead.WithLookupEnv(nil),
@@ -411,7 +415,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		lead.WithObserver(func(lead.Change) { h.stall(n) }),
 	)
 	if err != nil {
-		h.fail(sim.CheckRun, "lead.New for %s: %v", n.id, err)
+		h.fail(sim.CheckRun, "lead.New for %s (in a Group: %v): %v", n.id, grouped, err)
 		close(inc.done)
 		return
 	}
@@ -424,12 +428,16 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.chk.disturbed(h.now())
 	h.tl.State(int64(h.now()), n.idx, timeline.Follower)
 	h.mu.Unlock()
-	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f)", inc.release, n.rate)
+	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v)", inc.release, n.rate, grouped)
 
 	h.followLeaders(ctx, inc)
 	var parts sync.WaitGroup
 	parts.Go(func() {
-		if err := e.Run(ctx); err != nil {
+		run := e.Run
+		if grp != nil {
+			run = grp.Run
+		}
+		if err := run(ctx); err != nil {
 			h.fail(sim.CheckRun, "%s: Run returned %v", inc.id, err)
 		}
 	})
@@ -461,6 +469,21 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		}
 		close(inc.done)
 	})
+}
+
+// newElector makes the elector of an incarnation: with lead.New, or as
+// the one elector of a new lead.Group (grp, whose Run runs it).
+func (h *harness[M]) newElector(grouped bool, st store.Store[M], opts ...lead.Option) (*lead.Elector[M], *lead.Group[M], error) {
+	if !grouped {
+		e, err := lead.New(h.o.Name, st, opts...)
+		return e, nil, err
+	}
+	grp, err := lead.NewGroup(st, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := grp.Add(h.o.Name)
+	return e, grp, err
 }
 
 // stop stops n's running process: it releases or not as it was built to.
