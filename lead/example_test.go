@@ -197,3 +197,38 @@ func Example_clientGo() {
 	// new leader: pod-a
 	// stopped leading: lead: leadership lost: stopped
 }
+
+// A Group runs many elections (one per tenant, say) with one goroutine.
+// Each name's Elector works as one made by New.
+func ExampleGroup() {
+	st := memstore.New[struct{}]()
+	g, err := lead.NewGroup(st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
+	if err != nil {
+		panic(err)
+	}
+	var tenants []*lead.Elector[struct{}]
+	for _, name := range []string{"tenant-a", "tenant-b", "tenant-c"} {
+		e, err := g.Add(name)
+		if err != nil {
+			panic(err)
+		}
+		tenants = append(tenants, e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+
+	for _, e := range tenants {
+		_ = e.Lead(ctx, func(ctx context.Context, t lead.Term) error {
+			fmt.Printf("%s leads %s with token %d\n", t.Identity, t.Name, t.Token)
+			return nil
+		})
+	}
+	cancel() // every elector steps down and releases
+	fmt.Println("Run returned", <-done)
+	// Output:
+	// worker-1 leads tenant-a with token 1
+	// worker-1 leads tenant-b with token 1
+	// worker-1 leads tenant-c with token 1
+	// Run returned <nil>
+}
