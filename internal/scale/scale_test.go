@@ -207,6 +207,10 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 				b.Fatal(err)
 			}
 			grps[g] = grp
+			// Running before the names are added: each name starts in
+			// each group as it is added, so that leaders spread as
+			// with Run.
+			wg.Go(func() { _ = grp.Run(ctx) })
 		}
 	}
 	for i := range n {
@@ -240,11 +244,6 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 				b.Fatal(err)
 			}
 			wg.Go(func() { _ = e.Run(ctx) })
-		}
-	}
-	if grouped {
-		for _, grp := range grps {
-			wg.Go(func() { _ = grp.Run(ctx) })
 		}
 	}
 	began := time.Now()
