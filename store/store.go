@@ -267,7 +267,8 @@ type WatchCapabilities struct {
 //
 // A wrapper that changes Watch (filters or alters its events) must not let
 // an embedded store's WatchFunc be promoted past it: it implements
-// WatchFunc too, with store.WatchFunc on its own Watch, say.
+// WatchFunc too, with store.WatchFuncVia on its own Watch, say
+// (store.WatchFunc on itself would call its own WatchFunc again).
 type FuncWatcher[M any] interface {
 	Watcher[M]
 	// WatchFunc delivers what Watch would send on its channel, in the same
