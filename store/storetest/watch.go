@@ -342,14 +342,7 @@ func (e *env[M]) closes(ch <-chan store.Event[M], when string) {
 func testWatchEndedContext[M any](e *env[M]) {
 	name := e.name("watch-ended")
 	e.swap(name, 0, e.term("holder-a", 1))
-	cancelled, cancel := context.WithCancel(e.ctx)
-	cancel()
-	expired, cancel := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	for _, c := range []struct {
-		label string
-		ctx   context.Context
-	}{{"cancelled", cancelled}, {"past its deadline", expired}} {
+	for _, c := range e.endedContexts() {
 		if e.viaFunc {
 			r := e.recorder(fmt.Sprintf("WatchFunc(%q) with a context %s", name, c.label))
 			if err := e.funcWatcher().WatchFunc(c.ctx, name, r.call); err != nil {
