@@ -9,7 +9,7 @@ import (
 )
 
 // This file holds the helpers for the optional interfaces a Store may
-// implement (Lossy, Watcher, MetadataChecker, Validator). Each answers for any Store:
+// implement (Lossy, Watcher, FuncWatcher, MetadataChecker, Validator). Each answers for any Store:
 // the store's own answer when it implements the interface, and a
 // conservative one when it does not. Wrappers forward the interfaces with
 // them (see "Wrapping a store" in docs/guide.md):
@@ -24,6 +24,9 @@ import (
 //	}
 //	func (t Timed[M]) WatchCapabilities() store.WatchCapabilities {
 //		return store.WatchCapabilitiesOf(t.Store) // only while it passes events on unchanged
+//	}
+//	func (t Timed[M]) WatchFunc(ctx context.Context, name string, fn func(store.Event[M], bool)) error {
+//		return store.WatchFunc(ctx, t.Store, name, fn) // store.WatchFuncVia(ctx, t, ...) if Watch changes events
 //	}
 
 // MetadataChecker is implemented by stores that can tell, without a round
@@ -161,10 +164,9 @@ func nilEmbedded(st any) string {
 
 // WatchFunc watches name on st, delivering by calling fn as
 // FuncWatcher.WatchFunc does: with st's WatchFunc when st implements
-// FuncWatcher, and otherwise with st's Watch and a goroutine that calls fn
-// for each event it receives, then fn(Event{}, false) when the channel
-// closes. It returns an error wrapping ErrWatchUnsupported when st cannot
-// watch, and ErrNilArgument for a nil ctx, st or fn.
+// FuncWatcher, and otherwise as WatchFuncVia does with st's Watch. It
+// returns an error wrapping ErrWatchUnsupported when st cannot watch, and
+// ErrNilArgument for a nil ctx, st or fn.
 func WatchFunc[M any](ctx context.Context, st Store[M], name string, fn func(ev Event[M], ok bool)) error {
 	switch {
 	case ctx == nil:
@@ -177,12 +179,35 @@ func WatchFunc[M any](ctx context.Context, st Store[M], name string, fn func(ev 
 	if fw, ok := st.(FuncWatcher[M]); ok {
 		return fw.WatchFunc(ctx, name, fn)
 	}
-	ch, err := Watch(ctx, st, name)
+	w, ok := st.(Watcher[M])
+	if !ok {
+		return fmt.Errorf("store: WatchFunc %q: %w: %T does not implement store.Watcher", name, ErrWatchUnsupported, st)
+	}
+	return WatchFuncVia(ctx, w, name, fn)
+}
+
+// WatchFuncVia watches name with w's Watch, and delivers by calling fn as
+// FuncWatcher.WatchFunc does, from a goroutine that calls fn for each event
+// it receives, then fn(Event{}, false) when the channel closes. It never
+// uses w's WatchFunc: a wrapper that changes Watch implements WatchFunc
+// with it, on its own Watch (store.WatchFunc on itself would call that
+// WatchFunc again). It returns Watch's error, an error when Watch returns a
+// nil channel, and one wrapping ErrNilArgument for a nil ctx, w or fn.
+func WatchFuncVia[M any](ctx context.Context, w Watcher[M], name string, fn func(ev Event[M], ok bool)) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("store: WatchFunc %q: %w: ctx is nil", name, ErrNilArgument)
+	case nilarg.IsNil(w):
+		return fmt.Errorf("store: WatchFunc %q: %w: the Watcher is nil", name, ErrNilArgument)
+	case fn == nil:
+		return fmt.Errorf("store: WatchFunc %q: %w: fn is nil", name, ErrNilArgument)
+	}
+	ch, err := w.Watch(ctx, name)
 	if err != nil {
 		return err
 	}
 	if ch == nil {
-		return fmt.Errorf("store: WatchFunc %q: %T's Watch returned a nil channel and no error", name, st)
+		return fmt.Errorf("store: WatchFunc %q: %T's Watch returned a nil channel and no error", name, w)
 	}
 	go func() {
 		for ev := range ch {

@@ -173,6 +173,16 @@ func TestNilArguments(t *testing.T) {
 		{"Validate: nil st", func() error { return store.Validate[int](nil) }, "store is nil"},
 		{"Validate: typed nil st", func() error { return store.Validate[int](nilLossy) }, "nil *store_test.lossyPtr"},
 		{"Validate: wrapper around nil", func() error { return store.Validate[int](wrapper{}) }, "field Store"},
+		{"WatchFunc: nil ctx", func() error { return store.WatchFunc[int](nilCtx, bare{}, "job", ignore) }, "ctx is nil"},
+		{"WatchFunc: nil st", func() error { return store.WatchFunc[int](context.Background(), nil, "job", ignore) }, "st is nil"},
+		{"WatchFunc: typed nil st", func() error { return store.WatchFunc[int](context.Background(), nilLossy, "job", ignore) }, "st is nil"},
+		{"WatchFunc: nil fn", func() error { return store.WatchFunc[int](context.Background(), bare{}, "job", nil) }, "fn is nil"},
+		{"WatchFuncVia: nil ctx", func() error { return store.WatchFuncVia[int](nilCtx, &chanWatcher{}, "job", ignore) }, "ctx is nil"},
+		{"WatchFuncVia: nil w", func() error { return store.WatchFuncVia[int](context.Background(), nil, "job", ignore) }, "Watcher is nil"},
+		{"WatchFuncVia: typed nil w", func() error {
+			return store.WatchFuncVia[int](context.Background(), (*chanWatcher)(nil), "job", ignore)
+		}, "Watcher is nil"},
+		{"WatchFuncVia: nil fn", func() error { return store.WatchFuncVia[int](context.Background(), &chanWatcher{}, "job", nil) }, "fn is nil"},
 		{"Validate: pointer wrapper around nil", func() error { return store.Validate[int](&wrapper{}) }, "field Store"},
 	}
 	for _, tt := range tests {

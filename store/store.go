@@ -267,7 +267,8 @@ type WatchCapabilities struct {
 //
 // A wrapper that changes Watch (filters or alters its events) must not let
 // an embedded store's WatchFunc be promoted past it: it implements
-// WatchFunc too, with store.WatchFunc on its own Watch, say.
+// WatchFunc too, with store.WatchFuncVia on its own Watch, say
+// (store.WatchFunc on itself would call its own WatchFunc again).
 type FuncWatcher[M any] interface {
 	Watcher[M]
 	// WatchFunc delivers what Watch would send on its channel, in the same
@@ -275,7 +276,11 @@ type FuncWatcher[M any] interface {
 	// event, one call at a time. When the watch ends (ctx ended, or the
 	// watch broke), it calls fn(Event{}, false) once, as a closed channel
 	// would say, and never fn again. fn must return quickly: it must not
-	// block, and must not call the store. A nil error means that fn will be
-	// called, at least once with false; an error means that it never will.
+	// block, and must not call the store. fn may be called from any
+	// goroutine, under the store's locks, and before WatchFunc returns
+	// (with the current state, say): the caller must not hold, while it
+	// calls WatchFunc, a lock that fn takes. A nil error means that fn will
+	// be called, at least once with false; an error means that it never
+	// will.
 	WatchFunc(ctx context.Context, name string, fn func(ev Event[M], ok bool)) error
 }

@@ -22,7 +22,8 @@ type Endpoint struct {
 
 // Store keeps lease records in memory, their metadata encoded so that
 // callers share nothing with it. It implements store.Store[Endpoint],
-// store.Watcher[Endpoint] and store.Lossy, and is safe for concurrent use.
+// store.Watcher[Endpoint], store.FuncWatcher[Endpoint] and store.Lossy, and
+// is safe for concurrent use.
 // Make it with New.
 type Store struct {
 	codec store.JSONCodec[Endpoint]
@@ -42,9 +43,10 @@ type entry struct {
 }
 
 var (
-	_ store.Store[Endpoint]   = (*Store)(nil)
-	_ store.Watcher[Endpoint] = (*Store)(nil)
-	_ store.Lossy             = (*Store)(nil)
+	_ store.Store[Endpoint]       = (*Store)(nil)
+	_ store.Watcher[Endpoint]     = (*Store)(nil)
+	_ store.FuncWatcher[Endpoint] = (*Store)(nil)
+	_ store.Lossy                 = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -129,6 +131,20 @@ func (s *Store) Watch(ctx context.Context, name string) (<-chan store.Event[Endp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hub.Watch(ctx, name, s.recs[name])
+}
+
+// WatchFunc delivers what Watch would send by calling fn, from CompareAndSwap
+// itself (watchutil.Hub.WatchFunc): no goroutine per watch, for a process
+// that watches many names. fn is called under the store's lock, so it must
+// return at once and must not call the store. It implements
+// store.FuncWatcher.
+func (s *Store) WatchFunc(ctx context.Context, name string, fn func(ev store.Event[Endpoint], ok bool)) error {
+	if err := s.check(ctx, name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hub.WatchFunc(ctx, name, s.recs[name], fn)
 }
 
 // WatchCapabilities claims nothing (events are hints, read before they are

@@ -159,6 +159,12 @@ func (s forgingStore) Watch(ctx context.Context, name string) (<-chan store.Even
 	return out, nil
 }
 
+// WatchFunc delivers the forged events of Watch too: memstore's own
+// WatchFunc must not be promoted past the forger.
+func (s forgingStore) WatchFunc(ctx context.Context, name string, fn func(store.Event[struct{}], bool)) error {
+	return store.WatchFuncVia[struct{}](ctx, s, name, fn)
+}
+
 func TestRuntimeCatchesForgedEventsTakenAsAuthentic(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		res, err := Run(t, Options[struct{}]{Seed: seed, Duration: time.Minute,

@@ -1,9 +1,9 @@
 // Package kubestore keeps lease records in Kubernetes: one
 // coordination.k8s.io/v1 Lease per election name, in one namespace, through
 // client-go's coordination/v1 client ([coordinationclient.LeasesGetter], as
-// client-go's own LeaseLock takes). It implements [store.Store] and
-// [store.Watcher] and passes [github.com/tenure-go/tenure/store/storetest]
-// against a real API server.
+// client-go's own LeaseLock takes). It implements [store.Store],
+// [store.Watcher] and [store.FuncWatcher] and passes
+// [github.com/tenure-go/tenure/store/storetest] against a real API server.
 //
 //	st, err := kubestore.New[Meta](clientset.CoordinationV1(), "my-namespace")
 //	e, err := lead.New("billing-cron", st, lead.WithIdentity(podName))
@@ -64,7 +64,8 @@
 //     the expected revision itself, it reads the Lease before the PUT.
 //   - Watch is a GET; all the Watch calls of a Store share one
 //     long-running WATCH of the namespace's Leases (one per name when RBAC
-//     allows only named Leases; see [Store.Watch]).
+//     allows only named Leases; see [Store.Watch]), whose goroutine calls
+//     the functions of [Store.WatchFunc] directly.
 //
 // # Fencing tokens
 //

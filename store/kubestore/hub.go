@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/fnsink"
 	"github.com/tenure-go/tenure/store/watchutil"
 )
 
@@ -68,11 +69,12 @@ func newHub[M any](s *Store[M]) *hub[M] {
 	return &hub[M]{s: s, subs: make(map[string]map[*sub[M]]struct{})}
 }
 
-// sub is one Watch served by the hub.
+// sub is one Watch or WatchFunc served by the hub.
 type sub[M any] struct {
-	h      *hub[M]
-	name   string
-	box    *watchutil.Box[store.Event[M]]
+	h    *hub[M]
+	name string
+	to   offerer[M] // takes the events that are new
+	// cancel ends the watch: the end of its ctx, or of the hub's run.
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
@@ -80,16 +82,56 @@ type sub[M any] struct {
 	absent bool           // the newest event offered is Absent
 }
 
+// offerer takes the events of a sub: a Box that a goroutine empties
+// (Watch), or a Sink that calls the function of WatchFunc.
+type offerer[M any] interface{ Offer(ev store.Event[M]) }
+
 // watch serves Watch through the shared watch. It returns an error
 // wrapping errNamespaceForbidden when the namespace may not be watched.
 func (h *hub[M]) watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+	box := watchutil.NewBox[store.Event[M]]()
+	b, sctx, err := h.join(ctx, "Watch", name, box)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event[M])
+	go func() {
+		defer close(out) // after b is forgotten
+		defer h.remove(b)
+		watchutil.Serve(sctx, box, out, func(ev store.Event[M]) store.Event[M] { return ev })
+	}()
+	return out, nil
+}
+
+// watchFunc serves WatchFunc through the shared watch, with no goroutine:
+// the hub's calls fn as it dispatches. It returns an error wrapping
+// errNamespaceForbidden when the namespace may not be watched.
+func (h *hub[M]) watchFunc(ctx context.Context, name string, fn func(ev store.Event[M], ok bool)) error {
+	sink := fnsink.New(fn)
+	b, sctx, err := h.join(ctx, "WatchFunc", name, sink)
+	if err != nil {
+		return err
+	}
+	sink.Start()
+	context.AfterFunc(sctx, func() {
+		h.remove(b)
+		sink.End()
+	})
+	return nil
+}
+
+// join adds a watcher of name for op, whose events go to to, waits until
+// the shared watch is up, and offers it the Lease a GET reads then. The
+// watch ends when the context returned ends: the end of ctx, or of the
+// run (whose end cancels it), after which the caller forgets b.
+func (h *hub[M]) join(ctx context.Context, op, name string, to offerer[M]) (*sub[M], context.Context, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	b := &sub[M]{h: h, name: name, box: watchutil.NewBox[store.Event[M]](), cancel: cancel}
+	b := &sub[M]{h: h, name: name, to: to, cancel: cancel}
 	r, up := h.add(b)
-	fail := func(err error) (<-chan store.Event[M], error) {
+	fail := func(err error) (*sub[M], context.Context, error) {
 		h.remove(b)
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	select {
 	case <-up:
@@ -97,23 +139,17 @@ func (h *hub[M]) watch(ctx context.Context, name string) (<-chan store.Event[M],
 		if errors.Is(r.err, errNamespaceForbidden) {
 			return fail(r.err)
 		}
-		return fail(h.s.fail(ctx, "Watch", name, "watch", r.err))
+		return fail(h.s.fail(ctx, op, name, "watch", r.err))
 	case <-ctx.Done():
-		return fail(h.s.fail(ctx, "Watch", name, "watch", ctx.Err()))
+		return fail(h.s.fail(ctx, op, name, "watch", ctx.Err()))
 	}
 	// The watch is up: a change after this GET reaches b through it.
 	l, err := h.s.get(ctx, name)
 	if err != nil {
-		return fail(h.s.fail(ctx, "Watch", name, "get", err))
+		return fail(h.s.fail(ctx, op, name, "get", err))
 	}
 	b.read(l)
-	out := make(chan store.Event[M])
-	go func() {
-		defer close(out) // after b is forgotten
-		defer h.remove(b)
-		watchutil.Serve(sctx, b.box, out, func(ev store.Event[M]) store.Event[M] { return ev })
-	}()
-	return out, nil
+	return b, sctx, nil
 }
 
 // add registers b and returns the run it joined and the channel closed
@@ -389,7 +425,7 @@ func (b *sub[M]) read(l *coordinationv1.Lease) {
 	defer b.mu.Unlock()
 	if !b.absent {
 		b.absent = true
-		b.box.Offer(store.Event[M]{Absent: true})
+		b.to.Offer(store.Event[M]{Absent: true})
 	}
 }
 
@@ -403,7 +439,7 @@ func (b *sub[M]) offer(l *coordinationv1.Lease) {
 	rev, err := parseRevision(l.ResourceVersion)
 	if err != nil {
 		// Not an etcd-backed server: nothing can be ordered.
-		b.box.Offer(store.Event[M]{Err: fmt.Errorf("kubestore: Watch %q: %w", b.name, err)})
+		b.to.Offer(store.Event[M]{Err: fmt.Errorf("kubestore: Watch %q: %w", b.name, err)})
 		return
 	}
 	if rev <= b.last {
@@ -412,10 +448,10 @@ func (b *sub[M]) offer(l *coordinationv1.Lease) {
 	b.last, b.absent = rev, false
 	rec, _, _, err := b.h.s.decode(l)
 	if err != nil {
-		b.box.Offer(store.Event[M]{Revision: rev, Err: fmt.Errorf("kubestore: Watch %q: %w", b.name, err)})
+		b.to.Offer(store.Event[M]{Revision: rev, Err: fmt.Errorf("kubestore: Watch %q: %w", b.name, err)})
 		return
 	}
-	b.box.Offer(store.Event[M]{Record: rec, Revision: rev})
+	b.to.Offer(store.Event[M]{Record: rec, Revision: rev})
 }
 
 // deleted offers Absent for a deletion at rev (0 when unknown).
@@ -428,6 +464,6 @@ func (b *sub[M]) deleted(rev lease.Revision) {
 	b.last = max(b.last, rev)
 	if !b.absent {
 		b.absent = true
-		b.box.Offer(store.Event[M]{Absent: true})
+		b.to.Offer(store.Event[M]{Absent: true})
 	}
 }

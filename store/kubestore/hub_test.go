@@ -2,8 +2,10 @@ package kubestore_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,11 +26,15 @@ import (
 type watchCounter struct {
 	next    http.RoundTripper
 	watches atomic.Int64
+	// failGet, when set, names a Lease whose GETs fail.
+	failGet atomic.Pointer[string]
 }
 
 func (c *watchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 		c.watches.Add(1)
+	} else if name := c.failGet.Load(); name != nil && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases/"+*name) {
+		return nil, errors.New("the test refuses this GET")
 	}
 	return c.next.RoundTrip(req)
 }
@@ -53,6 +59,11 @@ func countingLeases(t testing.TB, cfg *rest.Config) (coordinationclient.LeasesGe
 // The watchers of many names on one Store share one API-server watch, and
 // each receives the changes of its own name only.
 func TestWatchOneRequestPerStore(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchOneRequestPerStore(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchOneRequestPerStore(t, true) })
+}
+
+func testWatchOneRequestPerStore(t *testing.T, viaFunc bool) {
 	const n = 50
 	e := newEnv(t, "hub")
 	client, counter := countingLeases(t, e.k.Config())
@@ -74,7 +85,7 @@ func TestWatchOneRequestPerStore(t *testing.T) {
 	defer cancel()
 	chans := make([]<-chan store.Event[meta], n)
 	for i := range n {
-		ch, err := st.Watch(wctx, name(i))
+		ch, err := testcluster.WatchChan(t, wctx, st, name(i), viaFunc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +117,11 @@ func TestWatchOneRequestPerStore(t *testing.T) {
 // Leases of another program in the namespace reach no watcher: a watcher of
 // one name receives only its own Lease, even while another changes.
 func TestWatchIgnoresForeignLeases(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchIgnoresForeignLeases(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchIgnoresForeignLeases(t, true) })
+}
+
+func testWatchIgnoresForeignLeases(t *testing.T, viaFunc bool) {
 	e := newEnv(t, "foreign")
 	st := newStore[meta](t, e.client, e.ns)
 	writer := newStore[meta](t, e.client, e.ns)
@@ -121,7 +137,7 @@ func TestWatchIgnoresForeignLeases(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(c)
 	defer cancel()
-	ch, err := st.Watch(wctx, "mine")
+	ch, err := testcluster.WatchChan(t, wctx, st, "mine", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +179,14 @@ func TestWatchIgnoresForeignLeases(t *testing.T) {
 
 // The shared watch outlives a restart of the API server: it resumes (the
 // restarted server answers 410 to the old version, and every watcher reads
-// its Lease again), the channel stays open, and later changes arrive.
+// its Lease again), the channel stays open, and later changes arrive. A
+// watcher that cannot read its Lease again then is ended.
 func TestWatchSurvivesRestart(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchSurvivesRestart(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchSurvivesRestart(t, true) })
+}
+
+func testWatchSurvivesRestart(t *testing.T, viaFunc bool) {
 	k := testcluster.NewKube(t, testcluster.KubeOptions{})
 	ns := k.Namespace(t, "restart")
 	client, counter := countingLeases(t, k.Config())
@@ -184,14 +206,22 @@ func TestWatchSurvivesRestart(t *testing.T) {
 	// The restart may take longer than eventTimeout.
 	wctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ch, err := st.Watch(wctx, "job")
+	ch, err := testcluster.WatchChan(t, wctx, st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := st.Watch(wctx, "other")
+	other, err := testcluster.WatchChan(t, wctx, st, "other", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	doomed, err := testcluster.WatchChan(t, wctx, st, "doomed", viaFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := recv(t, doomed); !ev.Absent {
+		t.Fatalf("first event of doomed %+v, want Absent", ev)
+	}
+	counter.failGet.Store(new("doomed"))
 	if ev := recv(t, ch); ev.Revision != rev {
 		t.Fatalf("first event %+v, want revision %d", ev, rev)
 	}
@@ -222,5 +252,14 @@ func TestWatchSurvivesRestart(t *testing.T) {
 	}
 	if got := counter.watches.Load(); got < 2 {
 		t.Fatalf("%d watch requests, want the watch resumed", got)
+	}
+	// The GET of doomed failed after the restart: its watch was ended.
+	select {
+	case ev, ok := <-doomed:
+		if ok {
+			t.Fatalf("doomed: %+v, want its watch ended", ev)
+		}
+	case <-time.After(eventTimeout):
+		t.Fatalf("the watch of doomed is still on %v after its Lease could not be read again", eventTimeout)
 	}
 }

@@ -179,11 +179,14 @@ func TestRBAC(t *testing.T) {
 		if _, err := named.CoordinationV1().Leases(ns).Watch(c, metav1.ListOptions{}); err == nil {
 			t.Fatal("a Role restricted by resourceNames allows watching the namespace")
 		}
-		st := newStore[meta](t, named, ns)
 		wctx, cancel := context.WithCancel(c)
 		defer cancel()
-		for range 2 { // the second Watch goes straight to a per-name watch
-			ch, err := st.Watch(wctx, "named")
+		// On a Store of each kind of watch: the second watch goes
+		// straight to a per-name watch (WatchFunc's is then served by a
+		// goroutine).
+		stores := map[bool]*kubestore.Store[meta]{false: newStore[meta](t, named, ns), true: newStore[meta](t, named, ns)}
+		for _, viaFunc := range []bool{false, false, true, true} {
+			ch, err := testcluster.WatchChan(t, wctx, stores[viaFunc], "named", viaFunc)
 			if err != nil {
 				t.Fatalf("Watch under a Role by name: %v", err)
 			}

@@ -73,6 +73,51 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	return s.watchOne(ctx, name)
 }
 
+var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
+
+// WatchFunc delivers what Watch would send, under the same rules, by
+// calling fn: fn(ev, true) for each event, then fn(Event{}, false) once
+// when ctx ends or the watch breaks and cannot be resumed (when the shared
+// watch gives up, or a watcher cannot read its Lease again after the
+// shared watch started afresh). Through the shared watch it needs no
+// goroutine of its own: the shared watch's goroutine calls fn as it
+// dispatches an event (and decodes the Lease for each watcher), so fn must
+// return quickly and must not call the Store; calls never overlap. Like
+// Watch, it returns once the shared watch is up and the Lease read (the
+// first call, with that state or a newer one, comes before it returns),
+// with the same errors, or one wrapping [store.ErrNilArgument] for a nil
+// fn; fn is then never called. When RBAC refuses the namespace-wide watch,
+// the Store watches each name on its own (see Watch), and WatchFunc then
+// calls fn from a goroutine that serves that watch's channel. It
+// implements [store.FuncWatcher].
+func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.Event[M], ok bool)) error {
+	if err := s.check(ctx, "WatchFunc", name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("kubestore: WatchFunc %q: %w: fn is nil", name, store.ErrNilArgument)
+	}
+	s.hub.mu.Lock()
+	perName := s.hub.perName
+	s.hub.mu.Unlock()
+	if !perName {
+		err := s.hub.watchFunc(ctx, name, fn)
+		if !errors.Is(err, errNamespaceForbidden) {
+			return err
+		}
+	}
+	return store.WatchFuncVia[M](ctx, oneWatcher[M]{s}, name, fn)
+}
+
+// oneWatcher watches with watches of its own (watchOne), for WatchFunc.
+type oneWatcher[M any] struct{ s *Store[M] }
+
+func (o oneWatcher[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M], error) {
+	return o.s.watchOne(ctx, name)
+}
+
+func (o oneWatcher[M]) WatchCapabilities() store.WatchCapabilities { return o.s.WatchCapabilities() }
+
 // watchOne serves Watch with a watch of its own of the Lease name.
 func (s *Store[M]) watchOne(ctx context.Context, name string) (<-chan store.Event[M], error) {
 	w := &watcher[M]{s: s, name: name}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 )
 
 // slots returns how many names s keeps state for.
@@ -34,6 +35,15 @@ func TestWatchForgetsUnwrittenNames(t *testing.T) {
 		}()
 		chans = append(chans, done)
 	}
+	ended := make(chan struct{})
+	if err := st.WatchFunc(ctx, "watched-by-func", func(_ store.Event[int], ok bool) {
+		if !ok {
+			close(ended)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	chans = append(chans, ended)
 	if _, _, err := st.CompareAndSwap(t.Context(), "written", 0, lease.Record[int]{Token: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Store is an in-process store of lease records with metadata of type M. It
-// implements [store.Store] and [store.Watcher] and is safe for concurrent
+// implements [store.Store], [store.Watcher] and [store.FuncWatcher] and is safe for concurrent
 // use. The zero Store, like a nil *Store, is not usable: call New. Its
 // methods then return an error wrapping [store.ErrNilArgument] (Delete does
 // nothing), and [Store.Validate] says so, so that lead.New refuses it.
@@ -359,6 +359,29 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	out := make(chan store.Event[M])
 	go s.serve(ctx, name, w, out)
 	return out, nil
+}
+
+var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
+
+// WatchFunc delivers what Watch would send, under the same rules, by
+// calling fn: fn(ev, true) for each event, the current state first (called
+// before WatchFunc returns), then fn(Event{}, false) once when ctx ends. It
+// needs no goroutine: the writer calls fn, under the Store's lock, for
+// every watcher of the name, so calls never overlap and fn must return
+// quickly and not call the Store. Each call gets a record of its own,
+// decoded then (or copied, when M is copied by value). WatchFunc returns an
+// error, and never calls fn, for a bad name ([store.ErrInvalidName]), an
+// ended ctx, or a nil fn ([store.ErrNilArgument]). It implements
+// [store.FuncWatcher].
+func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.Event[M], ok bool)) error {
+	if err := s.check(ctx, "WatchFunc", name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("memstore: WatchFunc %q: %w: fn is nil", name, store.ErrNilArgument)
+	}
+	s.watchFunc(ctx, name, fn)
+	return nil
 }
 
 // subscribe adds w to the watchers of name and offers it the current state.

@@ -505,3 +505,57 @@ func TestOutOfBoundsRecordIsCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// WatchFunc is called by the writer itself: when a write returns, its
+// event has been delivered. A corrupt record arrives with Err, a Delete as
+// Absent, and the end of ctx as one call with false.
+func TestWatchFuncDeliversInTheWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	st := memstore.New[labels]()
+	const name = "direct"
+	var (
+		got   []store.Event[labels]
+		ended = make(chan struct{})
+	)
+	err := st.WatchFunc(ctx, name, func(ev store.Event[labels], ok bool) {
+		if !ok {
+			close(ended)
+			return
+		}
+		got = append(got, ev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(what string) store.Event[labels] {
+		t.Helper()
+		if len(got) == 0 {
+			t.Fatalf("%s: no event delivered", what)
+		}
+		return got[len(got)-1]
+	}
+	if ev := last("first"); len(got) != 1 || !ev.Absent {
+		t.Fatalf("events before any write = %+v, want one Absent", got)
+	}
+	_, rev := mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "a", Token: 1, Metadata: labels{Labels: map[string]string{"k": "v"}}})
+	if ev := last("after a swap"); ev.Revision != rev || ev.Record.Metadata.Labels["k"] != "v" {
+		t.Fatalf("event after a swap = %+v, want revision %d", ev, rev)
+	}
+	rev, err = st.PutRaw(name, lease.Record[[]byte]{Holder: "a", Token: 1, LeaseDuration: time.Second, Metadata: []byte(`{`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := last("after a corrupt PutRaw"); ev.Revision != rev || !errors.Is(ev.Err, store.ErrCorruptRecord) {
+		t.Fatalf("event after a corrupt PutRaw = %+v, want revision %d with ErrCorruptRecord", ev, rev)
+	}
+	st.Delete(name)
+	if ev := last("after Delete"); !ev.Absent || len(got) != 4 {
+		t.Fatalf("events = %+v, want 4, the last Absent", got)
+	}
+	cancel()
+	<-ended
+	mustSwap(t, st, name, 0, lease.Record[labels]{LeaseDuration: time.Second, Holder: "b", Token: 1})
+	if len(got) != 4 {
+		t.Fatalf("events after the watch ended: %+v", got[4:])
+	}
+}

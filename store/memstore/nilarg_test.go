@@ -39,6 +39,7 @@ func TestNilArguments(t *testing.T) {
 				return err
 			}, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, s.mention},
+			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, s.mention},
 			call{s.label + ": PutRaw", func() error { _, err := s.st.PutRaw("job", lease.Record[[]byte]{}); return err }, s.mention},
 			call{s.label + ": CheckMetadata", func() error { return s.st.CheckMetadata(1) }, s.mention},
 			call{s.label + ": Validate", func() error { return s.st.Validate() }, s.mention},
@@ -53,6 +54,8 @@ func TestNilArguments(t *testing.T) {
 			return err
 		}, "ctx is nil"},
 		call{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},
+		call{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, "ctx is nil"},
+		call{"WatchFunc: nil fn", func() error { return ok.WatchFunc(ctx, "job", nil) }, "fn is nil"},
 		call{"store.Validate: zero Store", func() error { return store.Validate[int](zero) }, "not made by New"},
 		call{"store.Validate: typed nil", func() error { return store.Validate[int](nilS) }, "nil *memstore.Store"},
 	)

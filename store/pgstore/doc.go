@@ -1,7 +1,7 @@
 // Package pgstore keeps Tenure's lease records in PostgreSQL, through a
 // *pgxpool.Pool the application already has. A [Store] implements
-// [store.Store] and [store.Watcher] and passes the storetest suite against a
-// real server.
+// [store.Store], [store.Watcher] and [store.FuncWatcher] and passes the
+// storetest suite against a real server.
 //
 //	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	st, err := pgstore.New[Meta](pool) // table tenure_leases, JSON metadata
@@ -63,7 +63,9 @@
 // write notifies "REVISION:NAME"; the watchers of NAME then read the row.
 // When the connection breaks it is opened again and every watcher reads its
 // row again, so that a change made meanwhile is not missed. The connection
-// is closed when the last watcher goes.
+// is closed when the last watcher goes. A watcher of [Store.WatchFunc]
+// holds no goroutine while idle: the listener calls its function, and a
+// read it needs runs on a goroutine that ends with the read.
 //
 // # Tokens and revisions
 //

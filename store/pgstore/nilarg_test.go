@@ -38,6 +38,8 @@ func TestNilArguments(t *testing.T) {
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
+		{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, store.ErrNilArgument, "ctx is nil"},
+		{"WatchFunc: nil fn", func() error { return ok.WatchFunc(context.Background(), "job", nil) }, store.ErrNilArgument, "fn is nil"},
 		{"Migrate: nil ctx", func() error { return ok.Migrate(nilCtx) }, store.ErrNilArgument, "ctx is nil"},
 	}
 	for _, s := range []struct {
@@ -49,6 +51,7 @@ func TestNilArguments(t *testing.T) {
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, store.ErrNilArgument, s.mention},
+			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, store.ErrNilArgument, s.mention},
 			call{s.label + ": Migrate", func() error { return s.st.Migrate(ctx) }, store.ErrNilArgument, s.mention},
 			call{s.label + ": CheckMetadata", func() error { return s.st.CheckMetadata(1) }, store.ErrNilArgument, s.mention},
 			call{s.label + ": Validate", func() error { return s.st.Validate() }, store.ErrNilArgument, s.mention},

@@ -17,6 +17,11 @@ import (
 // renewal coming back on its watch cost a read). A record whose metadata is
 // too large for a notification is read, as before.
 func TestWatchRecordFromNotification(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchRecordFromNotification(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchRecordFromNotification(t, true) })
+}
+
+func testWatchRecordFromNotification(t *testing.T, viaFunc bool) {
 	tracer := &queryCounter{}
 	watcherPool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
 	table := freshTable()
@@ -30,7 +35,7 @@ func TestWatchRecordFromNotification(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	_, rev := mustSwap(t, writer, "job", 0, rec("a", 1))
-	ch, err := watcher.Watch(ctx, "job")
+	ch, err := testcluster.WatchChan(t, ctx, watcher, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -346,12 +346,14 @@ func corrupt(t *testing.T, pool *pgxpool.Pool, st *pgstore.Store[storetest.Meta]
 
 // watched returns a store on a table of its own whose name "job" holds a
 // record at rev, and a watch of "job" that has delivered it.
-func watched(t *testing.T) (*pgxpool.Pool, *pgstore.Store[storetest.Meta], <-chan store.Event[storetest.Meta], lease.Revision) {
+// (viaFunc: with WatchFunc, its calls queued on the channel; see
+// testcluster.WatchChan.)
+func watched(t *testing.T, viaFunc bool) (*pgxpool.Pool, *pgstore.Store[storetest.Meta], <-chan store.Event[storetest.Meta], lease.Revision) {
 	t.Helper()
 	pool := newPool(t)
 	st := newStore(t, pool)
 	_, rev := mustSwap(t, st, "job", 0, rec("a", 1))
-	w, err := st.Watch(testCtx(t), "job")
+	w, err := testcluster.WatchChan(t, testCtx(t), st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +362,12 @@ func watched(t *testing.T) (*pgxpool.Pool, *pgstore.Store[storetest.Meta], <-cha
 }
 
 func TestCorruptRecord(t *testing.T) {
-	pool, st, w, rev := watched(t)
+	t.Run("Watch", func(t *testing.T) { testCorruptRecord(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testCorruptRecord(t, true) })
+}
+
+func testCorruptRecord(t *testing.T, viaFunc bool) {
+	pool, st, w, rev := watched(t, viaFunc)
 	ctx := testCtx(t)
 	corrupt(t, pool, st, "job")
 	var raw []byte
@@ -388,7 +395,7 @@ func TestCorruptRecord(t *testing.T) {
 	// A new watcher sees the corruption; so does one that was watching,
 	// once something makes it read (the hand edit sent no notification:
 	// here, a reconnection of the listener).
-	w2, err := st.Watch(ctx, "job")
+	w2, err := testcluster.WatchChan(t, ctx, st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,12 +47,18 @@ func renew(t *testing.T, st *pgstore.Store[storetest.Meta], name string, r lease
 // outage runs break (a restart, a crash, terminated sessions) on a store in
 // use, with a watcher and a pool full of connections, and checks that the
 // next operations succeed at their first call and the watcher goes on.
+// It runs once with Watch, once with WatchFunc.
 func outage(t *testing.T, breakIt func(t *testing.T)) {
+	t.Run("Watch", func(t *testing.T) { outageVia(t, breakIt, false) })
+	t.Run("WatchFunc", func(t *testing.T) { outageVia(t, breakIt, true) })
+}
+
+func outageVia(t *testing.T, breakIt func(t *testing.T), viaFunc bool) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4; c.MinConns = 4 })
 	st := newStore(t, pool)
 	ctx := testCtx(t)
 	r, rev := mustSwap(t, st, "job", 0, rec("a", 1))
-	w, err := st.Watch(ctx, "job")
+	w, err := testcluster.WatchChan(t, ctx, st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +79,7 @@ func outage(t *testing.T, breakIt func(t *testing.T)) {
 	r, rev = renew(t, st, "job", r, rev)
 	eventAt(t, w, rev)
 	// A new watcher works too.
-	w2, err := st.Watch(ctx, "job")
+	w2, err := testcluster.WatchChan(t, ctx, st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +121,12 @@ func TestTerminateBackends(t *testing.T) {
 // (as a hand edit does), then ends the listening session: the watcher must
 // read the record again once it has reconnected, and deliver the change.
 func TestWatchRereadsAfterReconnect(t *testing.T) {
-	pool, st, w, _ := watched(t)
+	t.Run("Watch", func(t *testing.T) { testWatchRereadsAfterReconnect(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchRereadsAfterReconnect(t, true) })
+}
+
+func testWatchRereadsAfterReconnect(t *testing.T, viaFunc bool) {
+	pool, st, w, _ := watched(t, viaFunc)
 	silent := handEdit(t, pool, st, "job", "holder = 'edited'")
 	if n := terminate(t, "LISTEN %"); n != 1 {
 		t.Fatalf("terminated %d listening sessions, want 1", n)
@@ -147,10 +159,15 @@ func TestWatchSurvivesSlowReceiver(t *testing.T) {
 // TestWatchStopsListening checks that the listening session ends with the
 // last watcher, so a Store without watchers holds no connection.
 func TestWatchStopsListening(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchStopsListening(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchStopsListening(t, true) })
+}
+
+func testWatchStopsListening(t *testing.T, viaFunc bool) {
 	pool := newPool(t)
 	st := newStore(t, pool)
 	ctx, cancel := context.WithCancel(testCtx(t))
-	w, err := st.Watch(ctx, "job")
+	w, err := testcluster.WatchChan(t, ctx, st, "job", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +198,65 @@ func TestWatchStopsListening(t *testing.T) {
 		if _, err := conn.Exec(testCtx(t), "SELECT pg_sleep(0.02)"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// failedQueries is a pgx tracer that signals each query that fails.
+type failedQueries struct{ failed chan struct{} }
+
+func (f *failedQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (f *failedQueries) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if d.Err != nil {
+		select {
+		case f.failed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TestWatchRetriesFailedRead: when the read a watcher must make fails (its
+// table is away), it reads again after a pause, and delivers the change
+// once the read succeeds.
+func TestWatchRetriesFailedRead(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchRetriesFailedRead(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchRetriesFailedRead(t, true) })
+}
+
+func testWatchRetriesFailedRead(t *testing.T, viaFunc bool) {
+	tracer := &failedQueries{failed: make(chan struct{}, 1)}
+	table := freshTable()
+	st, err := pgstore.New[storetest.Meta](newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer }), pgstore.WithTable(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newPool(t)
+	ctx := testCtx(t)
+	_, rev := mustSwap(t, st, "job", 0, rec("a", 1))
+	w, err := testcluster.WatchChan(t, ctx, st, "job", viaFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventAt(t, w, rev)
+	silent := handEdit(t, admin, st, "job", "holder = 'edited'")
+	if _, err := admin.Exec(ctx, "ALTER TABLE "+table+" RENAME TO "+table+"_away"); err != nil {
+		t.Fatal(err)
+	}
+	// The listener reconnects and the watcher reads, which fails.
+	if n := terminate(t, "LISTEN %"); n != 1 {
+		t.Fatalf("terminated %d listening sessions, want 1", n)
+	}
+	select {
+	case <-tracer.failed:
+	case <-time.After(storetest.WatchTimeout):
+		t.Fatal("no read failed while the table was away")
+	}
+	if _, err := admin.Exec(ctx, "ALTER TABLE "+table+"_away RENAME TO "+table); err != nil {
+		t.Fatal(err)
+	}
+	if ev := eventAt(t, w, silent); ev.Record.Holder != "edited" {
+		t.Fatalf("after the table came back: holder %q, want the edit", ev.Record.Holder)
 	}
 }

@@ -64,8 +64,11 @@ func newHub[M any](s *Store[M]) *hub[M] {
 // watch is one subscription.
 type watch[M any] struct {
 	name string
-	// kick (capacity 1) wakes the watcher to read the record.
+	// kick (capacity 1) wakes the watcher of Watch to read the record.
 	kick chan struct{}
+	// woken, set instead of kick for WatchFunc, is called (under hub.mu)
+	// where kick would be sent on.
+	woken func()
 
 	mu       sync.Mutex
 	notified int64 // the highest revision announced for the name
@@ -87,6 +90,10 @@ func (w *watch[M]) wake(rev int64, r *row) {
 		w.rec = r
 	}
 	w.mu.Unlock()
+	if w.woken != nil {
+		w.woken()
+		return
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default: // a wake-up is already waiting; it will find this one
@@ -466,5 +473,199 @@ func (s *Store[M]) serveWatch(ctx context.Context, w *watch[M], first observatio
 		case o.rev > lastRev:
 			ev, send, lastRev, lastAbsent = o.ev, out, o.rev, false
 		}
+	}
+}
+
+var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
+
+// WatchFunc delivers what Watch would send, under the same rules, by
+// calling fn: fn(ev, true) for each event, then fn(Event{}, false) once
+// when ctx ends. It holds no goroutine while nothing happens: the
+// listener calls fn with a record its notification carried, and a read
+// the watch needs (a notification without the record, a reconnection) is
+// made by a goroutine that lives only for that read (after a failed read,
+// a timer starts the next). Calls never overlap; fn must return quickly
+// and must not call the Store. Like Watch, it returns once LISTEN is in
+// force and the current state has been read (the first call, with that
+// state, comes before it returns), with the same errors, or one wrapping
+// store.ErrNilArgument for a nil fn; fn is then never called.
+func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.Event[M], ok bool)) error {
+	if err := s.check(ctx, "WatchFunc", name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pgstore: WatchFunc %q: %w: fn is nil", name, store.ErrNilArgument)
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		return err
+	}
+	w := &watch[M]{name: name}
+	f := &funcWatch[M]{s: s, w: w, fn: fn}
+	f.startRead = func() { go f.read(ctx) }
+	w.woken = f.woken
+	failures := s.hub.add(w)
+	if err := s.hub.wait(ctx, failures); err != nil {
+		s.hub.remove(w)
+		return fmt.Errorf("pgstore: WatchFunc %q: %w", name, withCtx(ctx, err))
+	}
+	// LISTEN is in force: as in Watch, the wake-up the connection gave w
+	// is spent on the read below.
+	f.mu.Lock()
+	w.take()
+	f.kicked = false
+	f.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+	first, err := s.observe(rctx, name)
+	cancel()
+	if err != nil {
+		s.hub.remove(w)
+		return fmt.Errorf("pgstore: WatchFunc %q: %w", name, withCtx(ctx, err))
+	}
+	f.start(first)
+	context.AfterFunc(ctx, func() {
+		s.hub.remove(w)
+		f.end()
+	})
+	return nil
+}
+
+// funcWatch is one WatchFunc: it does what serveWatch does for a Watch,
+// in whoever wakes it (the listener, under hub.mu) and in a goroutine
+// that lives for one read.
+type funcWatch[M any] struct {
+	s  *Store[M]
+	w  *watch[M]
+	fn func(ev store.Event[M], ok bool)
+	// startRead starts a goroutine that reads the record (read, with the
+	// watch's ctx).
+	startRead func()
+
+	mu         sync.Mutex
+	started    bool        // the first state was delivered
+	ended      bool        // fn was called with false, or never will be
+	kicked     bool        // a wake-up waits for the watch to start or a read to end
+	lastRev    int64       // the highest revision delivered
+	lastAbsent bool        // the latest state delivered is absence
+	due        bool        // the record must be read again
+	reading    bool        // a read runs
+	retry      *time.Timer // set while a failed read waits to be retried
+}
+
+// start delivers first, the state read when the watch started, and the
+// wake-ups that came meanwhile.
+func (f *funcWatch[M]) start(first observation[M]) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started, f.lastRev, f.lastAbsent = true, first.rev, first.ev.Absent
+	f.fn(first.ev, true)
+	if f.kicked {
+		f.kicked = false
+		f.kick()
+	}
+	f.maybeRead()
+}
+
+// woken handles a wake-up of w, as serveWatch one received from w.kick:
+// at once, unless the watch has not started or a read runs (then when it
+// starts, or when the read ends).
+func (f *funcWatch[M]) woken() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return
+	}
+	if !f.started || f.reading {
+		f.kicked = true
+		return
+	}
+	f.kick()
+	f.maybeRead()
+}
+
+// kick delivers the record a notification carried, or marks the record
+// due for a read. f.mu is held.
+func (f *funcWatch[M]) kick() {
+	notified, force, r := f.w.take()
+	if !force && !f.due && notified > f.lastRev && r != nil {
+		// The notification carried the record: no read. A record that
+		// does not check out is left to a read.
+		if rec, rev, err := f.s.record(f.w.name, r); err == nil && int64(rev) == notified {
+			f.lastRev, f.lastAbsent = notified, false
+			f.fn(store.Event[M]{Record: rec, Revision: rev}, true)
+			return
+		}
+	}
+	if force || notified > f.lastRev {
+		f.due = true
+	}
+}
+
+// maybeRead starts a read when one is due, and none runs or waits for its
+// retry. f.mu is held.
+func (f *funcWatch[M]) maybeRead() {
+	if f.ended || !f.due || f.reading || f.retry != nil {
+		return
+	}
+	f.reading = true
+	f.startRead()
+}
+
+// read reads the record and delivers it if it is new; after a failure a
+// timer starts the next read.
+func (f *funcWatch[M]) read(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
+	o, err := f.s.observe(rctx, f.w.name)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reading = false
+	if f.ended || ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		f.retry = time.AfterFunc(readBackoff, f.retried) // due stays set
+	} else {
+		f.due = false
+		switch {
+		case o.ev.Absent:
+			if !f.lastAbsent {
+				f.lastAbsent = true
+				f.fn(o.ev, true)
+			}
+		case o.rev > f.lastRev:
+			f.lastRev, f.lastAbsent = o.rev, false
+			f.fn(o.ev, true)
+		}
+	}
+	if f.kicked {
+		f.kicked = false
+		f.kick()
+	}
+	f.maybeRead()
+}
+
+// retried lets the read that failed be made again.
+func (f *funcWatch[M]) retried() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retry = nil
+	f.maybeRead()
+}
+
+// end calls fn with false, once, if the watch started; fn is never called
+// again.
+func (f *funcWatch[M]) end() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return
+	}
+	f.ended = true
+	if f.retry != nil {
+		f.retry.Stop()
+		f.retry = nil
+	}
+	if f.started {
+		f.fn(store.Event[M]{}, false)
 	}
 }

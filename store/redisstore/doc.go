@@ -4,7 +4,8 @@
 // clients can disagree on which shard holds a name, so it is not
 // recommended).
 //
-// A [Store] implements [store.Store] and [store.Watcher] and passes
+// A [Store] implements [store.Store], [store.Watcher] and
+// [store.FuncWatcher] and passes
 // [github.com/tenure-go/tenure/store/storetest]. docs/backends/redis.md
 // describes the layout, the script and the failure behaviour at length,
 // including what is and is not safe with replication, Sentinel and Cluster.
@@ -36,7 +37,9 @@
 // All the watches of a Store share one Pub/Sub connection, its [Hub], which
 // subscribes and unsubscribes the names' channels as watches come and go;
 // Stores on one client can share a Hub too ([NewHub], [WithHub]). So many
-// elections in one process hold the client's pool plus one connection.
+// elections in one process hold the client's pool plus one connection, and,
+// watching with [Store.WatchFunc], no goroutine per watch: the Hub's
+// reading goroutine calls each watch's function.
 //
 // # Compare-and-swap
 //

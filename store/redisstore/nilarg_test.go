@@ -41,6 +41,8 @@ func TestNilArguments(t *testing.T) {
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},
+		{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, "ctx is nil"},
+		{"WatchFunc: nil fn", func() error { return ok.WatchFunc(context.Background(), "job", nil) }, "fn is nil"},
 	}
 	for _, s := range []struct {
 		label   string
@@ -51,6 +53,7 @@ func TestNilArguments(t *testing.T) {
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, s.mention},
+			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, s.mention},
 			call{s.label + ": Key", func() error { _, err := s.st.Key("job"); return err }, s.mention},
 			call{s.label + ": Channel", func() error { _, err := s.st.Channel("job"); return err }, s.mention},
 			call{s.label + ": CheckMetadata", func() error { return s.st.CheckMetadata(1) }, s.mention},

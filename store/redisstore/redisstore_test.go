@@ -436,12 +436,17 @@ func TestClientKill(t *testing.T) {
 // A watcher whose subscription is cut subscribes again and still delivers
 // every later change, and the state written while it was cut.
 func TestWatchAfterClientKill(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchAfterClientKill(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchAfterClientKill(t, true) })
+}
+
+func testWatchAfterClientKill(t *testing.T, viaFunc bool) {
 	srv := testcluster.PackageRedis(t)
 	st, _ := newStore(t, srv, redisstore.WithWatchBackoff(10*time.Millisecond, 100*time.Millisecond))
 	ctx := t.Context()
 	admin := srv.Client(t)
 	r, rev := mustSwap(t, st, "watched", 0, rec("a", 1))
-	ch, err := st.Watch(ctx, "watched")
+	ch, err := testcluster.WatchChan(t, ctx, st, "watched", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,10 +535,15 @@ func pubsubClients(t *testing.T, c *redis.Client) []string {
 // Cancelling the watch's context closes its channel, even while the watcher
 // is reconnecting to a server that is gone.
 func TestWatchCancelWhileServerDown(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testWatchCancelWhileServerDown(t, false) })
+	t.Run("WatchFunc", func(t *testing.T) { testWatchCancelWhileServerDown(t, true) })
+}
+
+func testWatchCancelWhileServerDown(t *testing.T, viaFunc bool) {
 	srv := testcluster.NewRedis(t)
 	st, _ := newStore(t, srv, redisstore.WithWatchBackoff(10*time.Millisecond, 20*time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
-	ch, err := st.Watch(ctx, "gone")
+	ch, err := testcluster.WatchChan(t, ctx, st, "gone", viaFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +558,7 @@ func TestWatchCancelWhileServerDown(t *testing.T) {
 		select {
 		case _, ok := <-ch:
 			if !ok {
-				if _, err := st.Watch(t.Context(), "gone"); err == nil {
+				if _, err := testcluster.WatchChan(t, t.Context(), st, "gone", viaFunc); err == nil {
 					t.Fatal("Watch succeeded with the server down")
 				}
 				return

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/fnsink"
 	"github.com/tenure-go/tenure/store/internal/latest"
 )
 
@@ -45,12 +47,57 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
+	box := latest.New[store.Event[M]]()
+	w, err := s.join(ctx, "Watch", name, box)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event[M])
+	go w.serve(ctx, box, out)
+	return out, nil
+}
+
+var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
+
+// WatchFunc delivers what Watch would send, under the same rules, by
+// calling fn: fn(ev, true) for each event, then fn(Event{}, false) once
+// when ctx ends. It needs no goroutine of its own: the Hub's reading
+// goroutine calls fn as it hands a change to the watches (and decodes the
+// record for each), so fn must return quickly and must not call the
+// Store; calls never overlap. Like Watch, it returns once the name's
+// channel is subscribed and its record read (the first call, with that
+// state or a newer one, comes before it returns), and returns the same
+// errors, or one wrapping [store.ErrNilArgument] for a nil fn; fn is then
+// never called. It implements [store.FuncWatcher].
+func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.Event[M], ok bool)) error {
+	if err := s.check(ctx, "WatchFunc", name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fail("WatchFunc", name, fmt.Errorf("%w: fn is nil", store.ErrNilArgument))
+	}
+	sink := fnsink.New(fn)
+	w, err := s.join(ctx, "WatchFunc", name, sink)
+	if err != nil {
+		return err
+	}
+	sink.Start()
+	context.AfterFunc(ctx, func() {
+		s.hub.remove(w, w.channel)
+		sink.End()
+	})
+	return nil
+}
+
+// join starts a watch of name for op that offers its events to to: it
+// joins the Hub, waits until the name's channel is subscribed, and offers
+// the record read then.
+func (s *Store[M]) join(ctx context.Context, op, name string, to offerer[M]) (*watch[M], error) {
 	w := &watch[M]{
 		s:       s,
 		name:    name,
 		channel: s.channel(name),
-		box:     latest.New[store.Event[M]](),
-		out:     make(chan store.Event[M]),
+		to:      to,
 	}
 	e := s.hub.add(w, w.channel, s.key(name))
 	timer := time.NewTimer(satDouble(s.hub.healthCheck))
@@ -59,23 +106,22 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	case <-e.ready:
 	case <-ctx.Done():
 		s.hub.remove(w, w.channel)
-		return nil, fail("Watch", name, ctx.Err())
+		return nil, fail(op, name, ctx.Err())
 	case <-timer.C:
 		s.hub.remove(w, w.channel)
-		return nil, fail("Watch", name, ErrWatchTimeout)
+		return nil, fail(op, name, ErrWatchTimeout)
 	}
 	if e.err != nil {
 		s.hub.remove(w, w.channel)
-		return nil, fail("Watch", name, e.err)
+		return nil, fail(op, name, e.err)
 	}
 	ev, err := s.current(ctx, name)
 	if err != nil {
 		s.hub.remove(w, w.channel)
-		return nil, fail("Watch", name, err)
+		return nil, fail(op, name, err)
 	}
 	w.offer(ev)
-	go w.serve(ctx)
-	return w.out, nil
+	return w, nil
 }
 
 // satDouble returns 2*d, or the largest duration when that overflows.
@@ -117,14 +163,17 @@ const (
 	offeredError
 )
 
-// watch is one Watch: the Hub offers it states, serve hands the latest
-// offered state to the receiver.
+// offerer takes the events of a watch: a Box that serve empties (Watch),
+// or a Sink that calls the function of WatchFunc.
+type offerer[M any] interface{ Offer(ev store.Event[M]) }
+
+// watch is one Watch or WatchFunc: the Hub offers it states, and it passes
+// on to its offerer those that are new.
 type watch[M any] struct {
 	s       *Store[M]
 	name    string
 	channel string
-	box     *latest.Box[store.Event[M]] // the state to deliver next
-	out     chan store.Event[M]
+	to      offerer[M]
 
 	mu       sync.Mutex
 	last     int            // the kind of state offered last
@@ -154,16 +203,16 @@ func (w *watch[M]) offer(ev store.Event[M]) {
 		}
 		w.last, w.lastRev = offeredRecord, ev.Revision
 	}
-	w.box.Offer(ev)
+	w.to.Offer(ev)
 }
 
-// serve feeds the channel until ctx ends, then leaves the Hub and closes the
-// channel. While the receiver is not ready, a newer state replaces the one
-// waiting to be sent.
-func (w *watch[M]) serve(ctx context.Context) {
-	defer close(w.out)
+// serve feeds out from box, which w offers to, until ctx ends, then leaves
+// the Hub and closes out. While the receiver is not ready, a newer state
+// replaces the one waiting to be sent.
+func (w *watch[M]) serve(ctx context.Context, box *latest.Box[store.Event[M]], out chan<- store.Event[M]) {
+	defer close(out)
 	defer w.s.hub.remove(w, w.channel)
-	latest.Serve(ctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
+	latest.Serve(ctx, box, out, func(ev store.Event[M]) store.Event[M] { return ev })
 }
 
 // deliver offers the record published in payload. It returns false when

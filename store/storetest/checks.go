@@ -282,22 +282,30 @@ func testFieldsRoundTrip[M any](e *env[M]) {
 	}
 }
 
+// endedContext is a context that has ended, and the error it ends with.
+type endedContext struct {
+	label string // "cancelled", "past its deadline"
+	ctx   context.Context
+	want  error
+}
+
+// endedContexts returns a context cancelled and one past its deadline.
+func (e *env[M]) endedContexts() []endedContext {
+	cancelled, cancel := context.WithCancel(e.ctx)
+	cancel()
+	expired, cancel := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
+	e.t.Cleanup(cancel)
+	return []endedContext{
+		{"cancelled", cancelled, context.Canceled},
+		{"past its deadline", expired, context.DeadlineExceeded},
+	}
+}
+
 func testContext[M any](e *env[M]) {
 	name := e.name("context")
 	held, rev := e.swap(name, 0, e.term("holder-a", 1))
 	fresh := e.name("context-fresh")
-	cancelled, cancel := context.WithCancel(e.ctx)
-	cancel()
-	expired, cancel := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	for _, c := range []struct {
-		label string
-		ctx   context.Context
-		want  error
-	}{
-		{"cancelled", cancelled, context.Canceled},
-		{"past its deadline", expired, context.DeadlineExceeded},
-	} {
+	for _, c := range e.endedContexts() {
 		_, _, err := e.st.Get(c.ctx, name)
 		e.wantErr("Get with a context "+c.label, err, c.want)
 		_, _, err = e.st.CompareAndSwap(c.ctx, name, rev, e.term("holder-b", held.Token+1))

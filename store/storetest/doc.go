@@ -23,8 +23,9 @@
 // [Run] runs each check as a subtest with a fresh store from newStore. Names
 // carry a random prefix, unique to each Run, so a store may be a shared server
 // that outlives the test; the suite never deletes what it wrote. The checks
-// that use Watch run when the store implements [store.Watcher] and are
-// skipped otherwise.
+// that use Watch run when the store implements [store.Watcher], and those of
+// WatchFunc when it implements [store.FuncWatcher]; they are skipped
+// otherwise.
 //
 // # What is checked
 //
@@ -77,7 +78,18 @@
 //     (as far as a check can tell without waiting for silence: events are
 //     received as soon as the store sends them, and any of the other name
 //     fails); two subscribers both see a change; cancelling the watch's
-//     context closes its channel.
+//     context closes its channel. Watch with a context already cancelled
+//     or past its deadline returns an error or a channel that closes.
+//   - WatchFunc: the checks of Watch, each event being a call of the
+//     callback and the closed channel its one call with false. Besides:
+//     calls never overlap (checked while watches start and end and four
+//     goroutines write); no call follows the call with false (as far as a
+//     check can tell: none came by the time another watcher saw a later
+//     write); the call with false carries a zero event; WatchFunc with an
+//     ended context returns an error or calls the callback with false;
+//     after an error (a bad name gets ErrInvalidName) the callback is never
+//     called. The callback never waits: it queues up to 1024 events for
+//     the check.
 //
 // Not checked, since the Store interface cannot cause it: what happens when
 // the backend loses its data (revisions must still never repeat). A store

@@ -125,15 +125,35 @@ func checks[M any]() []check[M] {
 		{name: "TokenAboveMax", fn: testTokenAboveMax[M]},
 		{name: "TokenExhausted", fn: testTokenExhausted[M]},
 		{name: "NewTermTokens", fn: testNewTermTokens[M]},
-		{name: "Watch", sub: []check[M]{
-			{name: "AbsentFirst", fn: testWatchAbsentFirst[M]},
-			{name: "CurrentFirst", fn: testWatchCurrentFirst[M]},
-			{name: "Order", fn: testWatchOrder[M]},
-			{name: "OtherName", fn: testWatchOtherName[M]},
-			{name: "TwoWatchers", fn: testWatchTwoWatchers[M]},
-			{name: "Cancel", fn: testWatchCancel[M]},
-		}},
+		{name: "Watch", sub: watchChecks[M](false)},
+		{name: "WatchFunc", sub: append(watchChecks[M](true),
+			check[M]{name: "OneCallAtATime", fn: testWatchFuncOneCallAtATime[M]},
+			check[M]{name: "InvalidNames", fn: testWatchFuncInvalidNames[M]},
+		)},
 	}
+}
+
+// watchChecks are the checks of Watch, or (viaFunc) the same checks of
+// WatchFunc, whose calls are then turned into a channel's events.
+func watchChecks[M any](viaFunc bool) []check[M] {
+	cs := []check[M]{
+		{name: "AbsentFirst", fn: testWatchAbsentFirst[M]},
+		{name: "CurrentFirst", fn: testWatchCurrentFirst[M]},
+		{name: "Order", fn: testWatchOrder[M]},
+		{name: "OtherName", fn: testWatchOtherName[M]},
+		{name: "TwoWatchers", fn: testWatchTwoWatchers[M]},
+		{name: "Cancel", fn: testWatchCancel[M]},
+		{name: "EndedContext", fn: testWatchEndedContext[M]},
+	}
+	if viaFunc {
+		for i, c := range cs {
+			cs[i].fn = func(e *env[M]) {
+				e.viaFunc = true
+				c.fn(e)
+			}
+		}
+	}
+	return cs
 }
 
 // namer hands out names that no other Run, and no other check, uses.
@@ -149,6 +169,8 @@ type env[M any] struct {
 	st    store.Store[M]
 	names *namer
 	md    *metadata[M]
+	// viaFunc: watch with the store's WatchFunc (see env.watch).
+	viaFunc bool
 }
 
 // name returns a new unique name; label says what it is for.

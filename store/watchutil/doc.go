@@ -5,6 +5,8 @@
 //
 // Hub is what a store needs: Watch gives each watcher a channel that starts
 // with the current state, Publish offers every new state to the watchers of
-// a name. Box and Serve are the parts it is made of, for a store that keeps
-// its watchers itself (one per connection, say).
+// a name; WatchFunc delivers the same by calling a function from Publish,
+// with no goroutine per watcher (for a store's WatchFunc, see
+// store.FuncWatcher). Box and Serve are the parts it is made of, for a
+// store that keeps its watchers itself (one per connection, say).
 package watchutil

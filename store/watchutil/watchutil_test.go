@@ -3,6 +3,9 @@ package watchutil_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -92,6 +95,23 @@ func TestNilArguments(t *testing.T) {
 	if _, err := h.Watch(ctx, "job", 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ended ctx: %v", err)
 	}
+	fn := func(int, bool) { t.Error("fn called after WatchFunc returned an error") }
+	if err := nilHub.WatchFunc(context.Background(), "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
+		t.Fatalf("WatchFunc: nil Hub: %v", err)
+	}
+	if err := (&watchutil.Hub[int, int]{}).WatchFunc(context.Background(), "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
+		t.Fatalf("WatchFunc: zero Hub: %v", err)
+	}
+	//lint:ignore SA1012 the nil context is the point
+	if err := h.WatchFunc(nil, "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
+		t.Fatalf("WatchFunc: nil ctx: %v", err)
+	}
+	if err := h.WatchFunc(context.Background(), "job", 0, nil); !errors.Is(err, store.ErrNilArgument) {
+		t.Fatalf("WatchFunc: nil fn: %v", err)
+	}
+	if err := h.WatchFunc(ctx, "job", 0, fn); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchFunc: ended ctx: %v", err)
+	}
 	nilHub.Publish("job", 1)
 	_ = nilHub.Watchers("job")
 	var nilBox *watchutil.Box[int]
@@ -99,4 +119,136 @@ func TestNilArguments(t *testing.T) {
 	(&watchutil.Box[int]{}).Offer(1)
 	watchutil.Serve(context.Background(), nilBox, make(chan int), func(v int) int { return v })
 	watchutil.Serve[int, int](context.Background(), watchutil.NewBox[int](), nil, func(v int) int { return v })
+}
+
+// WatchFunc calls fn from WatchFunc (the current state) and from Publish,
+// with each state of its name only, then once with false when ctx ends,
+// after which it is forgotten and never called again.
+func TestHubWatchFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := watchutil.NewHub(func(name string, v int) string { return fmt.Sprintf("%s=%d", name, v) })
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			got   []string
+			ends  int
+			other []string
+		)
+		if err := h.WatchFunc(ctx, "job", 0, func(ev string, ok bool) {
+			if !ok {
+				if ev != "" {
+					t.Errorf("the call with false carries %q", ev)
+				}
+				ends++
+				return
+			}
+			if ends > 0 {
+				t.Errorf("called with %q after the call with false", ev)
+			}
+			got = append(got, ev)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		otherCtx, cancelOther := context.WithCancel(context.Background())
+		defer cancelOther()
+		if err := h.WatchFunc(otherCtx, "other", -1, func(ev string, ok bool) {
+			if ok {
+				other = append(other, ev)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []string{"job=0"}) {
+			t.Fatalf("before any Publish: %q, want the current state, delivered by WatchFunc", got)
+		}
+		for i := 1; i <= 3; i++ {
+			h.Publish("job", i)
+		}
+		if !slices.Equal(got, []string{"job=0", "job=1", "job=2", "job=3"}) {
+			t.Fatalf("after Publish: %q, want every state, delivered by Publish", got)
+		}
+		if !slices.Equal(other, []string{"other=-1"}) {
+			t.Fatalf("the other name got %q", other)
+		}
+		if n := h.Watchers("job"); n != 1 {
+			t.Fatalf("Watchers = %d", n)
+		}
+		cancel()
+		synctest.Wait()
+		if ends != 1 {
+			t.Fatalf("called with false %d times after ctx ended, want once", ends)
+		}
+		if n := h.Watchers("job"); n != 0 {
+			t.Fatalf("%d watchers of job left after their ctx ended", n)
+		}
+		h.Publish("job", 4)
+		if len(got) != 4 || ends != 1 {
+			t.Fatalf("called after the watch ended: %q, %d falses", got, ends)
+		}
+	})
+}
+
+// A watcher of WatchFunc and one of Watch share a name: each gets every
+// state its way.
+func TestHubWatchFuncBesideWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := watchutil.NewHub(func(_ string, v int) int { return v })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch, err := h.Watch(ctx, "job", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last int
+		if err := h.WatchFunc(ctx, "job", 0, func(v int, ok bool) {
+			if ok {
+				last = v
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-ch
+		h.Publish("job", 7)
+		if got := <-ch; got != 7 || last != 7 {
+			t.Fatalf("Watch got %d, WatchFunc %d; want 7 and 7", got, last)
+		}
+	})
+}
+
+// When ctx ends while Publish runs, the call with false comes after
+// Publish's call, never amid it nor before it.
+func TestHubWatchFuncEndsAfterDelivery(t *testing.T) {
+	h := watchutil.NewHub(func(_ string, v int) int { return v })
+	for range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			inside atomic.Int32
+			ended  atomic.Bool
+			done   = make(chan struct{})
+			bad    atomic.Value
+		)
+		if err := h.WatchFunc(ctx, "job", 0, func(v int, ok bool) {
+			if inside.Add(1) != 1 {
+				bad.Store("calls overlap")
+			}
+			defer inside.Add(-1)
+			if ended.Load() {
+				bad.Store("a call after the call with false")
+			}
+			if !ok {
+				ended.Store(true)
+				close(done)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		go cancel()
+		for i := range 50 {
+			h.Publish("job", i)
+		}
+		<-done
+		h.Publish("job", -1)
+		if b := bad.Load(); b != nil {
+			t.Fatal(b)
+		}
+	}
 }
