@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 
@@ -265,4 +266,18 @@ func TestGroupNilArguments(t *testing.T) {
 	if _, err := g.Add("x", nil); !errors.Is(err, lead.ErrNilArgument) {
 		t.Errorf("Add(x, nil) = %v", err)
 	}
+}
+
+// A Group's idle electors hold no goroutine: 200 names led in one Group on
+// memstore (whose watch needs no goroutine) hold a handful.
+func TestGroupHoldsNoGoroutinePerElector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		before := runtime.NumGoroutine()
+		newGroupRig(t, st, 1, 200)
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - before; n > 10 {
+			t.Fatalf("%d goroutines for a Group of 200 idle electors, want at most 10", n)
+		}
+	})
 }
