@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/store/memstore"
@@ -269,13 +270,19 @@ func TestGroupNilArguments(t *testing.T) {
 }
 
 // A Group's idle electors hold no goroutine: 200 names led in one Group on
-// memstore (whose watch needs no goroutine) hold a handful.
+// memstore (whose watch needs no goroutine) hold a handful, once the
+// workers that the start needed (200 reads and watches at once) have been
+// idle long enough to end.
 func TestGroupHoldsNoGoroutinePerElector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		before := runtime.NumGoroutine()
-		newGroupRig(t, st, 1, 200)
+		g := newGroupRig(t, st, 1, 200)
 		synctest.Wait()
+		g.oneLeaderEach(t, "settled", anyGroup)
+		time.Sleep(time.Minute) // virtual: the leaders renew all along
+		synctest.Wait()
+		g.oneLeaderEach(t, "a minute later", anyGroup)
 		if n := runtime.NumGoroutine() - before; n > 10 {
 			t.Fatalf("%d goroutines for a Group of 200 idle electors, want at most 10", n)
 		}

@@ -45,6 +45,22 @@ func TestRuntimeSweep(t *testing.T) {
 	Check(t, Options[struct{}]{Config: env.Config, Faults: faults, Seeds: seeds})
 }
 
+// TestRuntimeSeedsFoundByTheSweep: seeds of `make sim`'s runtime sweep that
+// failed once, run on every `make test`. Seed 516: a loop held while it
+// performed a step (the pause of its logger as the term started) set its
+// timer counting from the step's start, so the first renewal came after
+// the renew deadline and the term had ended before the observers heard it
+// started (lead's arm counts from the time after the step now). Seeds pick
+// schedules, and a change anywhere may move the schedule a seed makes:
+// this keeps the seeds, the sweep keeps the search.
+func TestRuntimeSeedsFoundByTheSweep(t *testing.T) {
+	env, err := lease.Load("sim", lease.DefaultConfig(), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	Check(t, Options[struct{}]{Config: env.Config, Faults: sim.AllFaults(), Seeds: "516"})
+}
+
 // TestRuntimeDefaultFaultsFiveElectors: the default faults, five electors,
 // ten virtual minutes.
 func TestRuntimeDefaultFaultsFiveElectors(t *testing.T) {
