@@ -177,8 +177,6 @@ func (g *Group[M]) Run(ctx context.Context) error {
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := g.loop
-	l.pool = newWorkers()
-	defer l.pool.stop()
 	done := base.Done()
 	for {
 		if g.startPending(base) {

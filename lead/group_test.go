@@ -270,9 +270,8 @@ func TestGroupNilArguments(t *testing.T) {
 }
 
 // A Group's idle electors hold no goroutine: 200 names led in one Group on
-// memstore (whose watch needs no goroutine) hold a handful, once the
-// workers that the start needed (200 reads and watches at once) have been
-// idle long enough to end.
+// memstore (whose watch needs no goroutine) hold a handful, settled and a
+// minute of renewals later.
 func TestGroupHoldsNoGoroutinePerElector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()

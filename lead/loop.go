@@ -25,7 +25,6 @@ type loop[M any] struct {
 	queue []msg[M]
 	spare []msg[M]
 	ready chan struct{} // capacity 1: signalled when the queue stops being empty
-	pool  *workers      // a Group's: runs store operations; nil for Run (a goroutine each)
 }
 
 // msgKind says what a message brings a runner.

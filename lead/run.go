@@ -257,25 +257,10 @@ func (r *runner[M]) begin() {
 	r.tick()
 }
 
-// tick tells the machine the time when its NextWake came. The timer may
-// fire before it: arm leaves a timer set for an instant before NextWake
-// (NextWake moved later, as a follower's does with each renewal it hears),
-// and tick then only sets it again, for NextWake.
+// tick tells the machine the time: its NextWake came.
 //
 //go:noinline
-func (r *runner[M]) tick() {
-	// The timer fired (or one replaced since, whose wake was already
-	// posted): whichever it was, a new one is set below.
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
-	if r.now() < r.m.NextWake() {
-		r.arm()
-		return
-	}
-	r.step(fsm.Event{Kind: fsm.Tick})
-}
+func (r *runner[M]) tick() { r.step(fsm.Event{Kind: fsm.Tick}) }
 
 // reconfigure takes the configuration Reconfigure left.
 //
@@ -330,12 +315,9 @@ func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) 
 // arm makes the timer wake the loop at the machine's NextWake, counting
 // from the time now (not from the step's: performing the step's actions
 // may have taken long, a logger that blocks, say). A timer already set for
-// that instant or an earlier one, which has not fired (its instant is
-// still ahead), is kept:
-// most steps leave NextWake where it was (a leader's) or move it later (a
-// follower's, with each renewal it hears), and a timer that fires before
-// NextWake only sets itself again (tick), once, where resetting it at each
-// step would cost a timer operation each.
+// that instant, which has not fired (the instant is still ahead), is kept:
+// most steps (a leader's renewals heard back, a follower's watch events
+// that change nothing) leave NextWake where it was.
 func (r *runner[M]) arm() {
 	at := r.m.NextWake()
 	if at == fsm.Never || r.m.Stopped() {
@@ -346,7 +328,7 @@ func (r *runner[M]) arm() {
 		return
 	}
 	now := r.now()
-	if r.timer != nil && r.timerAt <= at && r.timerAt > now {
+	if r.timer != nil && at == r.timerAt && at > now {
 		return
 	}
 	if r.timer != nil {
@@ -430,7 +412,7 @@ type result[M any] struct {
 func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
 	e := r.e
 	timeout := r.cfg.BackendTimeout
-	r.spawn(func() {
+	r.ops.Go(func() {
 		// As context.WithTimeout, without a timer for stores that never
 		// ask Done.
 		ctx := newOpContext(r.opCtx, timeout)
@@ -444,22 +426,6 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
 		r.loop.postResult(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
-	})
-}
-
-// spawn runs f off the loop: on one of the Group's workers, or on a
-// goroutine of its own for Run. The runner waits for it before it ends
-// (wait).
-func (r *runner[M]) spawn(f func()) {
-	p := r.loop.pool
-	if p == nil {
-		r.ops.Go(f)
-		return
-	}
-	r.ops.Add(1)
-	p.run(func() {
-		defer r.ops.Done()
-		f()
 	})
 }
 

@@ -21,7 +21,7 @@ func (r *runner[M]) startWatch() {
 	r.watchGen++
 	gen, l, name := r.watchGen, r.loop, r.e.name
 	fn := func(ev store.Event[M], ok bool) { l.postWatch(r, gen, ev, ok) }
-	r.spawn(func() {
+	r.ops.Go(func() {
 		l.postWatchStarted(r, gen, store.WatchFunc(r.opCtx, r.e.st, name, fn))
 	})
 }
