@@ -60,7 +60,13 @@
 //
 // A Store that has watchers holds one connection of its own (taken from the
 // pool, then detached from it) on which it LISTENs to [Store.Channel]. Every
-// write notifies "REVISION:NAME"; the watchers of NAME then read the row.
+// write notifies twice: with the whole record ("r1:..."; when the metadata
+// takes at most 2 KiB), which the watchers of NAME receive as their event
+// without a read, and with "REVISION:NAME", on which a watcher that did not
+// get the record reads the row. Anyone who may NOTIFY on the channel can
+// send either: a record carried by a notification is only a hint, validated
+// as a stored row is, and an elector reads the row before it acts on a
+// release it announces.
 // When the connection breaks it is opened again and every watcher reads its
 // row again, so that a change made meanwhile is not missed. The connection
 // is closed when the last watcher goes. A watcher of [Store.WatchFunc]
