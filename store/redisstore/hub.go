@@ -319,7 +319,8 @@ func (h *Hub) broken(gen uint64, ps *redis.PubSub, err error, failed bool) {
 
 // receive reads ps until it breaks or ctx ends, and returns why.
 func (h *Hub) receive(ctx context.Context, gen uint64, ps *redis.PubSub) error {
-	pinged := false // a health-check ping is out and unanswered
+	pinged := false       // a health-check ping is out and unanswered
+	var subs []subscriber // dispatch's scratch, reused for every message
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, h.healthCheck)
 		if ctx.Err() != nil {
@@ -341,7 +342,8 @@ func (h *Hub) receive(ctx context.Context, gen uint64, ps *redis.PubSub) error {
 		var reread []*entry
 		switch m := msg.(type) {
 		case *redis.Message:
-			if e := h.dispatch(m.Channel, m.Payload); e != nil {
+			var e *entry
+			if e, subs = h.dispatch(m.Channel, m.Payload, subs); e != nil {
 				reread = []*entry{e}
 			}
 		case *redis.Subscription:
@@ -366,13 +368,13 @@ func (h *Hub) receive(ctx context.Context, gen uint64, ps *redis.PubSub) error {
 }
 
 // dispatch hands a published payload to the watches of channel. It
-// returns the entry when its record must be read instead.
-func (h *Hub) dispatch(channel, payload string) *entry {
+// returns the entry when its record must be read instead, and scratch
+// (emptied, its capacity kept) for the next call.
+func (h *Hub) dispatch(channel, payload string, scratch []subscriber) (*entry, []subscriber) {
+	subs := scratch[:0]
 	h.mu.Lock()
 	e := h.entries[channel]
-	var subs []subscriber
 	if e != nil {
-		subs = make([]subscriber, 0, len(e.subs))
 		for s := range e.subs {
 			subs = append(subs, s)
 		}
@@ -384,10 +386,11 @@ func (h *Hub) dispatch(channel, payload string) *entry {
 			bad = true
 		}
 	}
+	clear(subs) // hold no watch that ends after this message
 	if bad {
-		return e
+		return e, subs[:0]
 	}
-	return nil
+	return nil, subs[:0]
 }
 
 // synced handles the answer to a barrier ping: the entries waiting for it
