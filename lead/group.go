@@ -24,7 +24,9 @@ import (
 // watchdog and fencing token, exactly as with Run. The loop is shared, so
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
-// loop, as with Run.
+// loop, as with Run. At most 256 store operations of a Group run at once
+// (each on a goroutine while it runs); more wait their turn, in the order
+// asked, as they would for a connection of the store client's pool.
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
@@ -67,7 +69,7 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		}
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
-	return &Group[M]{st: st, opts: opts, loop: newLoop[M](), members: map[string]*member[M]{}}, nil
+	return &Group[M]{st: st, opts: opts, loop: newLoop[M](groupMaxOps), members: map[string]*member[M]{}}, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -286,4 +289,120 @@ func TestGroupHoldsNoGoroutinePerElector(t *testing.T) {
 			t.Fatalf("%d goroutines for a Group of 200 idle electors, want at most 10", n)
 		}
 	})
+}
+
+// slowStore answers every operation after a delay (the time of a round
+// trip to a server) and records the most operations in flight at once.
+type slowStore struct {
+	store.Store[meta]
+	delay time.Duration
+
+	mu               sync.Mutex
+	inFlight, most   int
+	gets, swaps, all int
+}
+
+func (s *slowStore) enter(swap bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.all++
+	if swap {
+		s.swaps++
+	} else {
+		s.gets++
+	}
+}
+
+func (s *slowStore) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+}
+
+func (s *slowStore) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	s.enter(false)
+	defer s.leave()
+	time.Sleep(s.delay) // the round trip (synctest's clock)
+	return s.Store.Get(ctx, name)
+}
+
+func (s *slowStore) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	s.enter(true)
+	defer s.leave()
+	time.Sleep(s.delay)
+	return s.Store.CompareAndSwap(ctx, name, exp, next)
+}
+
+// A Group of many names on a slow store runs at most 256 store operations
+// at once (the others wait their turn, holding no goroutine), and still
+// elects every name; when its Run ends, the operations waiting (the
+// releases) run, and Run returns once they are done.
+func TestGroupBoundsStoreOperationsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const names = 1000
+		st := &slowStore{Store: memstore.New[meta](), delay: 5 * time.Millisecond}
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var els []*lead.Elector[meta]
+		for i := range names {
+			e, err := grp.Add(fmt.Sprintf("job-%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			els = append(els, e)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		run := make(chan error, 1)
+		go func() { run <- grp.Run(ctx) }()
+
+		// Every name asks at once: 1,000 reads, then 1,000 creates.
+		synctest.Wait()
+		for !allLead(els) {
+			time.Sleep(fastConfig().RetryInterval)
+			synctest.Wait()
+		}
+		if g := runtime.NumGoroutine(); g > 300 {
+			t.Errorf("%d goroutines with %d names led on a slow store, want at most 256 operations and a handful more", g, names)
+		}
+
+		cancel()
+		if err := <-run; err != nil {
+			t.Fatalf("Group.Run = %v, want nil", err)
+		}
+		for i, e := range els {
+			select {
+			case <-e.Done():
+			default:
+				t.Fatalf("job-%d: Done not closed after Run returned", i)
+			}
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.most > 256 {
+			t.Errorf("%d store operations in flight at once, want at most 256", st.most)
+		}
+		if st.most < 256 {
+			t.Errorf("at most %d store operations in flight at once: the test did not reach the bound of 256", st.most)
+		}
+		if st.swaps < 2*names {
+			t.Errorf("%d swaps, want at least %d (a create and a release per name)", st.swaps, 2*names)
+		}
+		rec, _, err := st.Store.Get(context.Background(), fmt.Sprintf("job-%d", names-1))
+		if err != nil || rec.Holder != "" {
+			t.Errorf("the last name after Run returned: %+v, %v; want released", rec, err)
+		}
+	})
+}
+
+func allLead(els []*lead.Elector[meta]) bool {
+	for _, e := range els {
+		if !e.IsLeader() {
+			return false
+		}
+	}
+	return true
 }

@@ -46,7 +46,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.ran = true
 	e.mu.Unlock()
 
-	l := newLoop[M]()
+	l := newLoop[M](0) // a runner has an operation or two in flight
 	r, err := e.start(ctx, l, nil)
 	if err != nil {
 		return err
@@ -412,9 +412,12 @@ type result[M any] struct {
 func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
 	e := r.e
 	timeout := r.cfg.BackendTimeout
-	r.ops.Go(func() {
+	r.ops.Add(1)
+	r.loop.spawn(func() {
+		defer r.ops.Done()
 		// As context.WithTimeout, without a timer for stores that never
-		// ask Done.
+		// ask Done. The timeout starts when the operation does: the
+		// machine's own deadlines count from when it asked.
 		ctx := newOpContext(r.opCtx, timeout)
 		defer ctx.end(context.Canceled)
 		var began time.Time
