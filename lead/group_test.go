@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
@@ -26,7 +26,7 @@ type groupRig struct {
 	names   []string
 }
 
-func newGroupRig(t *testing.T, st *memstore.Store[meta], groups, names int) *groupRig {
+func newGroupRig(t *testing.T, st store.Store[meta], groups, names int) *groupRig {
 	t.Helper()
 	g := &groupRig{}
 	for i := range names {
@@ -343,21 +343,8 @@ func TestGroupBoundsStoreOperationsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const names = 1000
 		st := &slowStore{Store: memstore.New[meta](), delay: 5 * time.Millisecond}
-		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var els []*lead.Elector[meta]
-		for i := range names {
-			e, err := grp.Add(fmt.Sprintf("job-%d", i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			els = append(els, e)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		run := make(chan error, 1)
-		go func() { run <- grp.Run(ctx) }()
+		g := newGroupRig(t, st, 1, names)
+		els := g.els[0]
 
 		// Every name asks at once: 1,000 reads, then 1,000 creates.
 		synctest.Wait()
@@ -369,15 +356,16 @@ func TestGroupBoundsStoreOperationsInFlight(t *testing.T) {
 			t.Errorf("%d goroutines with %d names led on a slow store, want at most 256 operations and a handful more", g, names)
 		}
 
-		cancel()
-		if err := <-run; err != nil {
+		g.cancels[0]()
+		if err := <-g.runs[0]; err != nil {
 			t.Fatalf("Group.Run = %v, want nil", err)
 		}
+		g.runs[0] <- nil // for the cleanup
 		for i, e := range els {
 			select {
 			case <-e.Done():
 			default:
-				t.Fatalf("job-%d: Done not closed after Run returned", i)
+				t.Fatalf("%s: Done not closed after Run returned", g.names[i])
 			}
 		}
 		st.mu.Lock()
@@ -391,7 +379,7 @@ func TestGroupBoundsStoreOperationsInFlight(t *testing.T) {
 		if st.swaps < 2*names {
 			t.Errorf("%d swaps, want at least %d (a create and a release per name)", st.swaps, 2*names)
 		}
-		rec, _, err := st.Store.Get(context.Background(), fmt.Sprintf("job-%d", names-1))
+		rec, _, err := st.Store.Get(context.Background(), g.names[names-1])
 		if err != nil || rec.Holder != "" {
 			t.Errorf("the last name after Run returned: %+v, %v; want released", rec, err)
 		}
