@@ -400,3 +400,36 @@ func variantSweep(t *testing.T, what string, wrap func(func(uint64) Options) fun
 		})
 	}
 }
+
+// Faults.Extreme keeps reconfigurations' BackendTimeout above four one-way
+// latencies, but a caller's options need not leave room for that under
+// their lease (a Latency.Max of a third of the LeaseDuration, here): the
+// run must go on, reconfiguring to the timings it started with, where it
+// panicked ("no room under the lease").
+func TestSimExtremeWithoutRoomUnderTheLease(t *testing.T) {
+	cfg := lease.Config{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryInterval: 400 * time.Millisecond,
+		BackendTimeout: time.Second, ErrorInterval: time.Minute}
+	for seed := uint64(1); seed <= 20; seed++ {
+		o := Options{Seed: seed, Nodes: 3, Duration: time.Minute, Config: cfg,
+			Store: StoreModel{Latency: Latency{Min: time.Millisecond, Max: time.Second}}, Faults: Faults{Extreme: true}}
+		res, err := RunSeed(o)
+		if err != nil {
+			t.Fatalf("seed %d: RunSeed: %v", seed, err)
+		}
+		if res.Violation != nil && res.Violation.Check == CheckOneLeader {
+			t.Fatalf("seed %d: %v", seed, res.Err())
+		}
+	}
+	// What the reconfigurations were: the initial timings, since none
+	// other fits.
+	c, err := New(Options{Seed: 1, Nodes: 3, Config: cfg,
+		Store: StoreModel{Latency: Latency{Min: time.Millisecond, Max: time.Second}}, Faults: Faults{Extreme: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if got := advConfig(c); got != cfg {
+			t.Fatalf("advConfig = %+v, want the initial %+v", got, cfg)
+		}
+	}
+}

@@ -132,7 +132,14 @@ func advConfig(s *Cluster) lease.Config {
 	// another story (TestSimBackendTimeoutBelowRoundTrip).
 	// RetryInterval stays above a third of the initial one, so that the
 	// run's event count stays bounded.
-	return extremeConfig(s.rng, s.opt.Config.LeaseDuration, rho, 4*s.opt.Store.Latency.Max, s.opt.Config.RetryInterval/3)
+	c, ok := extremeConfig(s.rng, s.opt.Config.LeaseDuration, rho, 4*s.opt.Store.Latency.Max, s.opt.Config.RetryInterval/3)
+	if !ok {
+		// The caller's latency leaves no such config under its lease
+		// (a Latency.Max above a quarter of RenewDeadline, say):
+		// reconfigure to the timings the run started with.
+		return s.opt.Config
+	}
+	return c
 }
 
 // forgedDurations are the LeaseDurations a forger writes, besides the
@@ -237,8 +244,10 @@ func forgedRevision(r *rand.Rand) lease.Revision {
 // the float64 just below 1, or between, RetryInterval from 1ns to its
 // bound, BackendTimeout from 4ns (so that a 1ns latency each way leaves a
 // round trip inside it, or from tMin if larger) to RenewDeadline−1ns;
-// RetryInterval at least iMin.
-func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time.Duration) lease.Config {
+// RetryInterval at least iMin. With l fixed, ok is false when no config
+// meets these bounds under it (or none was drawn in 1,000 tries): tMin
+// and iMin come from the caller's options, which need not leave room.
+func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time.Duration) (c lease.Config, ok bool) {
 	tlo, ilo := max(4, int64(tMin)), max(1, int64(iMin))
 	logU := func(lo, hi int64) int64 {
 		if hi <= lo {
@@ -247,7 +256,10 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 		v := int64(math.Exp(math.Log(float64(lo)) + rng.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
 		return min(max(v, lo), hi)
 	}
-	for {
+	for try := 0; ; try++ {
+		if l != 0 && try == 1000 {
+			return lease.Config{}, false
+		}
 		L := int64(l)
 		if L == 0 {
 			switch rng.IntN(4) {
@@ -267,7 +279,7 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 		}
 		if maxR < tlo+1 {
 			if l != 0 {
-				panic("sim: extremeConfig: no room under the lease") // the initial config had room
+				return lease.Config{}, false // L was the only thing left to draw
 			}
 			continue
 		}
@@ -309,7 +321,7 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 		default:
 			I = logU(ilo, maxI)
 		}
-		c := lease.Config{
+		c = lease.Config{
 			LeaseDuration:  time.Duration(L),
 			RenewDeadline:  time.Duration(R),
 			RetryInterval:  time.Duration(I),
@@ -322,7 +334,7 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 		}
 		for range 4 {
 			if c.Validate() == nil {
-				return c
+				return c, true
 			}
 			if c.RetryInterval > 1 {
 				c.RetryInterval-- // float rounding at the bound
@@ -338,14 +350,18 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 // BackendTimeout). A run shorter than a lease simply sees no takeover.
 func extremeOptions(seed uint64) Options {
 	rng := rand.New(rand.NewPCG(seed, seed^0xda942042e4dd58b5))
-	cfg := extremeConfig(rng, 0, 0, 0, 0)
+	cfg, _ := extremeConfig(rng, 0, 0, 0, 0) // with l 0, always ok
 	o := Options{Seed: seed, Nodes: 3 + rng.IntN(3), Config: cfg, MaxEvents: 2_000_000}
 	if tol := Tolerance(cfg); tol >= 0.002 && rng.IntN(2) == 0 {
 		// Drift within what the config tolerates; the reconfigurations
 		// are drawn within it too.
 		o.Rho = min(0.05, tol/2)
 		o.Faults.Drift = true
-		o.Config = extremeConfig(rng, cfg.LeaseDuration, o.Rho, 0, 0)
+		if c, ok := extremeConfig(rng, cfg.LeaseDuration, o.Rho, 0, 0); ok {
+			o.Config = c
+		} else {
+			o.Rho, o.Faults.Drift = 0, false
+		}
 		cfg = o.Config
 	}
 	l, i := cfg.LeaseDuration, cfg.RetryInterval
