@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/draw"
 )
 
 // FaultKind says what a Fault does.
@@ -392,30 +393,18 @@ func randomSchedule(s *Cluster) []Fault {
 	return out
 }
 
-// randomConfig draws valid timings that tolerate at least 10% drift. When
+// randomConfig draws the timings of a reconfiguration (draw.Config). When
 // the store may lose records, every node keeps the initial LeaseDuration:
 // a vanished record takes its holder's promise with it, so the design
 // requires (docs/design.md) that every elector's LeaseDuration exceed every
 // other's RenewDeadline there, which one shared LeaseDuration guarantees.
 // The same holds when an adversary writes the store: a forged or
-// rolled-back record replaces its holder's promise too.
+// rolled-back record replaces its holder's promise too. With Faults.Drift
+// the timings tolerate Options.Rho, as every config a run uses must.
 func randomConfig(s *Cluster) lease.Config {
-	for {
-		l := s.uniform(int64(5*time.Second), int64(20*time.Second))
-		if s.lossy || s.opt.Faults.adversarial() {
-			l = int64(s.opt.Config.LeaseDuration)
-		}
-		r := int64(float64(l) * (0.5 + 0.3*s.rng.Float64()))
-		c := lease.Config{
-			LeaseDuration:  time.Duration(l),
-			RenewDeadline:  time.Duration(r),
-			RetryInterval:  time.Duration(float64(r) * (0.1 + 0.2*s.rng.Float64())),
-			RetryJitter:    0.5 * s.rng.Float64(),
-			BackendTimeout: time.Duration(float64(r) * (0.2 + 0.4*s.rng.Float64())),
-			ErrorInterval:  30 * time.Second,
-		}
-		if c.Validate() == nil {
-			return c
-		}
+	rho := 0.0
+	if s.opt.Faults.Drift {
+		rho = s.opt.Rho
 	}
+	return draw.Config(s.rng, s.opt.Config, s.lossy || s.opt.Faults.adversarial(), rho)
 }

@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/sim/internal/draw"
 )
 
 // drawSchedule draws a fault schedule from r: faults start between 5s and
@@ -66,7 +66,11 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 		case sim.FaultRelease:
 			fl.Dur = uniform(r, time.Second, 2*l)
 		case sim.FaultReconfigure:
-			fl.Config = randomConfig(r, cfg, lossy)
+			rho := 0.0
+			if f.Drift {
+				rho = o.Rho // every config used must tolerate the drift
+			}
+			fl.Config = draw.Config(r, cfg, lossy, rho)
 		case sim.FaultMuteWatch:
 			fl.Dur = uniform(r, time.Second, 6*l)
 			if r.IntN(2) == 0 {
@@ -84,28 +88,4 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 		out = append(out, fl)
 	}
 	return out
-}
-
-// randomConfig draws valid timings that tolerate at least 10% drift; in a
-// store that may lose records every elector keeps base's LeaseDuration
-// (see docs/design.md).
-func randomConfig(r *rand.Rand, base lease.Config, lossy bool) lease.Config {
-	for {
-		l := uniform(r, 5*time.Second, 20*time.Second)
-		if lossy {
-			l = base.LeaseDuration
-		}
-		rd := time.Duration(float64(l) * (0.5 + 0.3*r.Float64()))
-		c := lease.Config{
-			LeaseDuration:  l,
-			RenewDeadline:  rd,
-			RetryInterval:  time.Duration(float64(rd) * (0.1 + 0.2*r.Float64())),
-			RetryJitter:    0.5 * r.Float64(),
-			BackendTimeout: time.Duration(float64(rd) * (0.2 + 0.4*r.Float64())),
-			ErrorInterval:  30 * time.Second,
-		}
-		if c.Validate() == nil {
-			return c
-		}
-	}
 }
