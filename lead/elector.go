@@ -31,6 +31,9 @@ var (
 	ErrNilStore = fmt.Errorf("%w: store is nil", ErrNilArgument)
 	// ErrInvalidIdentity: the identity breaks the rules of holder names.
 	ErrInvalidIdentity = errors.New("lead: invalid identity")
+	// ErrInvalidOption: an option's value breaks its rule (WithMaxStoreOps
+	// below 1, say). The error names the option and the rule.
+	ErrInvalidOption = errors.New("lead: invalid option")
 	// ErrAlreadyRunning: Run was called while another Run of the same
 	// Elector is running, or after one returned.
 	ErrAlreadyRunning = errors.New("lead: elector already ran")

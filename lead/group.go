@@ -25,8 +25,9 @@ import (
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
 // loop, as with Run. At most 256 store operations of a Group run at once
-// (each on a goroutine while it runs); more wait their turn, in the order
-// asked, as they would for a connection of the store client's pool.
+// (each on a goroutine while it runs; WithMaxStoreOps sets another bound);
+// more wait their turn, in the order asked, as they would for a connection
+// of the store client's pool.
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
@@ -53,12 +54,23 @@ type member[M any] struct {
 
 // NewGroup returns a Group of elections kept in st. opts apply to every
 // elector the Group adds (WithConfig, WithClock, WithLogger, WithIdentity,
-// ...), before the options of each Add. It validates st as New does.
+// ...), before the options of each Add; WithMaxStoreOps applies to the
+// Group itself. It validates st as New does, and refuses an option New
+// would refuse.
 func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
+	var o options
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: NewGroup: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
 		}
+		opt(&o)
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
+	}
+	maxOps := groupMaxOps
+	if o.maxOps > 0 {
+		maxOps = o.maxOps
 	}
 	if nilarg.IsNil(st) {
 		return nil, ErrNilStore
@@ -69,7 +81,7 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		}
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
-	return &Group[M]{st: st, opts: opts, loop: newLoop[M](groupMaxOps), members: map[string]*member[M]{}}, nil
+	return &Group[M]{st: st, opts: opts, loop: newLoop[M](maxOps), members: map[string]*member[M]{}}, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -26,14 +28,14 @@ type groupRig struct {
 	names   []string
 }
 
-func newGroupRig(t *testing.T, st store.Store[meta], groups, names int) *groupRig {
+func newGroupRig(t *testing.T, st store.Store[meta], groups, names int, opts ...lead.Option) *groupRig {
 	t.Helper()
 	g := &groupRig{}
 	for i := range names {
 		g.names = append(g.names, fmt.Sprintf("job-%d", i))
 	}
 	for gi := range groups {
-		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity(fmt.Sprintf("p%d", gi)))
+		grp, err := lead.NewGroup[meta](st, append([]lead.Option{lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity(fmt.Sprintf("p%d", gi))}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,9 +299,8 @@ type slowStore struct {
 	store.Store[meta]
 	delay time.Duration
 
-	mu               sync.Mutex
-	inFlight, most   int
-	gets, swaps, all int
+	mu                    sync.Mutex
+	inFlight, most, swaps int
 }
 
 func (s *slowStore) enter(swap bool) {
@@ -307,11 +308,8 @@ func (s *slowStore) enter(swap bool) {
 	defer s.mu.Unlock()
 	s.inFlight++
 	s.most = max(s.most, s.inFlight)
-	s.all++
 	if swap {
 		s.swaps++
-	} else {
-		s.gets++
 	}
 }
 
@@ -336,54 +334,84 @@ func (s *slowStore) CompareAndSwap(ctx context.Context, name string, exp lease.R
 }
 
 // A Group of many names on a slow store runs at most 256 store operations
-// at once (the others wait their turn, holding no goroutine), and still
-// elects every name; when its Run ends, the operations waiting (the
-// releases) run, and Run returns once they are done.
+// at once, or the bound WithMaxStoreOps sets (the others wait their turn,
+// holding no goroutine), and still elects every name; when its Run ends,
+// the operations waiting (the releases) run, and Run returns once they
+// are done.
 func TestGroupBoundsStoreOperationsInFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const names = 1000
-		st := &slowStore{Store: memstore.New[meta](), delay: 5 * time.Millisecond}
-		g := newGroupRig(t, st, 1, names)
-		els := g.els[0]
+	for _, tc := range []struct {
+		name string
+		opts []lead.Option
+		want int
+	}{
+		{"default", nil, 256},
+		{"WithMaxStoreOps(10)", []lead.Option{lead.WithMaxStoreOps(10)}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { groupBoundsStoreOperations(t, tc.want, tc.opts...) })
+		})
+	}
+}
 
-		// Every name asks at once: 1,000 reads, then 1,000 creates.
+func groupBoundsStoreOperations(t *testing.T, want int, opts ...lead.Option) {
+	const names = 1000
+	st := &slowStore{Store: memstore.New[meta](), delay: 5 * time.Millisecond}
+	g := newGroupRig(t, st, 1, names, opts...)
+	els := g.els[0]
+
+	// Every name asks at once: 1,000 reads, then 1,000 creates.
+	synctest.Wait()
+	for !allLead(els) {
+		time.Sleep(fastConfig().RetryInterval)
 		synctest.Wait()
-		for !allLead(els) {
-			time.Sleep(fastConfig().RetryInterval)
-			synctest.Wait()
-		}
-		if g := runtime.NumGoroutine(); g > 300 {
-			t.Errorf("%d goroutines with %d names led on a slow store, want at most 256 operations and a handful more", g, names)
-		}
+	}
+	if g := runtime.NumGoroutine(); g > want+50 {
+		t.Errorf("%d goroutines with %d names led on a slow store, want at most %d operations and a handful more", g, names, want)
+	}
 
-		g.cancels[0]()
-		if err := <-g.runs[0]; err != nil {
-			t.Fatalf("Group.Run = %v, want nil", err)
+	g.cancels[0]()
+	if err := <-g.runs[0]; err != nil {
+		t.Fatalf("Group.Run = %v, want nil", err)
+	}
+	g.runs[0] <- nil // for the cleanup
+	for i, e := range els {
+		select {
+		case <-e.Done():
+		default:
+			t.Fatalf("%s: Done not closed after Run returned", g.names[i])
 		}
-		g.runs[0] <- nil // for the cleanup
-		for i, e := range els {
-			select {
-			case <-e.Done():
-			default:
-				t.Fatalf("%s: Done not closed after Run returned", g.names[i])
-			}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.most > want {
+		t.Errorf("%d store operations in flight at once, want at most %d", st.most, want)
+	}
+	if st.most < want {
+		t.Errorf("at most %d store operations in flight at once: the test did not reach the bound of %d", st.most, want)
+	}
+	if st.swaps < 2*names {
+		t.Errorf("%d swaps, want at least %d (a create and a release per name)", st.swaps, 2*names)
+	}
+	rec, _, err := st.Store.Get(context.Background(), g.names[names-1])
+	if err != nil || rec.Holder != "" {
+		t.Errorf("the last name after Run returned: %+v, %v; want released", rec, err)
+	}
+}
+
+// WithMaxStoreOps below 1 is refused, by NewGroup and by New alike.
+func TestWithMaxStoreOpsRefusesBelowOne(t *testing.T) {
+	st := memstore.New[meta]()
+	for _, n := range []int{0, -1, math.MinInt} {
+		if _, err := lead.NewGroup[meta](st, lead.WithMaxStoreOps(n)); !errors.Is(err, lead.ErrInvalidOption) || !strings.Contains(err.Error(), "WithMaxStoreOps") {
+			t.Errorf("NewGroup(WithMaxStoreOps(%d)) = %v, want ErrInvalidOption naming the option", n, err)
 		}
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if st.most > 256 {
-			t.Errorf("%d store operations in flight at once, want at most 256", st.most)
+		if _, err := lead.New[meta]("job", st, lead.WithMaxStoreOps(n), lead.WithLookupEnv(nil)); !errors.Is(err, lead.ErrInvalidOption) {
+			t.Errorf("New(WithMaxStoreOps(%d)) = %v, want ErrInvalidOption", n, err)
 		}
-		if st.most < 256 {
-			t.Errorf("at most %d store operations in flight at once: the test did not reach the bound of 256", st.most)
-		}
-		if st.swaps < 2*names {
-			t.Errorf("%d swaps, want at least %d (a create and a release per name)", st.swaps, 2*names)
-		}
-		rec, _, err := st.Store.Get(context.Background(), g.names[names-1])
-		if err != nil || rec.Holder != "" {
-			t.Errorf("the last name after Run returned: %+v, %v; want released", rec, err)
-		}
-	})
+	}
+	if _, err := lead.New[meta]("job", st, lead.WithMaxStoreOps(1), lead.WithLookupEnv(nil)); err != nil {
+		t.Errorf("New(WithMaxStoreOps(1)) = %v, want nil (an elector ignores it)", err)
+	}
 }
 
 func allLead(els []*lead.Elector[meta]) bool {

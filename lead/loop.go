@@ -37,11 +37,12 @@ type loop[M any] struct {
 	opsHead int // ops[:opsHead] have been taken
 }
 
-// groupMaxOps is how many store operations of a Group run at once; more
-// wait their turn. Past a store client's pool, more at once only wait in
-// the client instead, each on a goroutine the runtime keeps (a goroutine's
-// descriptor is never freed, so a burst of 30,000 operations at the start
-// of 10,000 elections left 16 MB behind for good).
+// groupMaxOps is how many store operations of a Group run at once unless
+// WithMaxStoreOps says otherwise; more wait their turn. Past a store
+// client's pool, more at once only wait in the client instead, each on a
+// goroutine the runtime keeps (a goroutine's descriptor is never freed,
+// so a burst of 30,000 operations at the start of 10,000 elections left
+// 16 MB behind for good).
 const groupMaxOps = 256
 
 // msgKind says what a message brings a runner.

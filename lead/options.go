@@ -24,6 +24,7 @@ type options struct {
 	observers     []func(Change)
 	hostname      func() (string, error)
 	instruments   Instruments
+	maxOps        int     // WithMaxStoreOps; 0 when not given
 	errs          []error // arguments the options could not take
 }
 
@@ -150,5 +151,24 @@ func WithInstruments(i Instruments) Option {
 			return
 		}
 		o.instruments = i
+	}
+}
+
+// WithMaxStoreOps bounds the store operations of a Group's electors that
+// run at once to n (256 when not given); the others wait their turn, in
+// the order asked, without a goroutine each. It applies to NewGroup, and
+// an elector (New, Group.Add) ignores it: one elector has an operation or
+// two in flight. n must be at least 1 (ErrInvalidOption). A bound near the
+// store client's pool of connections saves the goroutines that would
+// only wait for one; too small a bound delays renewals behind other names'
+// operations, and a leader whose renewal waits past its RenewDeadline steps
+// down.
+func WithMaxStoreOps(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			o.errs = append(o.errs, fmt.Errorf("%w: WithMaxStoreOps: n is %d, must be at least 1", ErrInvalidOption, n))
+			return
+		}
+		o.maxOps = n
 	}
 }
