@@ -34,7 +34,10 @@ type Options[M any] struct {
 	// must not wait on the network or on goroutines from outside the
 	// bubble. The store should pass storetest. For Faults.DataLoss it must
 	// have a method Delete(name string) that loses the record, as
-	// memstore's does.
+	// memstore's does. Besides Name, some runs also elect Name+"-decoy-1"
+	// and Name+"-decoy-2" in the same store (a Group whose store operations
+	// wait behind each other; not checked); a store that refuses those
+	// names runs without them.
 	NewStore func() store.Store[M]
 	// Latency is the one-way latency of every request and reply between an
 	// elector and the store, and of every watch event.

@@ -403,17 +403,36 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	// lead.Group, the others with Run: the Group's loop, its start and its
 	// stop are proven under the same faults.
 	grouped := seed&1 == 1
-	e, grp, err := h.newElector(grouped, h.wrap(inc),
+	// Half of those (by their seed again) share their Group with two
+	// other elections (decoys, on the same store and network, unchecked)
+	// and run one store operation at a time (lead.WithMaxStoreOps(1)): the
+	// checked elector's renewals and reads then wait behind the decoys',
+	// which the faults slow down as much as its own, a wait the machine
+	// must survive as it would a slow network to the store.
+	crowded := grouped && seed&2 != 0
+	base := []lead.Option{
 		lead.WithIdentity(n.id),
 		lead.WithConfig(cfg),
 		lead.WithLookupEnv(nil),
 		lead.WithClock(newDriftClock(h.tb.speed, n.rate)),
+		lead.WithReleaseOnStop(inc.release),
+	}
+	if crowded {
+		base = append(base, lead.WithMaxStoreOps(1))
+	}
+	own := []lead.Option{
 		lead.WithRand(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),
 		lead.WithLogger(slog.New(logHandler[M]{h, inc})),
-		lead.WithReleaseOnStop(inc.release),
 		lead.WithObserver(h.observer(inc)),
 		lead.WithObserver(func(lead.Change) { h.stall(n) }),
-	)
+	}
+	var decoys [][]lead.Option
+	if crowded {
+		for i := range uint64(2) {
+			decoys = append(decoys, []lead.Option{lead.WithRand(rand.New(rand.NewPCG(seed^0x7f4a7c159e3779b9, i)))})
+		}
+	}
+	e, grp, err := h.newElector(grouped, h.wrap(inc), base, own, decoys)
 	if err != nil {
 		h.fail(sim.CheckRun, "lead.New for %s (in a Group: %v): %v", n.id, grouped, err)
 		close(inc.done)
@@ -428,7 +447,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.chk.disturbed(h.now())
 	h.tl.State(int64(h.now()), n.idx, timeline.Follower)
 	h.mu.Unlock()
-	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v)", inc.release, n.rate, grouped)
+	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v, with decoys and one store operation at a time: %v)", inc.release, n.rate, grouped, crowded)
 
 	h.followLeaders(ctx, inc)
 	var parts sync.WaitGroup
@@ -471,19 +490,29 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	})
 }
 
-// newElector makes the elector of an incarnation: with lead.New, or as
-// the one elector of a new lead.Group (grp, whose Run runs it).
-func (h *harness[M]) newElector(grouped bool, st store.Store[M], opts ...lead.Option) (*lead.Elector[M], *lead.Group[M], error) {
+// newElector makes the elector of an incarnation, with the options of
+// base and own: with lead.New, or as the checked elector of a new
+// lead.Group (grp, whose Run runs it), made with base. The Group also runs
+// one decoy election for each entry of decoys, with base and that entry.
+func (h *harness[M]) newElector(grouped bool, st store.Store[M], base, own []lead.Option, decoys [][]lead.Option) (*lead.Elector[M], *lead.Group[M], error) {
 	if !grouped {
-		e, err := lead.New(h.o.Name, st, opts...)
+		e, err := lead.New(h.o.Name, st, append(base, own...)...)
 		return e, nil, err
 	}
-	grp, err := lead.NewGroup(st, opts...)
+	grp, err := lead.NewGroup(st, base...)
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := grp.Add(h.o.Name)
-	return e, grp, err
+	e, err := grp.Add(h.o.Name, own...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, opts := range decoys {
+		if _, err := grp.Add(fmt.Sprintf("%s-decoy-%d", h.o.Name, i+1), opts...); err != nil {
+			break // a name the store refuses (too long, say): fewer decoys, not a failure of the run
+		}
+	}
+	return e, grp, nil
 }
 
 // stop stops n's running process: it releases or not as it was built to.

@@ -123,7 +123,7 @@ func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], 
 	)
 	if cerr := w.call(ctx, "get", func(ctx context.Context) {
 		rec, rev, err = w.h.inner.Get(ctx, name)
-		w.h.sawRead(w.inc, rec, rev, err)
+		w.h.sawRead(w.inc, name, rec, rev, err)
 	}); cerr != nil {
 		return lease.Record[M]{}, 0, cerr
 	}
@@ -173,10 +173,11 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 	h.watchSeq++
 	id := h.watchSeq
 	w.inc.watches[id] = cancel
+	count := w.inc.watchCount // under h.mu: a crowded Group's decoys watch too
+	w.inc.watchCount++
 	h.mu.Unlock()
 	out := make(chan store.Event[M])
-	rng := rand.New(rand.NewPCG(w.inc.seed^uint64(w.inc.watchCount), 0x632be59bd9b4e019))
-	w.inc.watchCount++
+	rng := rand.New(rand.NewPCG(w.inc.seed^uint64(count), 0x632be59bd9b4e019))
 	h.goRun(func() {
 		var chaos sync.WaitGroup
 		defer func() {
