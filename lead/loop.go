@@ -90,8 +90,12 @@ func newLoop[M any](maxOps int) *loop[M] {
 // counts its leases from when it asked, not from when the store got the
 // request.
 func (l *loop[M]) spawn(op func()) {
+	if l.maxOps == 0 {
+		go op() // Run's loop: nothing to count
+		return
+	}
 	l.opsMu.Lock()
-	if l.maxOps > 0 && l.running >= l.maxOps {
+	if l.running >= l.maxOps {
 		if l.opsHead > 0 && len(l.ops) == cap(l.ops) {
 			// Full: move the waiting ones to the front before growing.
 			n := copy(l.ops, l.ops[l.opsHead:])
