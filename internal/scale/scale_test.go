@@ -129,8 +129,10 @@ func postgresBackend() backend {
 
 // BenchmarkElections runs N elections with one elector in each of three
 // groups (each group its own store client: three stand-ins for three
-// processes) at the default timings, waits until every election has a
-// leader and then TENURE_SCALE_SETTLE (default 20s) more, and measures over
+// processes) at the default timings: each election starts in one group
+// (election i in group i%3), and once every election has a leader (its
+// leaders spread evenly), in the two others; then it waits
+// TENURE_SCALE_SETTLE (default 20s) more, and measures over
 // TENURE_SCALE_WINDOW (default 30s): CPU of the whole process, and per
 // elector the heap and stacks it adds, RSS, goroutines. If not every
 // election has a leader within TENURE_SCALE_WAIT (default 3m) it measures
@@ -139,6 +141,8 @@ func postgresBackend() backend {
 // elector with a Run of its own (a goroutine each), and driver=group, one
 // lead.Group per process. Run it with -benchtime 1x; pick a backend and a
 // driver with -bench 'Elections/redis/.*/driver=group'.
+// TENURE_SCALE_HEAPPROFILE and TENURE_SCALE_CPUPROFILE name files for the
+// heap profile of the steady state and the CPU profile of the window.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
@@ -213,40 +217,44 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 			wg.Go(func() { _ = grp.Run(ctx) })
 		}
 	}
-	for i := range n {
-		// Each group in turn starts first, so that leaders spread.
-		for k := range groups {
-			g := (i + k) % groups
-			observe := lead.WithObserver(func(c lead.Change) {
-				changes.Add(1)
-				d := int64(1)
-				if c.Kind == lead.Stopped {
-					d = -1
-					reasonsMu.Lock()
-					reasons[fmt.Sprint(c.Reason)]++
-					reasonsMu.Unlock()
-				}
-				leading[g].Add(d)
-				if total.Add(d) == int64(n) {
-					once.Do(func() { close(allLed) })
-				}
-			})
-			name := fmt.Sprint("election-", i)
-			if grouped {
-				if _, err := grps[g].Add(name, observe); err != nil {
-					b.Fatal(err)
-				}
-				continue
+	// add starts the elector of election i in group g.
+	add := func(i, g int) {
+		observe := lead.WithObserver(func(c lead.Change) {
+			changes.Add(1)
+			d := int64(1)
+			if c.Kind == lead.Stopped {
+				d = -1
+				reasonsMu.Lock()
+				reasons[fmt.Sprint(c.Reason)]++
+				reasonsMu.Unlock()
 			}
-			e, err := lead.New(name, stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
-				lead.WithConfig(cfg), lead.WithLookupEnv(nil), observe)
-			if err != nil {
+			leading[g].Add(d)
+			if total.Add(d) == int64(n) {
+				once.Do(func() { close(allLed) })
+			}
+		})
+		name := fmt.Sprint("election-", i)
+		if grouped {
+			if _, err := grps[g].Add(name, observe); err != nil {
 				b.Fatal(err)
 			}
-			wg.Go(func() { _ = e.Run(ctx) })
+			return
 		}
+		e, err := lead.New(name, stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
+			lead.WithConfig(cfg), lead.WithLookupEnv(nil), observe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() { _ = e.Run(ctx) })
 	}
+	// Leaders spread evenly: election i starts in group i%3 alone, and in
+	// the two others once every election has its leader. (Started in all
+	// three at once, the client that answers first takes most: 0 / 10,000
+	// / 0 on PostgreSQL.)
 	began := time.Now()
+	for i := range n {
+		add(i, i%groups)
+	}
 	select {
 	case <-allLed:
 		b.Logf("every election led %v after the start", time.Since(began).Round(time.Second))
@@ -254,11 +262,18 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 		// That is a finding too: measure the state reached.
 		b.Logf("only %d of %d elections led %v after the start", total.Load(), n, wait)
 	}
+	for i := range n {
+		for k := 1; k < groups; k++ {
+			add(i, (i+k)%groups)
+		}
+	}
 	time.Sleep(settle) // steady state: no event to wait on
 	changes0 := changes.Load()
+	stopProfile := startCPUProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
 	time.Sleep(window)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	stopProfile()
 	changed := changes.Load() - changes0
 	after := snapshot()
 	if path := os.Getenv("TENURE_SCALE_HEAPPROFILE"); path != "" {
@@ -297,6 +312,29 @@ func snapshot() usage {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return usage{mem: int64(ms.HeapInuse + ms.StackInuse), stack: int64(ms.StackInuse), rss: rss(), goroutines: runtime.NumGoroutine()}
+}
+
+// startCPUProfile profiles the CPU into the file TENURE_SCALE_CPUPROFILE
+// names, if any, until the returned function is called.
+func startCPUProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("TENURE_SCALE_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // writeHeapProfile writes the heap profile of the steady state to path.
