@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ type hub[M any] struct {
 	s *Store[M]
 
 	mu       sync.Mutex
-	subs     map[string]map[*watch[M]]struct{}
+	subs     map[string][]*watch[M] // by name; mostly one each, so a slice (a map each cost about 200 bytes)
 	nsubs    int
 	gen      uint64             // the running listener's generation
 	cancel   context.CancelFunc // stops the listener; nil when none runs
@@ -58,7 +59,7 @@ type hub[M any] struct {
 }
 
 func newHub[M any](s *Store[M]) *hub[M] {
-	return &hub[M]{s: s, subs: make(map[string]map[*watch[M]]struct{}), changed: make(chan struct{})}
+	return &hub[M]{s: s, subs: make(map[string][]*watch[M]), changed: make(chan struct{})}
 }
 
 // watch is one subscription.
@@ -100,12 +101,13 @@ func (w *watch[M]) wake(rev int64, r *row) {
 	}
 }
 
-// take returns what wake recorded and clears force.
+// take returns what wake recorded and clears force and the record (the
+// taker has it: kept, it would hold a payload per watch for nothing).
 func (w *watch[M]) take() (notified int64, force bool, rec *row) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	notified, force, rec = w.notified, w.force, w.rec
-	w.force = false
+	w.force, w.rec = false, nil
 	return notified, force, rec
 }
 
@@ -114,12 +116,7 @@ func (w *watch[M]) take() (notified int64, force bool, rec *row) {
 func (h *hub[M]) add(w *watch[M]) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	set := h.subs[w.name]
-	if set == nil {
-		set = make(map[*watch[M]]struct{})
-		h.subs[w.name] = set
-	}
-	set[w] = struct{}{}
+	h.subs[w.name] = append(h.subs[w.name], w)
 	h.nsubs++
 	if h.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -135,12 +132,16 @@ func (h *hub[M]) remove(w *watch[M]) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	set := h.subs[w.name]
-	if _, ok := set[w]; !ok {
+	i := slices.Index(set, w)
+	if i < 0 {
 		return
 	}
-	delete(set, w)
-	if len(set) == 0 {
+	if len(set) == 1 {
 		delete(h.subs, w.name)
+	} else {
+		set[i] = set[len(set)-1]
+		set[len(set)-1] = nil
+		h.subs[w.name] = set[:len(set)-1]
 	}
 	h.nsubs--
 	if h.nsubs == 0 && h.cancel != nil {
@@ -197,7 +198,7 @@ func (h *hub[M]) connected(gen uint64, up bool, err error) {
 	h.broadcast()
 	if up {
 		for _, set := range h.subs {
-			for w := range set {
+			for _, w := range set {
 				w.wake(0, nil)
 			}
 		}
@@ -209,7 +210,7 @@ func (h *hub[M]) connected(gen uint64, up bool, err error) {
 func (h *hub[M]) notified(name string, rev int64, r *row) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.subs[name] {
+	for _, w := range h.subs[name] {
 		w.wake(rev, r)
 	}
 }
@@ -233,7 +234,10 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 		if err != nil || err2 != nil || rev < 1 || n < 0 || n > len(f[8]) {
 			return "", 0, nil, false
 		}
-		holder, name := f[8][:n], f[8][n:]
+		// The holder outlives the notification in the records made from
+		// it (an elector keeps the last it saw): a copy, so that it does not
+		// keep the whole payload alive.
+		holder, name := strings.Clone(f[8][:n]), f[8][n:]
 		acq, err := strconv.ParseInt(f[4], 10, 64)
 		ren, err2 := strconv.ParseInt(f[5], 10, 64)
 		meta, err3 := hex.DecodeString(f[6])

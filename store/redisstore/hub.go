@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ type Hub struct {
 type entry struct {
 	channel string
 	key     string
-	subs    map[subscriber]struct{}
+	subs    []subscriber // mostly one: a slice (a map each cost about 200 bytes)
 
 	// ready is closed once the channel is subscribed (confirmed) or the
 	// first subscription failed (err is then set).
@@ -128,11 +129,11 @@ func sameClient(a, b redis.UniversalClient) bool {
 func (h *Hub) add(sub subscriber, channel, key string) *entry {
 	h.mu.Lock()
 	if e := h.entries[channel]; e != nil {
-		e.subs[sub] = struct{}{}
+		e.subs = append(e.subs, sub)
 		h.mu.Unlock()
 		return e
 	}
-	e := &entry{channel: channel, key: key, subs: map[subscriber]struct{}{sub: {}}, ready: make(chan struct{})}
+	e := &entry{channel: channel, key: key, subs: []subscriber{sub}, ready: make(chan struct{})}
 	h.entries[channel] = e
 	if h.stop == nil {
 		// Nothing was watched: start a reading loop, whose first
@@ -178,11 +179,15 @@ func (h *Hub) remove(sub subscriber, channel string) {
 		h.mu.Unlock()
 		return
 	}
-	if _, ok := e.subs[sub]; !ok {
+	i := slices.Index(e.subs, sub)
+	if i < 0 {
 		h.mu.Unlock()
 		return
 	}
-	delete(e.subs, sub)
+	last := len(e.subs) - 1
+	e.subs[i] = e.subs[last]
+	e.subs[last] = nil
+	e.subs = e.subs[:last]
 	if len(e.subs) > 0 {
 		h.mu.Unlock()
 		return
@@ -375,9 +380,7 @@ func (h *Hub) dispatch(channel, payload string, scratch []subscriber) (*entry, [
 	h.mu.Lock()
 	e := h.entries[channel]
 	if e != nil {
-		for s := range e.subs {
-			subs = append(subs, s)
-		}
+		subs = append(subs, e.subs...)
 	}
 	h.mu.Unlock()
 	bad := false
@@ -450,10 +453,7 @@ func (h *Hub) reread(ctx context.Context, entries []*entry) error {
 				return err
 			}
 			h.mu.Lock()
-			subs := make([]subscriber, 0, len(e.subs))
-			for s := range e.subs {
-				subs = append(subs, s)
-			}
+			subs := slices.Clone(e.subs)
 			h.mu.Unlock()
 			for _, s := range subs {
 				s.offerRead(m, err)

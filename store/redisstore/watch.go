@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,6 +229,10 @@ func (w *watch[M]) deliver(payload string) bool {
 		w.offer(store.Event[M]{Err: err})
 		return true
 	}
+	// The holder outlives the message in the records made from it (an
+	// elector keeps the last it saw): a copy, so that it does not keep the
+	// whole payload alive.
+	rec.Holder = strings.Clone(rec.Holder)
 	w.offer(store.Event[M]{Record: rec, Revision: rev})
 	return true
 }
