@@ -119,13 +119,14 @@ type Elector[M any] struct {
 	rec      lease.Record[M]
 	rev      lease.Revision
 	haveRec  bool
-	term     *activeTerm // nil unless leading
-	changed  chan struct{}
+	term     *activeTerm   // nil unless leading
+	changed  chan struct{} // closed at the next change; nil until changes asks
 	epoch    time.Time
 	lastErr  error
 	readyNow bool
 	state    fsm.State
-	runDone  <-chan struct{} // Done of Run's ctx; nil before Run
+	runDone  <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
+	removed  bool            // Group.Remove took it out: as if its ctx had ended
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
@@ -254,7 +255,6 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
 		cfg:           cfg,
-		changed:       make(chan struct{}),
 	}
 	return e, nil
 }
@@ -354,11 +354,12 @@ func (e *Elector[M]) Term() (Term, bool) {
 }
 
 // leadingLocked returns the open term if this elector leads now: the term's
-// deadline has not passed and Run's ctx has not ended (whether or not Run's
-// loop has seen it yet). e.mu must be held.
+// deadline has not passed, Run's ctx has not ended and Group.Remove did not
+// take it out (whether or not Run's loop has seen it yet). e.mu must be
+// held.
 func (e *Elector[M]) leadingLocked() *activeTerm {
 	t := e.term
-	if t == nil || e.sinceEpoch() >= t.until {
+	if t == nil || e.removed || e.sinceEpoch() >= t.until {
 		return nil
 	}
 	select {
@@ -508,13 +509,20 @@ func (e *Elector[M]) Reconfigure(c lease.Config) error {
 func (e *Elector[M]) changes() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
 	return e.changed
 }
 
 // notifyLocked wakes everyone waiting on changes. e.mu must be held.
 func (e *Elector[M]) notifyLocked() {
-	close(e.changed)
-	e.changed = make(chan struct{})
+	if e.changed != nil {
+		// The next is made when asked for: most electors of a Group have
+		// nobody waiting.
+		close(e.changed)
+		e.changed = nil
+	}
 	e.seeLeaderLocked(false)
 }
 

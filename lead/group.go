@@ -46,10 +46,16 @@ type Group[M any] struct {
 	logged  bool // the store's capabilities were logged (by the first Add)
 }
 
-// member is one elector of a Group.
+// member is one elector of a Group. Its ctx is the Group's (Run's, for
+// the values and the end of all); Remove ends one alone, and so does not
+// cancel a context of its own but tells the elector and its runner (a
+// context per elector, with what the context package registers on it,
+// cost about 600 bytes an elector).
 type member[M any] struct {
-	e      *Elector[M]
-	cancel context.CancelFunc // ends the elector's ctx; nil before it started
+	e       *Elector[M]
+	started bool       // taken out of pending by the loop (under g.mu)
+	r       *runner[M] // set once started (under g.mu); nil if it failed to start
+	removed bool       // Remove asked it to stop
 }
 
 // NewGroup returns a Group of elections kept in st. opts apply to every
@@ -147,8 +153,17 @@ func (g *Group[M]) Remove(name string) bool {
 	if m == nil {
 		return false
 	}
-	if m.cancel != nil {
-		m.cancel() // the loop takes it from there (see start)
+	if m.started {
+		first := !m.removed
+		m.removed = true
+		r := m.r
+		if first {
+			m.e.endRun() // as if its ctx ended: from now on it does not lead
+		}
+		if r != nil {
+			g.loop.post(r, msgDone) // the loop takes it from there
+		}
+		// Else startMember posts it once the runner is made.
 		return true
 	}
 	// Not started: it never will be.
@@ -201,7 +216,16 @@ func (g *Group[M]) Run(ctx context.Context) error {
 			done = nil
 			g.mu.Lock()
 			g.ending = true
+			var runners []*runner[M]
+			for _, m := range g.members {
+				if m.r != nil {
+					runners = append(runners, m.r)
+				}
+			}
 			g.mu.Unlock()
+			for _, r := range runners {
+				l.post(r, msgDone)
+			}
 		case <-l.ready:
 		}
 		batch := l.take()
@@ -224,32 +248,37 @@ func (g *Group[M]) startPending(base context.Context) (over bool) {
 		g.mu.Unlock()
 		return true
 	}
-	ctxs := make([]context.Context, len(pending))
-	for i, m := range pending {
-		ctxs[i], m.cancel = context.WithCancel(base)
+	for _, m := range pending {
+		m.started = true
 	}
 	g.live += len(pending)
 	g.mu.Unlock()
-	for i, m := range pending {
-		g.startMember(ctxs[i], m)
+	for _, m := range pending {
+		g.startMember(base, m)
 	}
 	return false
 }
 
-// startMember starts one elector on the loop, in ctx, its own context,
-// which Remove or the end of Run's ctx cancels: the elector is then told
-// (msgDone), and steps down and releases as after Run's ctx.
+// startMember starts one elector on the loop, in ctx, the Group's. When
+// ctx ends (Run sees it: this runs on Run's goroutine) or Remove takes the
+// elector out, the loop tells it (msgDone), and it steps down and releases
+// as after Run's ctx.
 func (g *Group[M]) startMember(ctx context.Context, m *member[M]) {
 	r, err := m.e.start(ctx, g.loop, g.finished)
+	g.mu.Lock()
 	if err != nil {
-		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.forgetLocked(m.e)
 		g.live--
 		g.fatal = append(g.fatal, err)
 		return
 	}
-	context.AfterFunc(ctx, func() { g.loop.post(r, msgDone) })
+	m.r = r
+	end := m.removed || g.ending
+	g.mu.Unlock()
+	if end {
+		g.loop.post(r, msgDone)
+	}
 }
 
 // finished is called by the loop when the machine of r has stopped: the
@@ -266,15 +295,9 @@ func (g *Group[M]) finished(r *runner[M]) {
 	g.waits.Go(r.wait)
 }
 
-// forgetLocked takes e out of the Group and ends its context. g.mu must be
-// held.
+// forgetLocked takes e out of the Group. g.mu must be held.
 func (g *Group[M]) forgetLocked(e *Elector[M]) {
-	m := g.members[e.name]
-	if m == nil || m.e != e {
-		return
-	}
-	delete(g.members, e.name)
-	if m.cancel != nil {
-		m.cancel()
+	if m := g.members[e.name]; m != nil && m.e == e {
+		delete(g.members, e.name)
 	}
 }

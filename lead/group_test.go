@@ -174,6 +174,56 @@ func TestGroupRemoveAndAddAgain(t *testing.T) {
 	})
 }
 
+// Remove ends the leadership of the elector it takes out at once, as the
+// end of Run's ctx does for one: by the time it returns, IsLeader and
+// Status say no, before the loop has heard of it; the term's work is
+// cancelled as stopped; the other names keep their leader.
+func TestGroupRemoveEndsLeadershipAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		g := newGroupRig(t, st, 1, 3)
+		synctest.Wait()
+		e := g.els[0][1]
+		if !e.IsLeader() {
+			t.Fatal("job-1 not led by the only group")
+		}
+		work := make(chan context.Context, 1)
+		led := make(chan error, 1)
+		go func() {
+			led <- e.Lead(context.Background(), func(ctx context.Context, _ lead.Term) error {
+				work <- ctx
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		termCtx := <-work
+		if !g.groups[0].Remove("job-1") {
+			t.Fatal("Remove(job-1) = false")
+		}
+		// No synctest.Wait: the loop has not run since.
+		if e.IsLeader() {
+			t.Fatal("IsLeader = true right after Remove")
+		}
+		if s := e.Status(); s.Leading {
+			t.Fatalf("Status().Leading = true right after Remove: %+v", s)
+		}
+		<-termCtx.Done()
+		if cause := context.Cause(termCtx); !errors.Is(cause, lead.ErrLeadershipLost) || !strings.Contains(cause.Error(), "stopped") {
+			t.Fatalf("cause = %v, want ErrLeadershipLost (stopped)", cause)
+		}
+		<-e.Done()
+		if err := <-led; !errors.Is(err, lead.ErrLeadershipLost) {
+			t.Fatalf("Lead = %v, want ErrLeadershipLost (the term ended before fn returned)", err)
+		}
+		synctest.Wait()
+		for ni, other := range g.els[0] {
+			if ni != 1 && !other.IsLeader() {
+				t.Fatalf("%s lost its leader to the Remove of job-1", g.names[ni])
+			}
+		}
+	})
+}
+
 // A name added while the Group runs takes part at once; Run of a Group's
 // elector is refused; Add after Run's ctx ended is refused; a name removed
 // before Run never runs.

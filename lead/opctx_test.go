@@ -3,6 +3,7 @@ package lead
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -121,5 +122,76 @@ func TestOpContext(t *testing.T) {
 				t.Fatalf("Err = %v", err)
 			}
 		})
+	})
+}
+
+// opsContext is context.WithCancel(context.WithoutCancel(ctx)) for a
+// runner's operations: it keeps ctx's values, not its end nor its cause,
+// ends with end,
+// and ends what was derived from it and the calls registered on it, but
+// not those whose registration was stopped.
+func TestOpsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
+		c := newOpsContext(parent)
+		cancel(errors.New("the elector's ctx ended"))
+		if c.Value(ctxKey{}) != "v" {
+			t.Fatal("value of the elector's ctx not passed through")
+		}
+		if err := c.Err(); err != nil {
+			t.Fatalf("Err after the elector's ctx ended = %v, want nil", err)
+		}
+		if err := context.Cause(c); err != nil {
+			t.Fatalf("Cause after the elector's ctx ended = %v, want nil", err)
+		}
+		if _, ok := c.Deadline(); ok {
+			t.Fatal("Deadline reported")
+		}
+		child, cancelChild := context.WithCancel(c)
+		defer cancelChild()
+		op := newOpContext(c, time.Hour)
+		opDone := op.Done()
+		var fired, stopped, late atomic.Bool
+		context.AfterFunc(c, func() { fired.Store(true) })
+		stop := context.AfterFunc(c, func() { stopped.Store(true) })
+		if !stop() {
+			t.Fatal("stop of a pending AfterFunc = false")
+		}
+		finished := newOpContext(c, time.Hour)
+		_ = finished.Done()
+		finished.end(context.Canceled)
+		if n := len(c.hooks); n != 3 {
+			t.Fatalf("%d calls registered, want 3 (child, op, AfterFunc): a stopped one or an ended operation is kept", n)
+		}
+		done := c.Done()
+		select {
+		case <-done:
+			t.Fatal("Done closed before end")
+		default:
+		}
+		c.end()
+		<-done
+		<-child.Done()
+		<-opDone
+		synctest.Wait()
+		if !fired.Load() || stopped.Load() {
+			t.Fatalf("AfterFunc called: %v, the stopped one: %v; want true, false", fired.Load(), stopped.Load())
+		}
+		for what, ctx := range map[string]context.Context{"opsContext": c, "child": child, "operation": op} {
+			if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: Err after end = %v, want Canceled", what, err)
+			}
+		}
+		if len(c.hooks) != 0 {
+			t.Fatalf("%d calls kept after end", len(c.hooks))
+		}
+		context.AfterFunc(c, func() { late.Store(true) })
+		synctest.Wait()
+		if !late.Load() {
+			t.Fatal("AfterFunc on an ended opsContext not called")
+		}
+		if stop := c.AfterFunc(func() {}); stop() {
+			t.Fatal("stop of an AfterFunc registered after the end = true")
+		}
 	})
 }

@@ -57,7 +57,8 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 }
 
 // start makes the runner of one Run (or of one elector of a Group: ctx is
-// then the elector's own, and onFinish is called when it has stopped) and
+// then the Group's Run's, Group.Remove ends the elector alone (endRun), and
+// onFinish is called when it has stopped) and
 // posts its begin to l. When the runner cannot be made, the elector is
 // marked as done (Lead, Every and Done must not wait for it) and the
 // error returned.
@@ -87,18 +88,17 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 	}
 	// Store operations outlive ctx (the release happens after it ends) but
 	// not the runner.
-	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
+	opCtx := newOpsContext(ctx)
 	r := &runner[M]{
-		e:         e,
-		ctx:       ctx,
-		loop:      l,
-		m:         m,
-		cfg:       cfg,
-		opCtx:     opCtx,
-		cancelOps: cancelOps,
-		onFinish:  onFinish,
-		errLog:    map[string]time.Duration{},
-		obs:       newObserverQueue(e.observers),
+		e:        e,
+		ctx:      ctx,
+		loop:     l,
+		m:        m,
+		cfg:      cfg,
+		opCtx:    opCtx,
+		onFinish: onFinish,
+		errLog:   map[string]time.Duration{},
+		obs:      newObserverQueue(e.observers),
 	}
 	e.epoch = e.clock.Now()
 	e.runDone = ctx.Done()
@@ -114,18 +114,17 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 // as messages (handleResult); the start and end of terms (term.go);
 // reports (report.go). The watch is in watch.go.
 type runner[M any] struct {
-	e         *Elector[M]
-	ctx       context.Context // the elector's: Run's, or the Group's for this elector
-	loop      *loop[M]
-	m         *fsm.Machine
-	cfg       lease.Config
-	timer     Timer
-	timerAt   time.Duration // the NextWake timer is set for
-	wakeFn    func()        // what timer calls: post a wake
-	opCtx     context.Context
-	cancelOps context.CancelFunc
-	ops       sync.WaitGroup
-	onFinish  func(*runner[M]) // called by the loop once the machine stopped (a Group's)
+	e        *Elector[M]
+	ctx      context.Context // the elector's: Run's, or the Group's for this elector
+	loop     *loop[M]
+	m        *fsm.Machine
+	cfg      lease.Config
+	timer    Timer
+	timerAt  time.Duration // the NextWake timer is set for
+	wakeFn   func()        // what timer calls: post a wake
+	opCtx    *opsContext   // the store operations' and the watch's: ends in finish
+	ops      sync.WaitGroup
+	onFinish func(*runner[M]) // called by the loop once the machine stopped (a Group's)
 
 	// The watch: watches is false when the store cannot watch; watchGen
 	// counts the watches started, and messages of an older one are
@@ -214,7 +213,7 @@ func (r *runner[M]) finish() {
 	if r.watchTimer != nil {
 		r.watchTimer.Stop()
 	}
-	r.cancelOps()
+	r.opCtx.end()
 	r.e.markReady()
 	if r.onFinish != nil {
 		r.onFinish(r)

@@ -41,10 +41,28 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 	e.mu.Lock()
 	e.term = t
 	e.notifyLocked()
+	if e.removed {
+		// Removed from its Group before the loop heard of it: as if its
+		// ctx had ended.
+		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
+	}
 	e.mu.Unlock()
 	r.armWatchdog(t)
 	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
 	r.obs.push(Change{Kind: Started, Term: t.term})
+}
+
+// endRun is, for an elector of a Group, what the end of Run's ctx is for
+// one: from now on it does not lead (IsLeader and the others say so at
+// once), and its term's work is cancelled, without waiting for the loop,
+// which is told too (Group.Remove posts msgDone).
+func (e *Elector[M]) endRun() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.removed = true
+	if t := e.term; t != nil {
+		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
+	}
 }
 
 // armWatchdog cancels the term's context at its deadline even if Run's loop
