@@ -143,6 +143,8 @@ func postgresBackend() backend {
 // driver with -bench 'Elections/redis/.*/driver=group'.
 // TENURE_SCALE_HEAPPROFILE and TENURE_SCALE_CPUPROFILE name files for the
 // heap profile of the steady state and the CPU profile of the window.
+// TENURE_SCALE_START=together starts every election in the three groups
+// at once, as three processes started together would.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
@@ -251,8 +253,17 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	// the two others once every election has its leader. (Started in all
 	// three at once, the client that answers first takes most: 0 / 10,000
 	// / 0 on PostgreSQL.)
+	together := os.Getenv("TENURE_SCALE_START") == "together"
 	began := time.Now()
 	for i := range n {
+		if together {
+			// Every group at once, each in turn first: three processes
+			// started together.
+			for k := range groups {
+				add(i, (i+k)%groups)
+			}
+			continue
+		}
 		add(i, i%groups)
 	}
 	select {
@@ -263,7 +274,7 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 		b.Logf("only %d of %d elections led %v after the start", total.Load(), n, wait)
 	}
 	for i := range n {
-		for k := 1; k < groups; k++ {
+		for k := 1; k < groups && !together; k++ {
 			add(i, (i+k)%groups)
 		}
 	}
