@@ -26,8 +26,10 @@ import (
 // observers run on goroutines of their own and store operations off the
 // loop, as with Run. At most 256 store operations of a Group run at once
 // (each on a goroutine while it runs; WithMaxStoreOps sets another bound);
-// more wait their turn, in the order asked, as they would for a connection
-// of the store client's pool.
+// more wait their turn, as they would for a connection of the store
+// client's pool: a leader's renewals and releases first, then the others,
+// each in the order asked, so that a store that falls behind (thousands of
+// names starting at once) keeps the terms that exist.
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {

@@ -472,3 +472,56 @@ func allLead(els []*lead.Elector[meta]) bool {
 	}
 	return true
 }
+
+// When a Group's store cannot keep up with its operations (hundreds of
+// names starting at once, their reads queued behind a bound of one at a
+// time), a leader's renewals go before the reads and claims waiting: the
+// term that exists is kept. In the order asked, the renewal waited behind
+// 600 reads of 5 ms, past the RenewDeadline of 2 s.
+func TestGroupRenewalsGoFirstWhenTheStoreFallsBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &slowStore{Store: memstore.New[meta](), delay: 5 * time.Millisecond}
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity("p0"), lead.WithMaxStoreOps(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var stopped []lead.Change
+		kept, err := grp.Add("kept", lead.WithObserver(func(c lead.Change) {
+			if c.Kind == lead.Stopped {
+				mu.Lock()
+				stopped = append(stopped, c)
+				mu.Unlock()
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		run := make(chan error, 1)
+		go func() { run <- grp.Run(ctx) }()
+		for !kept.IsLeader() {
+			time.Sleep(fastConfig().RetryInterval)
+			synctest.Wait()
+		}
+		for i := range 600 {
+			if _, err := grp.Add(fmt.Sprintf("crowd-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if !kept.IsLeader() {
+			t.Error("the leader lost its term while the other names started")
+		}
+		cancel()
+		if err := <-run; err != nil {
+			t.Fatalf("Group.Run = %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(stopped) != 1 || !strings.Contains(stopped[0].Reason.Error(), "stopped") {
+			t.Fatalf("terms stopped: %v; want one, at the end of Run", stopped)
+		}
+	})
+}

@@ -27,14 +27,46 @@ type loop[M any] struct {
 	ready chan struct{} // capacity 1: signalled when the queue stops being empty
 
 	// Store operations (spawn): at most maxOps run at once (0: no
-	// limit), each on a goroutine; the others wait in ops, oldest first,
-	// for a running one to end, whose goroutine then runs the next. opsMu
-	// guards running and ops.
+	// limit), each on a goroutine; the others wait in urgent or ops,
+	// oldest first, for a running one to end, whose goroutine then runs
+	// the next. opsMu guards running, urgent and ops.
 	maxOps  int
 	opsMu   sync.Mutex
 	running int
-	ops     []func()
-	opsHead int // ops[:opsHead] have been taken
+	urgent  opQueue // a leader's renewals and releases: run before ops
+	ops     opQueue
+}
+
+// opQueue is a queue of store operations waiting to run, oldest first.
+type opQueue struct {
+	ops  []func()
+	head int // ops[:head] have been taken
+}
+
+// push adds op at the end.
+func (q *opQueue) push(op func()) {
+	if q.head > 0 && len(q.ops) == cap(q.ops) {
+		// Full: move the waiting ones to the front before growing.
+		n := copy(q.ops, q.ops[q.head:])
+		clear(q.ops[n:])
+		q.ops, q.head = q.ops[:n], 0
+	}
+	q.ops = append(q.ops, op)
+}
+
+// pop takes the oldest operation, or returns nil when none waits.
+func (q *opQueue) pop() func() {
+	if q.head == len(q.ops) {
+		return nil
+	}
+	op := q.ops[q.head]
+	q.ops[q.head] = nil
+	q.head++
+	if q.head == len(q.ops) {
+		// Empty: start over at the front of the same array.
+		q.ops, q.head = q.ops[:0], 0
+	}
+	return op
 }
 
 // groupMaxOps is how many store operations of a Group run at once unless
@@ -88,21 +120,24 @@ func newLoop[M any](maxOps int) *loop[M] {
 // queues it: the goroutine of the next one to end runs it. Waiting here
 // is to the machine what a slow network on the way to the store is: it
 // counts its leases from when it asked, not from when the store got the
-// request.
-func (l *loop[M]) spawn(op func()) {
+// request. An urgent op (a leader's renewal or release) waits only for the
+// urgent ones before it: when the store cannot keep up (thousands of
+// names starting at once), the terms that exist are kept, and freed, before
+// followers read and candidates claim; in the order asked, a renewal
+// queued behind a start's reads missed its deadline, and every lost term
+// brought more operations.
+func (l *loop[M]) spawn(op func(), urgent bool) {
 	if l.maxOps == 0 {
 		go op() // Run's loop: nothing to count
 		return
 	}
 	l.opsMu.Lock()
 	if l.running >= l.maxOps {
-		if l.opsHead > 0 && len(l.ops) == cap(l.ops) {
-			// Full: move the waiting ones to the front before growing.
-			n := copy(l.ops, l.ops[l.opsHead:])
-			clear(l.ops[n:])
-			l.ops, l.opsHead = l.ops[:n], 0
+		if urgent {
+			l.urgent.push(op)
+		} else {
+			l.ops.push(op)
 		}
-		l.ops = append(l.ops, op)
 		l.opsMu.Unlock()
 		return
 	}
@@ -115,16 +150,9 @@ func (l *loop[M]) spawn(op func()) {
 func (l *loop[M]) work(op func()) {
 	for op != nil {
 		op()
-		op = nil
 		l.opsMu.Lock()
-		if l.opsHead < len(l.ops) {
-			op = l.ops[l.opsHead]
-			l.ops[l.opsHead] = nil
-			l.opsHead++
-		}
-		if l.opsHead == len(l.ops) {
-			// Empty: start over at the front of the same array.
-			l.ops, l.opsHead = l.ops[:0], 0
+		if op = l.urgent.pop(); op == nil {
+			op = l.ops.pop()
 		}
 		if op == nil {
 			l.running--

@@ -155,8 +155,9 @@ func WithInstruments(i Instruments) Option {
 }
 
 // WithMaxStoreOps bounds the store operations of a Group's electors that
-// run at once to n (256 when not given); the others wait their turn, in
-// the order asked, without a goroutine each. It applies to NewGroup, and
+// run at once to n (256 when not given); the others wait their turn
+// without a goroutine each (a leader's renewals and releases first, then
+// the others, each in the order asked). It applies to NewGroup, and
 // an elector (New, Group.Add) ignores it: one elector has an operation or
 // two in flight. n must be at least 1 (ErrInvalidOption). A bound near the
 // store client's pool of connections saves the goroutines that would

@@ -412,6 +412,7 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Add(1)
+	urgent := swap == fsm.Renew || swap == fsm.Release
 	r.loop.spawn(func() {
 		defer r.ops.Done()
 		// As context.WithTimeout, without a timer for stores that never
@@ -428,7 +429,7 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
 		r.loop.postResult(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
-	})
+	}, urgent)
 }
 
 // handleResult passes the answer to a store operation to the machine. A
