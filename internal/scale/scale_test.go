@@ -5,6 +5,7 @@ package scale_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -145,6 +146,8 @@ func postgresBackend() backend {
 // heap profile of the steady state and the CPU profile of the window.
 // TENURE_SCALE_START=together starts every election in the three groups
 // at once, as three processes started together would.
+// TENURE_SCALE_OPSTATS=1 counts the store operations of the window by
+// kind (lead.WithInstruments), with their failures and times.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
@@ -205,10 +208,15 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	reasons := map[string]int{} // why terms stopped
 	var once sync.Once
 	cfg := lease.DefaultConfig()
+	ops := &opStats{}
+	instruments := lead.WithInstruments(nil)
+	if os.Getenv("TENURE_SCALE_OPSTATS") != "" {
+		instruments = lead.WithInstruments(ops)
+	}
 	var grps [groups]*lead.Group[meta]
 	if grouped {
 		for g := range grps {
-			grp, err := lead.NewGroup(stores[g], lead.WithIdentity(fmt.Sprint("process-", g)), lead.WithConfig(cfg), lead.WithLookupEnv(nil))
+			grp, err := lead.NewGroup(stores[g], lead.WithIdentity(fmt.Sprint("process-", g)), lead.WithConfig(cfg), lead.WithLookupEnv(nil), instruments)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -243,7 +251,7 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 			return
 		}
 		e, err := lead.New(name, stores[g], lead.WithIdentity(fmt.Sprint("process-", g)),
-			lead.WithConfig(cfg), lead.WithLookupEnv(nil), observe)
+			lead.WithConfig(cfg), lead.WithLookupEnv(nil), instruments, observe)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -280,6 +288,7 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	}
 	time.Sleep(settle) // steady state: no event to wait on
 	changes0 := changes.Load()
+	ops.reset()
 	stopProfile := startCPUProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
 	time.Sleep(window)
@@ -300,6 +309,9 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 		be.name, n, groups, leading[0].Load(), leading[1].Load(), leading[2].Load(), changed, perProc, perProc*groups,
 		float64(after.mem-before.mem)/electors, float64(after.stack-before.stack)/electors, float64(after.rss-before.rss)/electors,
 		float64(after.goroutines-before.goroutines)/electors, be.conns(b), load[0], load[1], load[2])
+	if os.Getenv("TENURE_SCALE_OPSTATS") != "" {
+		b.Logf("store operations in the window (as Instruments times them: from when they run, not from when they were asked): %s", ops)
+	}
 	reasonsMu.Lock()
 	b.Logf("terms stopped since the start, by reason: %v", reasons)
 	reasonsMu.Unlock()
@@ -309,6 +321,63 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	b.ReportMetric(float64(after.mem-before.mem)/electors, "heap+stack-B/elector")
 	b.ReportMetric(float64(after.rss-before.rss)/electors, "rss-B/elector")
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/electors, "goroutines/elector")
+}
+
+// opStats counts store operations by kind, for lead.WithInstruments.
+type opStats struct {
+	mu sync.Mutex
+	by map[string]*opStat
+}
+
+type opStat struct {
+	n, conflicts, failed int
+	took, most           time.Duration
+}
+
+func (s *opStats) StoreOp(_, op string, took time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string]*opStat{}
+	}
+	st := s.by[op]
+	if st == nil {
+		st = &opStat{}
+		s.by[op] = st
+	}
+	st.n++
+	st.took += took
+	st.most = max(st.most, took)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		st.conflicts++
+	case err != nil:
+		st.failed++
+	}
+}
+
+func (s *opStats) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by = nil
+}
+
+// String says, for each kind, how many ran, failed and conflicted, and
+// how long they took on average and at most.
+func (s *opStats) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, op := range []string{lead.OpRead, lead.OpAcquire, lead.OpRenew, lead.OpRelease} {
+		if st := s.by[op]; st != nil {
+			out = append(out, fmt.Sprintf("%s %d (failed %d, conflicts %d, mean %v, max %v)", op, st.n, st.failed, st.conflicts,
+				(st.took/time.Duration(st.n)).Round(time.Microsecond), st.most.Round(time.Millisecond)))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
 
 type usage struct {
