@@ -105,6 +105,7 @@ type Elector[M any] struct {
 	observers     []func(Change)
 	lossy         bool
 	authentic     bool // the store's watch events are authentic (store.WatchCapabilities)
+	immediate     bool // the store's operations never wait (store.Immediate): run on the loop
 	instruments   Instruments
 
 	ready   chan struct{}
@@ -251,6 +252,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		observers:     o.observers,
 		lossy:         lossy,
 		authentic:     store.WatchCapabilitiesOf(st).Authentic,
+		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),

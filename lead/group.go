@@ -24,12 +24,14 @@ import (
 // watchdog and fencing token, exactly as with Run. The loop is shared, so
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
-// loop, as with Run. At most 256 store operations of a Group run at once
-// (each on a goroutine while it runs; WithMaxStoreOps sets another bound);
-// more wait their turn, as they would for a connection of the store
-// client's pool: a leader's renewals and releases first, then the others,
-// each in the order asked, so that a store that falls behind (thousands of
-// names starting at once) keeps the terms that exist.
+// loop, as with Run (except on a store that says it never waits,
+// store.Immediate: memstore's run on the loop). At most 256 store
+// operations of a Group run at once (each on a goroutine while it runs;
+// WithMaxStoreOps sets another bound); more wait their turn, as they
+// would for a connection of the store client's pool: a leader's renewals
+// and releases first, then the others, each in the order asked, so that a
+// store that falls behind (thousands of names starting at once) keeps the
+// terms that exist.
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {

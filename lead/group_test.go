@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -524,4 +525,66 @@ func TestGroupRenewalsGoFirstWhenTheStoreFallsBehind(t *testing.T) {
 			t.Fatalf("terms stopped: %v; want one, at the end of Run", stopped)
 		}
 	})
+}
+
+// immediateStore says whether it answers immediately (store.Immediate) and
+// records, for each operation, whether it ran on the loop that steps the
+// electors (inline) or on a goroutine of its own.
+type immediateStore struct {
+	store.Store[meta]
+	immediate bool
+
+	mu              sync.Mutex
+	inline, spawned int
+}
+
+func (s *immediateStore) AnswersImmediately() bool { return s.immediate }
+func (s *immediateStore) MayLoseRecords() bool     { return false }
+
+func (s *immediateStore) where() {
+	onLoop := strings.Contains(string(debug.Stack()), ").dispatch(")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if onLoop {
+		s.inline++
+	} else {
+		s.spawned++
+	}
+}
+
+func (s *immediateStore) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	s.where()
+	return s.Store.Get(ctx, name)
+}
+
+func (s *immediateStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	s.where()
+	return s.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// A store that answers immediately (store.Immediate, memstore) has its
+// operations run on the loop, without a goroutine each; any other (or one
+// that says false) on goroutines of their own. Either way the names are
+// led, renewed and released.
+func TestGroupRunsImmediateStoresOnTheLoop(t *testing.T) {
+	for _, immediate := range []bool{true, false} {
+		t.Run(fmt.Sprint("immediate=", immediate), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := &immediateStore{Store: memstore.New[meta](), immediate: immediate}
+				g := newGroupRig(t, st, 2, 5)
+				synctest.Wait()
+				time.Sleep(3 * fastConfig().RetryInterval) // renewals
+				synctest.Wait()
+				g.oneLeaderEach(t, "settled", anyGroup)
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if immediate && (st.spawned != 0 || st.inline == 0) {
+					t.Fatalf("%d operations on the loop, %d on goroutines of their own; want all on the loop", st.inline, st.spawned)
+				}
+				if !immediate && (st.inline != 0 || st.spawned == 0) {
+					t.Fatalf("%d operations on the loop, %d on goroutines of their own; want none on the loop", st.inline, st.spawned)
+				}
+			})
+		})
+	}
 }

@@ -407,13 +407,13 @@ type result[M any] struct {
 }
 
 // startOp runs op (a read when swap is 0, else a swap of that kind) off
-// Run's loop, within BackendTimeout, and sends its answer to results.
+// Run's loop (on it when the store answers immediately), within
+// BackendTimeout, and posts its answer to the loop.
 func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Add(1)
-	urgent := swap == fsm.Renew || swap == fsm.Release
-	r.loop.spawn(func() {
+	run := func() {
 		defer r.ops.Done()
 		// As context.WithTimeout, without a timer for stores that never
 		// ask Done. The timeout starts when the operation does: the
@@ -429,7 +429,14 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
 		r.loop.postResult(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
-	}, urgent)
+	}
+	if e.immediate {
+		// The store never waits: no goroutine. The answer is still
+		// posted, so the machine takes it as it takes any other.
+		run()
+		return
+	}
+	r.loop.spawn(run, swap == fsm.Renew || swap == fsm.Release)
 }
 
 // handleResult passes the answer to a store operation to the machine. A

@@ -205,3 +205,36 @@ func TestNilArguments(t *testing.T) {
 		t.Errorf("Validate of a usable wrapper = %v", err)
 	}
 }
+
+// immediate says whether it answers immediately, on a pointer that it
+// dereferences.
+type immediate struct {
+	bare
+	yes bool
+}
+
+func (i *immediate) AnswersImmediately() bool { return i.yes }
+
+// Only a store that says so answers immediately: not one without the
+// method, one that says false, one hidden by an embedding wrapper, a nil
+// store or a typed nil.
+func TestAnswersImmediately(t *testing.T) {
+	var nilImmediate *immediate
+	tests := []struct {
+		name string
+		st   store.Store[int]
+		want bool
+	}{
+		{"nil store", nil, false},
+		{"store without Immediate", bare{}, false},
+		{"store that says yes", &immediate{yes: true}, true},
+		{"store that says no", &immediate{}, false},
+		{"embedding wrapper hides it", struct{ store.Store[int] }{&immediate{yes: true}}, false},
+		{"typed nil Immediate", nilImmediate, false},
+	}
+	for _, tt := range tests {
+		if got := store.AnswersImmediately(tt.st); got != tt.want {
+			t.Errorf("%s: AnswersImmediately = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -6,7 +6,15 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-var _ store.Lossy = (*Store[struct{}])(nil)
+var (
+	_ store.Lossy     = (*Store[struct{}])(nil)
+	_ store.Immediate = (*Store[struct{}])(nil)
+)
+
+// AnswersImmediately reports true: Get and CompareAndSwap work in memory
+// under the Store's lock, which nothing holds while it waits, and return.
+// It implements [store.Immediate].
+func (s *Store[M]) AnswersImmediately() bool { return true }
 
 // MayLoseRecords reports false: a Store keeps its records for as long as
 // the process runs, and electors in one process share it. It implements

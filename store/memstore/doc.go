@@ -1,5 +1,6 @@
-// Package memstore is an in-process [store.Store] with [store.Watcher] and
-// [store.FuncWatcher]: for tests, single-process applications and the demo.
+// Package memstore is an in-process [store.Store] with [store.Watcher],
+// [store.FuncWatcher] and [store.Immediate]: for tests, single-process
+// applications and the demo.
 //
 // A Store keeps its records in memory and is safe for concurrent use. It
 // behaves like a serializing backend: metadata passes through a
