@@ -148,6 +148,7 @@ func postgresBackend() backend {
 // at once, as three processes started together would.
 // TENURE_SCALE_OPSTATS=1 counts the store operations of the window by
 // kind (lead.WithInstruments), with their failures and times.
+// TENURE_SCALE_MAXOPS sets each Group's lead.WithMaxStoreOps.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
@@ -216,7 +217,15 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	var grps [groups]*lead.Group[meta]
 	if grouped {
 		for g := range grps {
-			grp, err := lead.NewGroup(stores[g], lead.WithIdentity(fmt.Sprint("process-", g)), lead.WithConfig(cfg), lead.WithLookupEnv(nil), instruments)
+			opts := []lead.Option{lead.WithIdentity(fmt.Sprint("process-", g)), lead.WithConfig(cfg), lead.WithLookupEnv(nil), instruments}
+			if v := os.Getenv("TENURE_SCALE_MAXOPS"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					b.Fatalf("TENURE_SCALE_MAXOPS: %v", err)
+				}
+				opts = append(opts, lead.WithMaxStoreOps(n))
+			}
+			grp, err := lead.NewGroup(stores[g], opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
