@@ -111,23 +111,26 @@ type Elector[M any] struct {
 	ready   chan struct{}
 	stopped chan struct{}
 
-	mu       sync.Mutex
-	ran      bool
-	inGroup  bool       // made by Group.Add: the Group's Run runs it
-	run      *runner[M] // while running; Reconfigure posts to it
-	cfg      lease.Config
-	meta     M
-	rec      lease.Record[M]
-	rev      lease.Revision
-	haveRec  bool
-	term     *activeTerm   // nil unless leading
-	changed  chan struct{} // closed at the next change; nil until changes asks
-	epoch    time.Time
-	lastErr  error
-	readyNow bool
-	state    fsm.State
-	runDone  <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
-	removed  bool            // Group.Remove took it out: as if its ctx had ended
+	mu      sync.Mutex
+	ran     bool
+	inGroup bool // made by Group.Add: the Group's Run runs it
+	// groupClock: made by Group.Add without a clock of its own, so its
+	// clock is the Group's and its wakes may share the Group's timers.
+	groupClock bool
+	run        *runner[M] // while running; Reconfigure posts to it
+	cfg        lease.Config
+	meta       M
+	rec        lease.Record[M]
+	rev        lease.Revision
+	haveRec    bool
+	term       *activeTerm   // nil unless leading
+	changed    chan struct{} // closed at the next change; nil until changes asks
+	epoch      time.Time
+	lastErr    error
+	readyNow   bool
+	state      fsm.State
+	runDone    <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
+	removed    bool            // Group.Remove took it out: as if its ctx had ended
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback

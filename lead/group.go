@@ -21,7 +21,10 @@ import (
 // kubestore) delivers watch events without a goroutine per name.
 //
 // Each elector keeps its own safety: its own machine, term context,
-// watchdog and fencing token, exactly as with Run. The loop is shared, so
+// watchdog and fencing token, exactly as with Run. Electors on the Group's
+// clock share its wake timers, one per 10 ms instant with a wake due: a
+// wake may come up to 10 ms late (never a leader's at its deadline), as a
+// slow step would. The loop is shared, so
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
 // loop, as with Run (except on a store that says it never waits,
@@ -91,7 +94,16 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		}
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
-	return &Group[M]{st: st, opts: opts, loop: newLoop[M](maxOps), members: map[string]*member[M]{}}, nil
+	return &Group[M]{st: st, opts: opts, loop: newLoop[M](maxOps, true), members: map[string]*member[M]{}}, nil
+}
+
+// setsClock reports whether opts give a clock (WithClock).
+func setsClock(opts []Option) bool {
+	var o options
+	for _, opt := range opts {
+		opt(&o) // not nil: newElector checked
+	}
+	return o.clock != nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is
@@ -134,6 +146,7 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 		e.logCapabilities()
 	}
 	e.ran, e.inGroup = true, true
+	e.groupClock = !setsClock(opts)
 	m := &member[M]{e: e}
 	g.members[name] = m
 	g.pending = append(g.pending, m)
@@ -237,6 +250,7 @@ func (g *Group[M]) Run(ctx context.Context) error {
 		l.recycle(batch)
 	}
 	g.waits.Wait()
+	l.stopWakes()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return errors.Join(g.fatal...)

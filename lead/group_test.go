@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -498,9 +499,7 @@ func TestGroupRenewalsGoFirstWhenTheStoreFallsBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		run := make(chan error, 1)
-		go func() { run <- grp.Run(ctx) }()
+		stop := runGroup(t, grp)
 		for !kept.IsLeader() {
 			time.Sleep(fastConfig().RetryInterval)
 			synctest.Wait()
@@ -515,10 +514,7 @@ func TestGroupRenewalsGoFirstWhenTheStoreFallsBehind(t *testing.T) {
 		if !kept.IsLeader() {
 			t.Error("the leader lost its term while the other names started")
 		}
-		cancel()
-		if err := <-run; err != nil {
-			t.Fatalf("Group.Run = %v", err)
-		}
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(stopped) != 1 || !strings.Contains(stopped[0].Reason.Error(), "stopped") {
@@ -586,5 +582,145 @@ func TestGroupRunsImmediateStoresOnTheLoop(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// countingClock is the real clock (the bubble's, under synctest),
+// counting the timers asked of it.
+type countingClock struct{ timers atomic.Int64 }
+
+func (c *countingClock) Now() time.Time { return time.Now() }
+
+func (c *countingClock) AfterFunc(d time.Duration, f func()) lead.Timer {
+	c.timers.Add(1)
+	return time.AfterFunc(d, f)
+}
+
+// The electors of a Group on the Group's clock share its wake timers, one
+// per 10 ms instant that has any wake due, where electors with a clock of
+// their own (given to Add) ask one timer per wake: 500 names leading and
+// renewing for 5 s ask fewer timers of the Group's clock than of their
+// own (about 5,700 against 10,000, of which about 5,000 are the terms'
+// watchdogs, moved at each renewal either way). Both keep every name led.
+func TestGroupSharesWakeTimers(t *testing.T) {
+	timers := map[bool]int64{}
+	for _, shared := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			clock := &countingClock{}
+			grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+				lead.WithIdentity("p0"), lead.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var els []*lead.Elector[meta]
+			for i := range 500 {
+				var opts []lead.Option
+				if !shared {
+					opts = append(opts, lead.WithClock(clock))
+				}
+				e, err := grp.Add(fmt.Sprintf("job-%d", i), opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				els = append(els, e)
+			}
+			stop := runGroup(t, grp)
+			synctest.Wait()
+			before := clock.timers.Load()
+			time.Sleep(5 * time.Second)
+			synctest.Wait()
+			timers[shared] = clock.timers.Load() - before
+			if !allLead(els) {
+				t.Errorf("shared %v: not every name led after 5 s", shared)
+			}
+			stop()
+		})
+	}
+	// Each renewal also moves the term's watchdog (a timer either way):
+	// half of the timers with clocks of their own are those.
+	if timers[true]*3 > timers[false]*2 {
+		t.Fatalf("%d timers asked with the Group's clock, %d with clocks of their own: want two thirds at most", timers[true], timers[false])
+	}
+	t.Logf("timers asked in 5 s: %d shared, %d with clocks of their own", timers[true], timers[false])
+}
+
+// lateClock is the real clock (the bubble's) whose timers fire a
+// microsecond late.
+type lateClock struct{}
+
+func (lateClock) Now() time.Time { return time.Now() }
+
+func (lateClock) AfterFunc(d time.Duration, f func()) lead.Timer {
+	return time.AfterFunc(d+time.Microsecond, f)
+}
+
+// stallingStore stalls every swap, once told to, until its context ends.
+type stallingStore struct {
+	store.Store[meta]
+	stall atomic.Bool
+}
+
+func (s *stallingStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if s.stall.Load() {
+		<-ctx.Done()
+		return lease.Record[meta]{}, 0, ctx.Err()
+	}
+	return s.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// A Group's leader whose renewals stop getting through steps down at its
+// deadline (within its clock's microsecond), as IsLeader turns false then: its wakes share
+// the Group's 10 ms timers, but not that one (observers told a grain
+// late disagreed with Term, which the runtime sweep caught).
+func TestGroupLeaderStepsDownAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &stallingStore{Store: memstore.New[meta]()}
+		stopped := make(chan time.Time, 1)
+		cfg := fastConfig()
+		cfg.BackendTimeout = 730 * time.Millisecond // failures off the deadline
+		// Timers that fire a microsecond late, as a real one may: the
+		// renewals are sent just past the grid's instants, and so is the
+		// deadline.
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"), lead.WithClock(lateClock{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := grp.Add("job", lead.WithObserver(func(c lead.Change) {
+			if c.Kind == lead.Stopped {
+				stopped <- time.Now()
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runGroup(t, grp)
+		for !e.IsLeader() {
+			time.Sleep(fastConfig().RetryInterval)
+			synctest.Wait()
+		}
+		time.Sleep(1234 * time.Millisecond) // off the 10 ms grid
+		synctest.Wait()
+		st.stall.Store(true)
+		deadline := e.Status().Deadline
+		at := <-stopped
+		// The clock's own microsecond is allowed; the grid's 10 ms is not.
+		if late := at.Sub(deadline); late < 0 || late >= time.Millisecond {
+			t.Errorf("observers told Stopped at %v, %v after the deadline %v", at, late, deadline)
+		}
+		stop()
+	})
+}
+
+// runGroup runs grp until the function it returns is called, which waits
+// for Run and checks that it returned nil.
+func runGroup(t *testing.T, grp *lead.Group[meta]) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	run := make(chan error, 1)
+	go func() { run <- grp.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-run; err != nil {
+			t.Errorf("Group.Run = %v", err)
+		}
 	}
 }

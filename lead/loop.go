@@ -2,6 +2,7 @@ package lead
 
 import (
 	"sync"
+	"time"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -35,6 +36,96 @@ type loop[M any] struct {
 	running int
 	urgent  opQueue // a leader's renewals and releases: run before ops
 	ops     opQueue
+
+	// Shared wakes (a Group's loop, see wakeAt), under mu: the clock of
+	// the electors that share them and the instant slots count from, and
+	// the slots armed, by number.
+	grouped   bool
+	wakeClock Clock
+	wakeBase  time.Time
+	slots     map[int64]*wakeSlot[M]
+}
+
+// wakeGrain is the grid a Group's shared wakes are rounded up to.
+const wakeGrain = 10 * time.Millisecond
+
+// wakeSlot is one instant of the grid: a timer, and the runners to wake
+// then (those that re-armed elsewhere since are skipped).
+type wakeSlot[M any] struct {
+	timer Timer
+	rs    []*runner[M]
+}
+
+// wakeAt wakes r (msgWake) at the first instant of the grid at or after
+// t, on clock c (the Group's, which every runner that calls this shares).
+// One timer serves every runner due at that instant: with thousands of
+// electors, a timer each (and the goroutine each starts when it fires)
+// was the largest part of an idle Group's CPU. A wake comes at most
+// wakeGrain late, which the machine takes as any slow step: it reads the
+// clock when it steps, and a term's watchdog has a timer of its own.
+func (l *loop[M]) wakeAt(r *runner[M], c Clock, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wakeClock == nil {
+		l.wakeClock, l.wakeBase = c, c.Now()
+	}
+	d := t.Sub(l.wakeBase)
+	n := int64(d / wakeGrain)
+	if d%wakeGrain > 0 {
+		n++
+	}
+	if r.slotted && r.slot == n {
+		return
+	}
+	r.slot, r.slotted = n, true
+	s := l.slots[n]
+	if s == nil {
+		if l.slots == nil {
+			l.slots = make(map[int64]*wakeSlot[M])
+		}
+		at := l.wakeBase.Add(time.Duration(n) * wakeGrain)
+		s = &wakeSlot[M]{timer: c.AfterFunc(max(at.Sub(c.Now()), 0), func() { l.fireSlot(n) })}
+		l.slots[n] = s
+	}
+	s.rs = append(s.rs, r)
+}
+
+// unwake cancels r's shared wake, if it has one.
+func (l *loop[M]) unwake(r *runner[M]) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.slotted = false
+}
+
+// fireSlot wakes the runners due at slot n.
+func (l *loop[M]) fireSlot(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.slots[n]
+	if s == nil {
+		return
+	}
+	delete(l.slots, n)
+	for _, r := range s.rs {
+		if !r.slotted || r.slot != n {
+			continue
+		}
+		r.slotted = false
+		if r.queued&queuedWake == 0 {
+			r.queued |= queuedWake
+			l.postLocked(msg[M]{r: r, kind: msgWake})
+		}
+	}
+}
+
+// stopWakes stops the timers of the shared wakes (Group.Run returns).
+func (l *loop[M]) stopWakes() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.slots {
+		s.timer.Stop()
+	}
+	l.slots = nil
 }
 
 // opQueue is a queue of store operations waiting to run, oldest first.
@@ -111,9 +202,9 @@ type msg[M any] struct {
 }
 
 // newLoop returns a loop that runs at most maxOps store operations at
-// once (0: no limit).
-func newLoop[M any](maxOps int) *loop[M] {
-	return &loop[M]{ready: make(chan struct{}, 1), maxOps: maxOps}
+// once (0: no limit); a Group's (grouped) shares its electors' wakes.
+func newLoop[M any](maxOps int, grouped bool) *loop[M] {
+	return &loop[M]{ready: make(chan struct{}, 1), maxOps: maxOps, grouped: grouped}
 }
 
 // spawn runs op on a goroutine of its own, or, when maxOps are running,

@@ -46,7 +46,7 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	e.ran = true
 	e.mu.Unlock()
 
-	l := newLoop[M](0) // a runner has an operation or two in flight
+	l := newLoop[M](0, false) // a runner has an operation or two in flight
 	r, err := e.start(ctx, l, nil)
 	if err != nil {
 		return err
@@ -122,7 +122,9 @@ type runner[M any] struct {
 	timer    Timer
 	timerAt  time.Duration // the NextWake timer is set for
 	wakeFn   func()        // what timer calls: post a wake
-	opCtx    *opsContext   // the store operations' and the watch's: ends in finish
+	slot     int64         // the shared wake armed (loop.wakeAt), if slotted; under loop.mu
+	slotted  bool
+	opCtx    *opsContext // the store operations' and the watch's: ends in finish
 	ops      sync.WaitGroup
 	onFinish func(*runner[M]) // called by the loop once the machine stopped (a Group's)
 
@@ -207,9 +209,7 @@ func (r *runner[M]) handle(m *msg[M]) {
 // checks it), so no term is open here: each ended at its StoppedLeading.
 func (r *runner[M]) finish() {
 	r.done = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
+	r.disarm()
 	if r.watchTimer != nil {
 		r.watchTimer.Stop()
 	}
@@ -320,16 +320,23 @@ func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) 
 func (r *runner[M]) arm() {
 	at := r.m.NextWake()
 	if at == fsm.Never || r.m.Stopped() {
+		r.disarm()
+		return
+	}
+	now := r.now()
+	if r.sharesWakes(at, now) {
 		if r.timer != nil {
 			r.timer.Stop()
 			r.timer = nil
 		}
+		r.timerAt = at
+		r.loop.wakeAt(r, r.e.clock, r.e.epoch.Add(at))
 		return
 	}
-	now := r.now()
 	if r.timer != nil && at == r.timerAt && at > now {
 		return
 	}
+	r.loop.unwake(r)
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -337,6 +344,26 @@ func (r *runner[M]) arm() {
 		r.wakeFn = func() { r.loop.post(r, msgWake) }
 	}
 	r.timer, r.timerAt = r.e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at
+}
+
+// sharesWakes reports whether the wake at (now is now) is one the Group's
+// loop serves (loop.wakeAt): for an elector of a Group on the Group's
+// clock whose RetryInterval is ten times the grid at least (the wake may
+// come a grain late), a wake within the hour (the grid's arithmetic stays
+// small), and not a leader's deadline: the term ends for IsLeader at that
+// instant, and its observers must be told then, not a grain later.
+func (r *runner[M]) sharesWakes(at, now time.Duration) bool {
+	return r.loop.grouped && r.e.groupClock && r.cfg.RetryInterval >= 10*wakeGrain && at-now < time.Hour &&
+		(r.m.State() != fsm.Leader || at < r.m.LeaderUntil())
+}
+
+// disarm stops the wake, shared or not.
+func (r *runner[M]) disarm() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.loop.unwake(r)
 }
 
 // perform carries out one action of the machine.
