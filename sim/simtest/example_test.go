@@ -59,5 +59,5 @@ func runExample(t *testing.T, w io.Writer) {
 
 // The output runExample gives; TestExampleRun checks it.
 const exampleRunOutput = `faults calm: violation <nil>, 1 terms, elector time 3m0s
-faults drift,crash,pause,partition,loss,slow,release: violation <nil>, 2 terms, elector time 2m42s
+faults drift,crash,pause,partition,loss,slow,release: violation <nil>, 2 terms, elector time 2m44s
 `
