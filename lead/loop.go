@@ -64,10 +64,10 @@ type wakeSlot[M any] struct {
 // wakeGrain late, which the machine takes as any slow step: it reads the
 // clock when it steps, and a term's watchdog has a timer of its own.
 func (l *loop[M]) wakeAt(r *runner[M], c Clock, t time.Time) {
+	now := c.Now() // the clock is the caller's code: never called under mu
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.wakeClock == nil {
-		l.wakeClock, l.wakeBase = c, c.Now()
+		l.wakeClock, l.wakeBase = c, now
 	}
 	d := t.Sub(l.wakeBase)
 	n := int64(d / wakeGrain)
@@ -75,19 +75,34 @@ func (l *loop[M]) wakeAt(r *runner[M], c Clock, t time.Time) {
 		n++
 	}
 	if r.slotted && r.slot == n {
+		l.mu.Unlock()
 		return
 	}
 	r.slot, r.slotted = n, true
 	s := l.slots[n]
-	if s == nil {
+	fresh := s == nil
+	if fresh {
 		if l.slots == nil {
 			l.slots = make(map[int64]*wakeSlot[M])
 		}
-		at := l.wakeBase.Add(time.Duration(n) * wakeGrain)
-		s = &wakeSlot[M]{timer: c.AfterFunc(max(at.Sub(c.Now()), 0), func() { l.fireSlot(n) })}
+		s = &wakeSlot[M]{}
 		l.slots[n] = s
 	}
 	s.rs = append(s.rs, r)
+	at := l.wakeBase.Add(time.Duration(n) * wakeGrain)
+	l.mu.Unlock()
+	if !fresh {
+		return
+	}
+	// Outside mu: a clock may run f before AfterFunc returns.
+	timer := c.AfterFunc(max(at.Sub(now), 0), func() { l.fireSlot(n) })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.slots[n] == s {
+		s.timer = timer
+	} else if timer != nil {
+		timer.Stop() // it fired already, or stopWakes came first
+	}
 }
 
 // unwake cancels r's shared wake, if it has one.
@@ -123,7 +138,9 @@ func (l *loop[M]) stopWakes() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.slots {
-		s.timer.Stop()
+		if s.timer != nil { // nil: a clock's, or not set yet (wakeAt stops it)
+			s.timer.Stop()
+		}
 	}
 	l.slots = nil
 }
