@@ -19,8 +19,9 @@ import (
 	"github.com/tenure-go/tenure/store/redisstore"
 )
 
-// counter is a go-redis hook that counts the commands a client sends (one
-// round trip each; a pipeline counts once) and the script runs among them.
+// counter is a go-redis hook that counts the round trips a client makes (a
+// command alone, or a pipeline: the Store pipelines its reads and swaps)
+// and the script runs among their commands.
 type counter struct {
 	roundTrips atomic.Int64
 	scripts    atomic.Int64
@@ -35,9 +36,7 @@ func (c *counter) DialHook(next redis.DialHook) redis.DialHook {
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.roundTrips.Add(1)
-		if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
-			c.scripts.Add(1)
-		}
+		c.countScript(cmd)
 		return next(ctx, cmd)
 	}
 }
@@ -45,7 +44,17 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.roundTrips.Add(1)
+		for _, cmd := range cmds {
+			c.countScript(cmd)
+		}
 		return next(ctx, cmds)
+	}
+}
+
+// countScript counts cmd if it runs a script.
+func (c *counter) countScript(cmd redis.Cmder) {
+	if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+		c.scripts.Add(1)
 	}
 }
 

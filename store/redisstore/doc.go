@@ -43,10 +43,21 @@
 //
 // # Compare-and-swap
 //
-// CompareAndSwap is one Lua script, sent with EVALSHA (go-redis falls back
-// to EVAL when the server answers NOSCRIPT): it checks the record, compares
+// CompareAndSwap is one Lua script, sent with EVALSHA (and again with EVAL
+// when the server answers NOSCRIPT): it checks the record, compares
 // the revision, writes the hash and publishes the change, atomically. On a
 // mismatch the same reply carries the current record.
+//
+// # Pipelines
+//
+// Get and CompareAndSwap go out through the Store's pipelines, at most two
+// in flight: a call made while both are out waits for the next, which
+// carries every call waiting, in one round trip. Idle, a call goes out at
+// once and alone. Under load (a lead.Group renewing thousands of names) a
+// round trip carries many calls, which share its system calls and its
+// connection. A pipeline is not a transaction: each command runs, succeeds
+// or fails as if sent alone, and each call keeps its own context (one whose
+// context ended before its pipeline went out is not sent).
 //
 // # Revisions and tokens across data loss
 //

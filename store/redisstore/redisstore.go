@@ -14,6 +14,7 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/batch"
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
@@ -132,8 +133,9 @@ type Store[M any] struct {
 	client redis.UniversalClient
 	codec  store.Codec[M]
 	cfg    config
-	hub    *Hub  // the watches' connection
-	gate   *gate // the create gate's marker as this Store saw it; nil: no gate
+	hub    *Hub                                 // the watches' connection
+	gate   *gate                                // the create gate's marker as this Store saw it; nil: no gate
+	pipe   *batch.Runner[pipeCall, redis.Cmder] // Get's and CompareAndSwap's commands
 }
 
 var (
@@ -184,7 +186,7 @@ func NewWithCodec[M any](client redis.UniversalClient, codec store.Codec[M], opt
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	s := &Store[M]{client: client, cfg: cfg, codec: codec, hub: cfg.hub, gate: newGate(client, cfg)}
+	s := &Store[M]{client: client, cfg: cfg, codec: codec, hub: cfg.hub, gate: newGate(client, cfg), pipe: newPipe(client)}
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
@@ -261,9 +263,15 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 	if err := s.check(ctx, "Get", name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
-	m, err := call(ctx, func() (map[string]string, error) {
-		return s.client.HGetAll(ctx, s.key(name)).Result()
-	})
+	var m map[string]string
+	cmd, err := s.pipe.Do(ctx, pipeCall{key: s.key(name)})
+	if err == nil {
+		c, ok := cmd.(*redis.MapStringStringCmd)
+		if !ok {
+			return lease.Record[M]{}, 0, fail("Get", name, fmt.Errorf("a reply of type %T to HGETALL", cmd))
+		}
+		m = c.Val()
+	}
 	return s.fromHash(name, m, err)
 }
 
@@ -333,21 +341,27 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		gateOn = "1"
 		seen, age = s.gate.attest()
 	}
-	reply, err := call(ctx, func() ([]any, error) {
-		return casScript.Run(ctx, s.client, keys,
-			strconv.FormatUint(uint64(expected), 10),
-			op,
-			s.channel(name),
-			next.Holder,
-			strconv.FormatUint(next.Token, 10),
-			acquired,
-			renewed,
-			strconv.FormatInt(int64(next.LeaseDuration), 10),
-			strconv.FormatUint(next.Transitions, 10),
-			enc.Metadata,
-			gateOn, seen, age, "born:"+escape(name),
-		).Slice()
-	})
+	cmd, err := s.pipe.Do(ctx, pipeCall{script: casScript, keys: keys, args: []any{
+		strconv.FormatUint(uint64(expected), 10),
+		op,
+		s.channel(name),
+		next.Holder,
+		strconv.FormatUint(next.Token, 10),
+		acquired,
+		renewed,
+		strconv.FormatInt(int64(next.LeaseDuration), 10),
+		strconv.FormatUint(next.Transitions, 10),
+		enc.Metadata,
+		gateOn, seen, age, "born:" + escape(name),
+	}})
+	var reply []any
+	if err == nil {
+		c, ok := cmd.(*redis.Cmd)
+		if !ok {
+			return lease.Record[M]{}, 0, fail("CompareAndSwap", name, fmt.Errorf("a reply of type %T to the script", cmd))
+		}
+		reply, err = c.Slice()
+	}
 	if err != nil {
 		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
 	}

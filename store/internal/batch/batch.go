@@ -1,0 +1,138 @@
+// Package batch sends the calls a store gets at about the same time in one
+// round trip: a call made while a store's round trips are all busy waits
+// for the next, which takes every call waiting. Idle, a call goes out at
+// once and alone, so batching costs no latency; under load, the calls of a
+// round trip share its system calls, its connection and its goroutine.
+//
+// Every call keeps its own answer and its own context: a call whose context
+// ends returns at once, with the outcome of its question unknown, as the
+// store contract allows; one whose context ended before its batch went out
+// is not sent.
+package batch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Answer is what a batch gives one question.
+type Answer[A any] struct {
+	V   A
+	Err error
+}
+
+// Runner runs questions in batches, with at most a fixed number of batches
+// in flight. The zero Runner is not usable: make one with New.
+type Runner[Q, A any] struct {
+	run   func(ctx context.Context, qs []Q) []Answer[A]
+	limit int
+
+	mu      sync.Mutex
+	waiting []*pending[Q, A]
+	running int // batches in flight, each served by a goroutine
+}
+
+// pending is one call waiting for its answer.
+type pending[Q, A any] struct {
+	ctx  context.Context
+	q    Q
+	done chan Answer[A] // buffered: the batch never waits for the caller
+}
+
+// New returns a Runner that sends questions with run, at most limit
+// batches at a time (at least one). run gets the questions of a batch in
+// the order asked and must return one answer for each, in that order; its
+// context carries the values of the batch's first call and the latest
+// deadline of its calls (none if one has none), and is never cancelled
+// otherwise.
+func New[Q, A any](limit int, run func(ctx context.Context, qs []Q) []Answer[A]) *Runner[Q, A] {
+	return &Runner[Q, A]{run: run, limit: max(limit, 1)}
+}
+
+// Do asks q in the next batch and returns its answer, or ctx's error as
+// soon as ctx ends: the question may still be sent, and its outcome is
+// then unknown to the caller.
+func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
+	p := &pending[Q, A]{ctx: ctx, q: q, done: make(chan Answer[A], 1)}
+	r.mu.Lock()
+	r.waiting = append(r.waiting, p)
+	start := r.running < r.limit
+	if start {
+		r.running++
+	}
+	r.mu.Unlock()
+	if start {
+		go r.serve()
+	}
+	select {
+	case a := <-p.done:
+		return a.V, a.Err
+	case <-ctx.Done():
+		var zero A
+		return zero, ctx.Err()
+	}
+}
+
+// serve sends the calls waiting, batch after batch, until none waits.
+func (r *Runner[Q, A]) serve() {
+	for {
+		r.mu.Lock()
+		calls := r.waiting
+		r.waiting = nil
+		if len(calls) == 0 {
+			r.running--
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		r.send(calls)
+	}
+}
+
+// send runs one batch of calls and hands each its answer.
+func (r *Runner[Q, A]) send(calls []*pending[Q, A]) {
+	live := calls[:0]
+	for _, p := range calls {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- Answer[A]{Err: err} // gone already: not sent
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	qs := make([]Q, len(live))
+	for i, p := range live {
+		qs[i] = p.q
+	}
+	ctx, cancel := batchContext(live)
+	answers := r.run(ctx, qs)
+	cancel()
+	for i, p := range live {
+		if i >= len(answers) {
+			p.done <- Answer[A]{Err: fmt.Errorf("batch: %d answers to %d questions", len(answers), len(live))}
+			continue
+		}
+		p.done <- answers[i]
+	}
+}
+
+// batchContext returns the context a batch runs under: the values of its
+// first call, and the latest deadline of its calls when every call has one.
+func batchContext[Q, A any](calls []*pending[Q, A]) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(calls[0].ctx)
+	var latest time.Time
+	for _, p := range calls {
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			return base, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(base, latest)
+}
