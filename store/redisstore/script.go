@@ -304,15 +304,32 @@ type raw [numFields]string
 // overwritten. It guards against accidents, not against an attacker who can
 // write to Redis.
 func (r *raw) checksum() string {
-	h := sha1.New()
-	h.Write([]byte(sumPrefix))
+	var sum [2 * sha1.Size]byte
+	r.sum(&sum)
+	return string(sum[:])
+}
+
+// sum writes checksum's hex digits into out, without allocating a hash
+// (every watch message is checked: this is on the hot path of a Hub).
+func (r *raw) sum(out *[2 * sha1.Size]byte) {
+	n := len(sumPrefix)
+	for i := range numFields - 1 {
+		n += len(r[i]) + 1
+	}
+	var stack [512]byte
+	b := stack[:0]
+	if n > len(stack) {
+		b = make([]byte, 0, n)
+	}
+	b = append(b, sumPrefix...)
 	for i := range numFields - 1 {
 		if i > 0 {
-			h.Write([]byte{0})
+			b = append(b, 0)
 		}
-		h.Write([]byte(r[i]))
+		b = append(b, r[i]...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	d := sha1.Sum(b)
+	hex.Encode(out[:], d[:])
 }
 
 // rawFromMap builds a raw record from HGETALL's reply.
@@ -386,7 +403,8 @@ type parsed struct {
 // wrong, and are wrapped in ErrCorruptRecord by the caller.
 func (r *raw) parse() (parsed, error) {
 	var p parsed
-	if r.checksum() != r[9] {
+	var sum [2 * sha1.Size]byte
+	if r.sum(&sum); string(sum[:]) != r[9] {
 		return p, errors.New("checksum mismatch: the hash was changed by something other than tenure")
 	}
 	var (
