@@ -48,6 +48,12 @@
 // it did not, so a loser learns the winner. The statement also calls
 // pg_notify, so the notification commits with the write.
 //
+// CompareAndSwap's statements share round trips under load: a swap made
+// while two pipelines are out waits for the next, which sends every swap
+// waiting, each followed by a Sync, so that each is a transaction of its
+// own. Idle, a swap runs alone on its own context, as a query of the pool
+// does. See docs/backends/postgres.md ("Pipelines").
+//
 // Statements that provably did not run (nothing was sent, or the server
 // ended the session before answering, as pg_terminate_backend or a restart
 // does) are sent again on another connection of the pool, so that a

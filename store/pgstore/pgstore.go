@@ -23,6 +23,7 @@ import (
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/batch"
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
@@ -122,7 +123,8 @@ type Store[M any] struct {
 	migrateMu sync.Mutex
 	migrated  bool // guarded by migrateMu
 
-	hub *hub[M]
+	hub  *hub[M]
+	pipe *batch.Runner[pgCall, pgAnswer] // CompareAndSwap's statements
 }
 
 var (
@@ -177,6 +179,7 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 	s.channel = channelName(o.table)
 	s.buildSQL()
 	s.hub = newHub(s)
+	s.pipe = s.newPipe()
 	return s, nil
 }
 
@@ -468,6 +471,38 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 	return s.Migrate(ctx)
 }
 
+// swapCall returns the statement of swap.
+func (s *Store[M]) swapCall(name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) pgCall {
+	if expected == 0 {
+		return pgCall{sql: s.sqlCreate, row: newSwapRow, args: []any{
+			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+			s.seqText, s.channel}}
+	}
+	// No stored revision exceeds MaxInt64: a larger expected revision
+	// matches nothing, and neither does -1.
+	exp := int64(-1)
+	if expected <= math.MaxInt64 {
+		exp = int64(expected)
+	}
+	return pgCall{sql: s.sqlUpdate, row: newSwapRow, args: []any{
+		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
+		s.seqText, s.channel}}
+}
+
+// swapRow is the row of CompareAndSwap's statement: whether it wrote, the
+// row it wrote or found, and how many notifications it sent.
+type swapRow struct {
+	written bool
+	r       row
+	notes   int64
+}
+
+// newSwapRow returns a swapRow and the scan targets of its columns.
+func newSwapRow() (any, []any) {
+	sr := &swapRow{}
+	return sr, append(append([]any{&sr.written}, sr.r.dest()...), &sr.notes)
+}
+
 // row is a record as stored, as selected returns it: every column may be
 // NULL, and the numbers are text.
 type row struct {
@@ -753,37 +788,22 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 // it to enc if it is at revision expected. It returns the row it wrote,
 // or the row it found (found is false when there is none).
 func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) (r row, written, found bool, err error) {
-	var notes int64
+	call := s.swapCall(name, expected, created, enc)
 	err = s.retry(ctx, notExecuted, func() error {
-		var rows pgx.Rows
-		var err error
-		if expected == 0 {
-			rows, err = s.pool.Query(ctx, s.sqlCreate,
-				name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-				s.seqText, s.channel)
-		} else {
-			// No stored revision exceeds MaxInt64: a larger expected
-			// revision matches nothing, and neither does -1.
-			exp := int64(-1)
-			if expected <= math.MaxInt64 {
-				exp = int64(expected)
-			}
-			rows, err = s.pool.Query(ctx, s.sqlUpdate,
-				name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-				s.seqText, s.channel)
-		}
+		a, err := s.pipe.Do(ctx, call)
 		if err != nil {
 			return err
 		}
 		found = false
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(append(append([]any{&written}, r.dest()...), &notes)...); err != nil {
-				rows.Close()
-				return err
+		for _, v := range a.rows {
+			sr, ok := v.(*swapRow)
+			if !ok {
+				return fmt.Errorf("pgstore: a row of type %T from the swap", v)
 			}
+			found = true
+			r, written = sr.r, sr.written
 		}
-		return rows.Err()
+		return nil
 	})
 	return r, written, found, err
 }

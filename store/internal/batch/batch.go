@@ -26,8 +26,9 @@ type Answer[A any] struct {
 // Runner runs questions in batches, with at most a fixed number of batches
 // in flight. The zero Runner is not usable: make one with New.
 type Runner[Q, A any] struct {
-	run   func(ctx context.Context, qs []Q) []Answer[A]
-	limit int
+	run    func(ctx context.Context, qs []Q) []Answer[A]
+	limit  int
+	inline bool // a call that finds the Runner idle runs alone, on its own goroutine and context
 
 	mu      sync.Mutex
 	waiting []*pending[Q, A]
@@ -51,12 +52,34 @@ func New[Q, A any](limit int, run func(ctx context.Context, qs []Q) []Answer[A])
 	return &Runner[Q, A]{run: run, limit: max(limit, 1)}
 }
 
+// NewInline is New for a client that honours a context's cancellation: a
+// call that finds no call waiting and fewer than limit batches in flight
+// runs alone, on the caller's goroutine and under the caller's own context
+// (so that its end cancels that call as the client does, and nothing
+// else), instead of on a batch's goroutine.
+func NewInline[Q, A any](limit int, run func(ctx context.Context, qs []Q) []Answer[A]) *Runner[Q, A] {
+	r := New(limit, run)
+	r.inline = true
+	return r
+}
+
 // Do asks q in the next batch and returns its answer, or ctx's error as
 // soon as ctx ends: the question may still be sent, and its outcome is
 // then unknown to the caller.
 func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
-	p := &pending[Q, A]{ctx: ctx, q: q, done: make(chan Answer[A], 1)}
 	r.mu.Lock()
+	if r.inline && len(r.waiting) == 0 && r.running < r.limit {
+		r.running++
+		r.mu.Unlock()
+		a := r.run(ctx, []Q{q})
+		r.release()
+		if len(a) != 1 {
+			var zero A
+			return zero, fmt.Errorf("batch: %d answers to 1 question", len(a))
+		}
+		return a[0].V, a[0].Err
+	}
+	p := &pending[Q, A]{ctx: ctx, q: q, done: make(chan Answer[A], 1)}
 	r.waiting = append(r.waiting, p)
 	start := r.running < r.limit
 	if start {
@@ -89,6 +112,19 @@ func (r *Runner[Q, A]) serve() {
 		r.mu.Unlock()
 		r.send(calls)
 	}
+}
+
+// release gives back the slot of a call that ran alone: to the calls that
+// came meanwhile, if any.
+func (r *Runner[Q, A]) release() {
+	r.mu.Lock()
+	if len(r.waiting) == 0 {
+		r.running--
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	go r.serve()
 }
 
 // send runs one batch of calls and hands each its answer.

@@ -197,3 +197,60 @@ func TestRunnerShortAnswer(t *testing.T) {
 		t.Fatal("a batch that answered nothing gave no error")
 	}
 }
+
+type ctxKey struct{}
+
+// An inline Runner runs a call that finds it idle on the caller's context;
+// calls that come meanwhile wait and go out together once it is done.
+func TestInlineRunnerRunsAnIdleCallOnItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var batches [][]int
+		cancelled := make(chan bool, 10)
+		gate := make(chan struct{})
+		r := NewInline(1, func(ctx context.Context, qs []int) []Answer[int] {
+			mu.Lock()
+			batches = append(batches, slices.Clone(qs))
+			mu.Unlock()
+			if qs[0] == 0 {
+				// The caller's own context: its value, and its end.
+				if ctx.Value(ctxKey{}) != "first" {
+					t.Errorf("the idle call ran without its caller's context")
+				}
+				<-gate
+				<-ctx.Done()
+				cancelled <- true
+			}
+			out := make([]Answer[int], len(qs))
+			for i, q := range qs {
+				out[i].V = q * 10
+			}
+			return out
+		})
+		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "first"))
+		var wg sync.WaitGroup
+		wg.Go(func() { r.Do(ctx, 0) })
+		synctest.Wait()
+		for i := 1; i < 4; i++ {
+			wg.Go(func() {
+				if v, err := r.Do(context.Background(), i); err != nil || v != i*10 {
+					t.Errorf("call %d: %d, %v", i, v, err)
+				}
+			})
+		}
+		synctest.Wait()
+		close(gate)
+		cancel()
+		wg.Wait()
+		if !<-cancelled {
+			t.Fatal("the idle call did not see its context end")
+		}
+		if len(batches) != 2 || !slices.Equal(batches[0], []int{0}) || len(batches[1]) != 3 {
+			t.Fatalf("batches %v, want [0] alone, then the 3 that waited", batches)
+		}
+		synctest.Wait()
+		if r.running != 0 {
+			t.Errorf("%d batches still counted as in flight", r.running)
+		}
+	})
+}

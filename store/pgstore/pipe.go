@@ -1,0 +1,221 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-go/tenure/store/internal/batch"
+)
+
+// pgCall is one statement sent through a Store's pipelines: sql with args,
+// whose rows are scanned into what row makes (the value to keep, and the
+// scan targets into it), one per row.
+type pgCall struct {
+	sql  string
+	args []any
+	row  func() (any, []any)
+}
+
+// pgAnswer is what a statement returned: the values its rows were scanned
+// into, in order.
+type pgAnswer struct {
+	rows []any
+}
+
+// pipeLimit is how many pipelines a Store has in flight at once, each on a
+// connection of the pool: calls made while they are all out wait for the
+// next, which takes every call waiting. Two leave the rest of a pool of
+// pgx's default size (4 connections at least) to reads and to the watch's
+// reads.
+const pipeLimit = 2
+
+// newPipe returns the batch runner of s's swaps.
+func (s *Store[M]) newPipe() *batch.Runner[pgCall, pgAnswer] {
+	return batch.NewInline(pipeLimit, s.runPipe)
+}
+
+// stmtName is the name under which the Store prepares sql on a connection
+// for its pipelines: from a hash of the statement, so that Stores of other
+// tables on the same pool prepare their own.
+func stmtName(sql string) string {
+	h := sha256.Sum256([]byte(sql))
+	return "tenure_pipe_" + hex.EncodeToString(h[:12])
+}
+
+// runPipe runs calls on one connection of the pool, in one round trip when
+// there are several: each statement is followed by a Sync, so it is a
+// transaction of its own that commits or fails alone, as if sent by itself
+// (a batch of statements before one Sync would be one transaction: one
+// failure would undo every write of the batch, and the row locks of its
+// updates would be held until the last). A pool whose connections do not
+// cache prepared statements (pgx.QueryExecModeCacheStatement, pgx's
+// default: a pooler in transaction mode needs another mode), or that has a
+// Tracer (which sees queries, not pipelines), runs them one after the
+// other, as its queries would be; so does a batch of one.
+func (s *Store[M]) runPipe(ctx context.Context, calls []pgCall) []batch.Answer[pgAnswer] {
+	out := make([]batch.Answer[pgAnswer], len(calls))
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	defer c.Release()
+	if cfg := c.Conn().Config(); len(calls) == 1 || cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Tracer != nil {
+		for i, call := range calls {
+			out[i] = queryOne(ctx, c, call)
+		}
+		return out
+	}
+	s.pipeline(ctx, c.Conn(), calls, out)
+	return out
+}
+
+// queryOne runs call by itself on c.
+func queryOne(ctx context.Context, c *pgxpool.Conn, call pgCall) batch.Answer[pgAnswer] {
+	rows, err := c.Query(ctx, call.sql, call.args...)
+	if err != nil {
+		return batch.Answer[pgAnswer]{Err: err}
+	}
+	var a pgAnswer
+	for rows.Next() {
+		v, dest := call.row()
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return batch.Answer[pgAnswer]{Err: err}
+		}
+		a.rows = append(a.rows, v)
+	}
+	return batch.Answer[pgAnswer]{V: a, Err: rows.Err()}
+}
+
+// pipeline sends calls on c in one round trip, a Sync after each, and fills
+// out with their answers.
+func (s *Store[M]) pipeline(ctx context.Context, c *pgx.Conn, calls []pgCall, out []batch.Answer[pgAnswer]) {
+	// Prepared once per connection, by name: pgx keeps the description
+	// and later calls of Prepare cost no round trip.
+	sds := make(map[string]*pgconn.StatementDescription, 2)
+	for _, call := range calls {
+		if sds[call.sql] != nil {
+			continue
+		}
+		sd, err := c.Prepare(ctx, stmtName(call.sql), call.sql)
+		if err != nil {
+			for i := range out {
+				out[i].Err = err
+			}
+			return
+		}
+		sds[call.sql] = sd
+	}
+	p := c.PgConn().StartPipeline(ctx)
+	var eqb pgx.ExtendedQueryBuilder
+	sent := make([]int, 0, len(calls))
+	for i, call := range calls {
+		sd := sds[call.sql]
+		if err := eqb.Build(c.TypeMap(), sd, call.args); err != nil {
+			out[i].Err = err // not sent
+			continue
+		}
+		// The Bind is encoded as it is sent; the result formats are kept
+		// for reading, and eqb reuses its slices.
+		p.SendQueryStatement(sd, eqb.ParamValues, eqb.ParamFormats, slices.Clone(eqb.ResultFormats))
+		p.SendPipelineSync()
+		sent = append(sent, i)
+	}
+	broken := p.Flush()
+	statementFailed := false
+	for _, i := range sent {
+		if broken != nil {
+			out[i].Err = broken
+			continue
+		}
+		res, err := p.GetResults()
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr):
+			// The statement failed, alone: the server skips to its
+			// Sync, and the next statement runs.
+			out[i].Err = err
+			statementFailed = true
+		case err != nil:
+			broken = err
+			out[i].Err = err
+			continue
+		default:
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				broken = fmt.Errorf("pgstore: a pipelined statement answered with %T", res)
+				out[i].Err = broken
+				continue
+			}
+			out[i] = readRows(rr, c.TypeMap(), calls[i].row)
+			if errors.As(out[i].Err, &pgErr) {
+				statementFailed = true
+			}
+		}
+		if _, err := p.GetResults(); err != nil { // the statement's Sync
+			broken = err
+		}
+	}
+	if err := p.Close(); err != nil && broken == nil {
+		for _, i := range sent {
+			if out[i].Err == nil {
+				// Not expected: every result was read. Report it on the
+				// calls rather than lose it.
+				out[i].Err = err
+			}
+		}
+	}
+	if statementFailed && !c.IsClosed() {
+		// A statement prepared before a change of the table may fail
+		// until prepared again ("cached plan must not change result
+		// type"): let the next batch prepare it anew.
+		for sql := range sds {
+			_ = c.Deallocate(ctx, stmtName(sql))
+		}
+	}
+}
+
+// readRows reads the rows of one statement's result, scanning each into
+// the targets row makes.
+func readRows(rr *pgconn.ResultReader, m *pgtype.Map, row func() (any, []any)) batch.Answer[pgAnswer] {
+	var a pgAnswer
+	var scanErr error
+	fds := rr.FieldDescriptions()
+	for rr.NextRow() {
+		if scanErr != nil {
+			continue
+		}
+		v, dest := row()
+		vals := rr.Values()
+		if len(vals) != len(dest) || len(fds) != len(dest) {
+			scanErr = fmt.Errorf("pgstore: a row of %d columns, want %d", len(vals), len(dest))
+			continue
+		}
+		for j := range dest {
+			if err := m.Scan(fds[j].DataTypeOID, fds[j].Format, vals[j], dest[j]); err != nil {
+				scanErr = fmt.Errorf("pgstore: column %q: %w", fds[j].Name, err)
+				break
+			}
+		}
+		a.rows = append(a.rows, v)
+	}
+	if _, err := rr.Close(); err != nil {
+		return batch.Answer[pgAnswer]{Err: err}
+	}
+	if scanErr != nil {
+		return batch.Answer[pgAnswer]{Err: scanErr}
+	}
+	return batch.Answer[pgAnswer]{V: a}
+}
