@@ -1,13 +1,16 @@
 package pgstore_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/pgstore"
 	"github.com/tenure-go/tenure/store/storetest"
 )
@@ -63,5 +66,48 @@ func testWatchRecordFromNotification(t *testing.T, viaFunc bool) {
 			t.Errorf("%s: the watcher sent %d queries, want %d", c.what, n, c.reads)
 		}
 		rev = next
+	}
+}
+
+// TestOneNotificationPerWrite: a write sends one notification, with the
+// record or, when its metadata is too large, with "REVISION:NAME"; every
+// listener of the channel receives and parses each, so a second one per
+// write (as before 2026-12) doubled what listening cost.
+func TestOneNotificationPerWrite(t *testing.T) {
+	pool := newPool(t)
+	st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(freshTable()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	r, rev := mustSwap(t, st, "job", 0, rec("a", 1)) // creates the table
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{st.Channel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	big := rec("a", 1)
+	big.Metadata.Name = strings.Repeat("m", 3000)
+	var revs []lease.Revision
+	for _, next := range []lease.Record[storetest.Meta]{r, big, r} {
+		r, rev = mustSwap(t, st, "job", rev, next)
+		revs = append(revs, rev)
+	}
+	var got []string
+	for len(got) < 3 {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("after %d notifications %q: %v", len(got), got, err)
+		}
+		got = append(got, n.Payload)
+	}
+	want := []string{fmt.Sprintf("r1:%d:", revs[0]), fmt.Sprintf("%d:job", revs[1]), fmt.Sprintf("r1:%d:", revs[2])}
+	for i, p := range got {
+		if !strings.HasPrefix(p, want[i]) {
+			t.Fatalf("notifications %q: want one per write, starting %q", got, want)
+		}
 	}
 }

@@ -216,8 +216,8 @@ func (s *Store[M]) Sequence() string {
 }
 
 // Channel returns the name of the channel on which every write is announced
-// with NOTIFY, twice: first with the whole record (a payload that starts
-// with "r1:", when the metadata takes at most 2 KiB), then with the payload
+// with one NOTIFY: with the whole record (a payload that starts with "r1:")
+// when the metadata takes at most 2 KiB, otherwise with the payload
 // "REVISION:NAME". To listen from psql, quote it as an identifier: LISTEN
 // "tenure:tenure_leases".
 func (s *Store[M]) Channel() string {
@@ -275,11 +275,13 @@ const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::
 const notifyMetadataMax = 2048
 
 // notifySQL returns the select list that announces the row of alias a
-// (its name in $1) on the channel in parameter ch: first the whole record
-// ("r1:" payload, see parseNotification) when its metadata is small enough
-// and its times finite, then "REVISION:NAME", which listeners that predate
-// the record payload understand. A listener that delivered the record from
-// the first skips the second (its revision is not newer).
+// (its name in $1) on the channel in parameter ch, with one notification:
+// the whole record ("r1:" payload, see parseNotification) when its metadata
+// is small enough and its times finite, otherwise "REVISION:NAME", on which
+// the listeners read the row. (Until 2026-12 every write sent both, the
+// second for listeners that predated the record payload, none of them
+// released: every listener received and parsed two notifications per
+// write, a quarter of a 10,000-name process's CPU went to listening.)
 func notifySQL(a, ch string) string {
 	micros := func(col string) string {
 		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`
@@ -288,7 +290,7 @@ func notifySQL(a, ch string) string {
 		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
 		`encode(` + a + `.metadata, 'hex') || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
 	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax)
-	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) END, pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1)`
+	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) ELSE pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1) END`
 }
 
 // buildSQL writes the statements once. The table and the sequence appear in

@@ -307,14 +307,31 @@ func (h *hub[M]) connect(ctx context.Context) (*pgx.Conn, error) {
 
 // serve passes notifications on until the connection breaks or ctx ends.
 func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
-	for {
-		idle := time.Duration(listenIdle.Load())
-		if idle == 0 {
-			idle = defaultListenIdle
+	// One wait context serves until it expires, busy or not: a context per
+	// notification (a timer each) was a sixth of what listening cost at
+	// thousands of notifications a second. So a busy connection is pinged
+	// once per idle period too, which costs nothing that matters.
+	var w struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+	}
+	defer func() {
+		if w.cancel != nil {
+			w.cancel()
 		}
-		wctx, cancel := context.WithTimeout(ctx, idle)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
+	}()
+	for {
+		if w.ctx == nil || w.ctx.Err() != nil {
+			if w.cancel != nil {
+				w.cancel()
+			}
+			idle := time.Duration(listenIdle.Load())
+			if idle == 0 {
+				idle = defaultListenIdle
+			}
+			w.ctx, w.cancel = context.WithTimeout(ctx, idle)
+		}
+		n, err := conn.WaitForNotification(w.ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -353,8 +370,8 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 // Store shared by all its watchers, taken from the pool. A write announces
 // its whole record when its metadata takes at most 2 KiB, and watchers
 // deliver it as it came, without a read; otherwise (or when the record in
-// the notification does not check out, or the notification comes from a
-// writer that predates this) the watchers of its name read the record.
+// the notification does not check out) the watchers of its name read the
+// record.
 // Anyone who may NOTIFY on the channel can make up a notification: treat
 // an event as a hint, as package lead does, and read before acting on it.
 // When that connection breaks it is opened again, and then every watcher
