@@ -159,11 +159,15 @@ func WithInstruments(i Instruments) Option {
 // without a goroutine each (a leader's renewals and releases first, then
 // the others, each in the order asked). It applies to NewGroup, and
 // an elector (New, Group.Add) ignores it: one elector has an operation or
-// two in flight. n must be at least 1 (ErrInvalidOption). A bound near the
-// store client's pool of connections saves the goroutines that would
-// only wait for one; too small a bound delays renewals behind other names'
-// operations, and a leader whose renewal waits past its RenewDeadline steps
-// down.
+// two in flight. n must be at least 1 (ErrInvalidOption). Too small a
+// bound delays renewals behind other names' operations, and a leader whose
+// renewal waits past its RenewDeadline steps down. The stores of this
+// module for Redis and PostgreSQL send the operations made while their
+// round trips are busy together, in one round trip: with them a bound
+// well above the client's pool of connections (the default) lets a round
+// trip carry many; with a store that sends each operation alone, a bound
+// near its pool saves the goroutines that would only wait for a
+// connection.
 func WithMaxStoreOps(n int) Option {
 	return func(o *options) {
 		if n < 1 {

@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-go/tenure/internal/batch"
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/internal/batch"
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
 

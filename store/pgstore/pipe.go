@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tenure-go/tenure/store/internal/batch"
+	"github.com/tenure-go/tenure/internal/batch"
 )
 
 // pgCall is one statement sent through a Store's pipelines: sql with args,

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-go/tenure/internal/batch"
 	"github.com/tenure-go/tenure/internal/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/internal/batch"
 )
 
 // pipeStore returns a Store on a pool of its own, in the given exec mode,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-go/tenure/store/internal/batch"
+	"github.com/tenure-go/tenure/internal/batch"
 )
 
 // pipeLimit is how many pipelines a Store has in flight at once. Calls made

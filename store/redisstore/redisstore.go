@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-go/tenure/internal/batch"
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/internal/batch"
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
 

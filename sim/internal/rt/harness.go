@@ -102,7 +102,7 @@ type incarnation[M any] struct {
 	watches     map[int]context.CancelFunc
 	leaders     *leadersSeen // what its Leaders channel reported
 	// The elector's watch loop only.
-	watchCount int
+	watchCount map[string]int // watches opened, by name
 }
 
 // body is a running Lead or Every body.
@@ -394,10 +394,11 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.mu.Unlock()
 	inc := &incarnation[M]{
 		n: n, id: n.id, seed: seed, release: h.releases(n), started: h.now(),
-		done:    make(chan struct{}),
-		bodyRng: rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, seed)),
-		bodies:  map[*body]struct{}{},
-		watches: map[int]context.CancelFunc{},
+		done:       make(chan struct{}),
+		bodyRng:    rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, seed)),
+		bodies:     map[*body]struct{}{},
+		watches:    map[int]context.CancelFunc{},
+		watchCount: map[string]int{},
 	}
 	// Half the incarnations (by their seed) run as the one elector of a
 	// lead.Group, the others with Run: the Group's loop, its start and its
@@ -410,6 +411,12 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	// which the faults slow down as much as its own, a wait the machine
 	// must survive as it would a slow network to the store.
 	crowded := grouped && seed&2 != 0
+	// Half of the other Groups (by their seed again) have the decoys too,
+	// with no bound on their operations, and send their store calls in
+	// batches, as the stores for Redis and PostgreSQL do (internal/batch):
+	// a call made while a batch is out waits for the next, and each batch
+	// meets the network's faults as one message.
+	pipelined := grouped && !crowded && seed&4 != 0
 	base := []lead.Option{
 		lead.WithIdentity(n.id),
 		lead.WithConfig(cfg),
@@ -427,12 +434,12 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		lead.WithObserver(func(lead.Change) { h.stall(n) }),
 	}
 	var decoys [][]lead.Option
-	if crowded {
+	if crowded || pipelined {
 		for i := range uint64(2) {
 			decoys = append(decoys, []lead.Option{lead.WithRand(rand.New(rand.NewPCG(seed^0x7f4a7c159e3779b9, i)))})
 		}
 	}
-	e, grp, err := h.newElector(grouped, h.wrap(inc), base, own, decoys)
+	e, grp, err := h.newElector(grouped, h.wrap(inc, pipelined), base, own, decoys)
 	if err != nil {
 		h.fail(sim.CheckRun, "lead.New for %s (in a Group: %v): %v", n.id, grouped, err)
 		close(inc.done)
@@ -447,7 +454,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.chk.disturbed(h.now())
 	h.tl.State(int64(h.now()), n.idx, timeline.Follower)
 	h.mu.Unlock()
-	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v, with decoys and one store operation at a time: %v)", inc.release, n.rate, grouped, crowded)
+	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v, with decoys and one store operation at a time: %v, with decoys and batched store calls: %v)", inc.release, n.rate, grouped, crowded, pipelined)
 
 	h.followLeaders(ctx, inc)
 	var parts sync.WaitGroup

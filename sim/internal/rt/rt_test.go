@@ -54,14 +54,16 @@ func TestRuntimeWrapperCapabilities(t *testing.T) {
 		if h, err = newHarness(o, Driver{}); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]})
-		_, watch := w.(store.Watcher[struct{}])
-		l, lossy := w.(store.Lossy)
-		if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
-			t.Errorf("%s: watch %v, lossy %v; want %v, %v (says %v)", tt.name, watch, lossy, tt.watch, tt.lossy, tt.says)
-		}
-		if got := store.WatchCapabilitiesOf(w).Authentic; got != tt.authentic {
-			t.Errorf("%s: authentic watch %v, want %v", tt.name, got, tt.authentic)
+		for _, pipelined := range []bool{false, true} {
+			w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]}, pipelined)
+			_, watch := w.(store.Watcher[struct{}])
+			l, lossy := w.(store.Lossy)
+			if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {
+				t.Errorf("%s (batched: %v): watch %v, lossy %v; want %v, %v (says %v)", tt.name, pipelined, watch, lossy, tt.watch, tt.lossy, tt.says)
+			}
+			if got := store.WatchCapabilitiesOf(w).Authentic; got != tt.authentic {
+				t.Errorf("%s (batched: %v): authentic watch %v, want %v", tt.name, pipelined, got, tt.authentic)
+			}
 		}
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/tenure-go/tenure/internal/batch"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
 	"github.com/tenure-go/tenure/store"
@@ -33,6 +37,76 @@ type faultStore[M any] struct {
 	inc *incarnation[M]
 	mu  sync.Mutex
 	rng *rand.Rand // the fates of this incarnation's calls
+	// pipe, when set, sends Get and CompareAndSwap as the stores for Redis
+	// and PostgreSQL do (internal/batch): a call made while the round trip
+	// is busy waits for the next, which carries every call waiting; the
+	// whole batch crosses the network as one message each way.
+	pipe *batch.Runner[pipeQ[M], pipeA[M]]
+}
+
+// pipeQ is one call in a batch: a Get when get is set, else a swap.
+type pipeQ[M any] struct {
+	get      bool
+	name     string
+	expected lease.Revision
+	next     lease.Record[M]
+}
+
+// pipeA is the answer of one call in a batch.
+type pipeA[M any] struct {
+	rec lease.Record[M]
+	rev lease.Revision
+	err error
+	pos int // the call's place in the batch, as applied
+}
+
+// piped waits for a's turn: the replies of a batch come one after the
+// other, a nanosecond apart in the order applied, so that their callers
+// wake in an order that does not depend on the scheduler. It reports
+// whether ctx is still live.
+func (w *faultStore[M]) piped(ctx context.Context, pos int) error {
+	if pos > 0 && !w.h.tb.sleep(ctx, time.Duration(pos)) {
+		return fmt.Errorf("sim: batched call of %s: %w", w.inc.id, ctx.Err())
+	}
+	return nil
+}
+
+// runPipe carries one batch across the simulated network: one request and
+// one reply, whose fates are the whole batch's; at the store the calls run
+// in the order asked.
+func (w *faultStore[M]) runPipe(ctx context.Context, qs []pipeQ[M]) []batch.Answer[pipeA[M]] {
+	res := make([]pipeA[M], len(qs)) // written by the store's side only until the reply arrives
+	// The calls of a batch come from goroutines that ran in any order at
+	// the same instant: applied in the order of their names (one call per
+	// name: a Group's electors have names of their own), a seed's schedule
+	// does not depend on it.
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(qs[a].name, qs[b].name) })
+	err := w.call(ctx, fmt.Sprintf("batch of %d", len(qs)), func(ctx context.Context) {
+		for pos, i := range order {
+			q := qs[i]
+			a := &res[i]
+			a.pos = pos
+			if q.get {
+				a.rec, a.rev, a.err = w.h.inner.Get(ctx, q.name)
+				w.h.sawRead(w.inc, q.name, a.rec, a.rev, a.err)
+				continue
+			}
+			a.rec, a.rev, a.err = w.h.swapShared(ctx, w.inc, q.name, q.expected, q.next)
+		}
+	})
+	out := make([]batch.Answer[pipeA[M]], len(qs))
+	for i := range out {
+		if err != nil {
+			out[i].Err = err // res may still be written: a reply that never came
+			continue
+		}
+		out[i].V = res[i]
+	}
+	return out
 }
 
 // message is the random part of one message's fate, drawn when the call
@@ -116,6 +190,16 @@ func (w *faultStore[M]) call(ctx context.Context, kind string, op func(context.C
 
 // Get reads through the simulated network.
 func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	if w.pipe != nil {
+		a, err := w.pipe.Do(ctx, pipeQ[M]{get: true, name: name})
+		if err == nil {
+			err = w.piped(ctx, a.pos)
+		}
+		if err != nil {
+			return lease.Record[M]{}, 0, err
+		}
+		return a.rec, a.rev, a.err
+	}
 	var (
 		rec lease.Record[M]
 		rev lease.Revision
@@ -132,6 +216,16 @@ func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], 
 
 // CompareAndSwap writes through the simulated network.
 func (w *faultStore[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if w.pipe != nil {
+		a, err := w.pipe.Do(ctx, pipeQ[M]{name: name, expected: expected, next: next})
+		if err == nil {
+			err = w.piped(ctx, a.pos)
+		}
+		if err != nil {
+			return lease.Record[M]{}, 0, err
+		}
+		return a.rec, a.rev, a.err
+	}
 	var (
 		rec lease.Record[M]
 		rev lease.Revision
@@ -173,11 +267,21 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 	h.watchSeq++
 	id := h.watchSeq
 	w.inc.watches[id] = cancel
-	count := w.inc.watchCount // under h.mu: a crowded Group's decoys watch too
-	w.inc.watchCount++
+	// The fates of a watch's events come from the incarnation's seed, the
+	// name and how many watches of the name it opened before: a Group's
+	// decoys open theirs at the same time as the checked elector, in an
+	// order that depends on the scheduler, so a count of all its watches
+	// would give a seed's checked watch other fates from run to run.
+	count := uint64(w.inc.watchCount[name]) // under h.mu
+	w.inc.watchCount[name]++
+	if name != h.o.Name {
+		f := fnv.New64a()
+		f.Write([]byte(name))
+		count ^= f.Sum64()
+	}
 	h.mu.Unlock()
 	out := make(chan store.Event[M])
-	rng := rand.New(rand.NewPCG(w.inc.seed^uint64(count), 0x632be59bd9b4e019))
+	rng := rand.New(rand.NewPCG(w.inc.seed^count, 0x632be59bd9b4e019))
 	h.goRun(func() {
 		var chaos sync.WaitGroup
 		defer func() {
@@ -262,9 +366,15 @@ type watchLossyStore[M any] struct {
 func (w watchLossyStore[M]) MayLoseRecords() bool { return w.may }
 
 // wrap returns the store an incarnation sees, with the capabilities of
-// the shared store.
-func (h *harness[M]) wrap(inc *incarnation[M]) store.Store[M] {
+// the shared store; with pipelined, its calls go out in batches.
+func (h *harness[M]) wrap(inc *incarnation[M], pipelined bool) store.Store[M] {
 	fs := &faultStore[M]{h: h, inc: inc, rng: rand.New(rand.NewPCG(inc.seed, inc.seed^0x5851f42d4c957f2d))}
+	if pipelined {
+		// Each batch waits a nanosecond of the run's time first (in a
+		// bubble: until every goroutine is blocked), then takes the calls
+		// made before it woke, whatever the order they ran in.
+		fs.pipe = batch.New(1, fs.runPipe).Settle(time.Now, func() { h.tb.sleep(h.ctx, 1) })
+	}
 	watcher, canWatch := h.inner.(store.Watcher[M])
 	lossy, hasLossy := h.inner.(store.Lossy)
 	may := hasLossy && lossy.MayLoseRecords() || h.lossInjected

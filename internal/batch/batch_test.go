@@ -254,3 +254,35 @@ func TestInlineRunnerRunsAnIdleCallOnItsContext(t *testing.T) {
 		}
 	})
 }
+
+// A batch whose callers have all gone is cancelled: one whose reply never
+// comes does not hold its slot for good.
+func TestRunnerCancelsABatchNobodyWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := New(1, func(ctx context.Context, qs []int) []Answer[int] {
+			<-ctx.Done() // the reply never comes
+			return make([]Answer[int], len(qs))
+		})
+		var wg sync.WaitGroup
+		ctx1, cancel1 := context.WithCancel(context.Background())
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		wg.Go(func() { r.Do(ctx1, 1) })
+		synctest.Wait()
+		wg.Go(func() { r.Do(ctx2, 2) })
+		synctest.Wait()
+		cancel1() // the first batch has nobody left
+		synctest.Wait()
+		r.mu.Lock()
+		running := r.running
+		r.mu.Unlock()
+		if running != 1 {
+			t.Fatalf("%d batches in flight after the first's caller left, want 1 (the second's)", running)
+		}
+		cancel2()
+		wg.Wait()
+		synctest.Wait()
+		if r.running != 0 {
+			t.Fatalf("%d batches in flight after every caller left", r.running)
+		}
+	})
+}

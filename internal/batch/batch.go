@@ -28,7 +28,9 @@ type Answer[A any] struct {
 type Runner[Q, A any] struct {
 	run    func(ctx context.Context, qs []Q) []Answer[A]
 	limit  int
-	inline bool // a call that finds the Runner idle runs alone, on its own goroutine and context
+	inline bool             // a call that finds the Runner idle runs alone, on its own goroutine and context
+	settle func()           // called before a batch takes the calls waiting; nil: none
+	now    func() time.Time // with settle: a batch takes the calls made before settle returned
 
 	mu      sync.Mutex
 	waiting []*pending[Q, A]
@@ -40,6 +42,7 @@ type pending[Q, A any] struct {
 	ctx  context.Context
 	q    Q
 	done chan Answer[A] // buffered: the batch never waits for the caller
+	at   time.Time      // when it was made, with Settle
 }
 
 // New returns a Runner that sends questions with run, at most limit
@@ -63,6 +66,18 @@ func NewInline[Q, A any](limit int, run func(ctx context.Context, qs []Q) []Answ
 	return r
 }
 
+// Settle makes r call wait before each batch takes the calls waiting, and
+// then take only those made before the instant now gives when wait
+// returns; it returns r. The simulator passes its clock and a wait for its
+// simulated time to move on: a batch then takes every call made at the
+// instants before, and none made at the instant it wakes, whatever the
+// order in which goroutines ran at each instant, so that the schedule of a
+// seed stays the same from run to run. Set it before the first call.
+func (r *Runner[Q, A]) Settle(now func() time.Time, wait func()) *Runner[Q, A] {
+	r.now, r.settle = now, wait
+	return r
+}
+
 // Do asks q in the next batch and returns its answer, or ctx's error as
 // soon as ctx ends: the question may still be sent, and its outcome is
 // then unknown to the caller.
@@ -80,6 +95,9 @@ func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
 		return a[0].V, a[0].Err
 	}
 	p := &pending[Q, A]{ctx: ctx, q: q, done: make(chan Answer[A], 1)}
+	if r.now != nil {
+		p.at = r.now()
+	}
 	r.waiting = append(r.waiting, p)
 	start := r.running < r.limit
 	if start {
@@ -91,6 +109,12 @@ func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
 	}
 	select {
 	case a := <-p.done:
+		if a.Err != nil && ctx.Err() != nil {
+			// A batch that failed as the call's context ended (its
+			// deadline was the batch's): the context's error, as if that
+			// had come first.
+			a.Err = ctx.Err()
+		}
 		return a.V, a.Err
 	case <-ctx.Done():
 		var zero A
@@ -101,17 +125,38 @@ func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
 // serve sends the calls waiting, batch after batch, until none waits.
 func (r *Runner[Q, A]) serve() {
 	for {
+		var cut time.Time
+		if r.settle != nil {
+			r.settle()
+			cut = r.now()
+		}
 		r.mu.Lock()
-		calls := r.waiting
-		r.waiting = nil
-		if len(calls) == 0 {
+		if len(r.waiting) == 0 {
 			r.running--
 			r.mu.Unlock()
 			return
 		}
+		calls := r.waiting
+		r.waiting = nil
+		if r.settle != nil {
+			calls, r.waiting = splitBefore(calls, cut)
+		}
 		r.mu.Unlock()
-		r.send(calls)
+		if len(calls) > 0 {
+			r.send(calls)
+		}
 	}
+}
+
+// splitBefore splits calls (in the order made) into those made before cut
+// and the others.
+func splitBefore[Q, A any](calls []*pending[Q, A], cut time.Time) (before, after []*pending[Q, A]) {
+	for i, p := range calls {
+		if !p.at.Before(cut) {
+			return calls[:i:i], append([]*pending[Q, A](nil), calls[i:]...)
+		}
+	}
+	return calls, nil
 }
 
 // release gives back the slot of a call that ran alone: to the calls that
@@ -157,18 +202,53 @@ func (r *Runner[Q, A]) send(calls []*pending[Q, A]) {
 }
 
 // batchContext returns the context a batch runs under: the values of its
-// first call, and the latest deadline of its calls when every call has one.
+// first call, the latest deadline of its calls when every call has one,
+// and cancelled once every call's context has ended (nobody waits for the
+// batch then: a batch whose reply never comes must not hold its slot, and
+// its connection, for good).
 func batchContext[Q, A any](calls []*pending[Q, A]) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(calls[0].ctx)
-	var latest time.Time
+	latest, all := time.Time{}, true
 	for _, p := range calls {
 		d, ok := p.ctx.Deadline()
 		if !ok {
-			return base, func() {}
+			all = false
+			break
 		}
 		if d.After(latest) {
 			latest = d
 		}
 	}
-	return context.WithDeadline(base, latest)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if all {
+		ctx, cancel = context.WithDeadline(base, latest)
+	} else {
+		ctx, cancel = context.WithCancel(base)
+	}
+	for _, p := range calls {
+		if p.ctx.Done() == nil {
+			return ctx, cancel // one call waits for ever: so does the batch
+		}
+	}
+	left := len(calls)
+	var mu sync.Mutex
+	stops := make([]func() bool, 0, len(calls))
+	for _, p := range calls {
+		stops = append(stops, context.AfterFunc(p.ctx, func() {
+			mu.Lock()
+			left--
+			gone := left == 0
+			mu.Unlock()
+			if gone {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
