@@ -93,7 +93,7 @@ func TestOneNotificationPerWrite(t *testing.T) {
 	big.Metadata.Name = strings.Repeat("m", 3000)
 	var revs []lease.Revision
 	for _, next := range []lease.Record[storetest.Meta]{r, big, r} {
-		r, rev = mustSwap(t, st, "job", rev, next)
+		_, rev = mustSwap(t, st, "job", rev, next)
 		revs = append(revs, rev)
 	}
 	var got []string
