@@ -618,3 +618,50 @@ func TestRepeatingErrorsAreLoggedOncePerInterval(t *testing.T) {
 		}
 	})
 }
+
+// holdingHandler is a logger that holds the loop on the record whose
+// message is msg until release is closed.
+type holdingHandler struct {
+	msg     string
+	release chan struct{}
+}
+
+func (h holdingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h holdingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		<-h.release
+	}
+	return nil
+}
+func (h holdingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h holdingHandler) WithGroup(string) slog.Handler      { return h }
+
+// A term's work sees the record of its own acquire in Record: the record
+// is kept before the term starts, not after (ExampleElector_Record once
+// printed an empty record in CI: Lead's body had run and Lead returned
+// before the loop kept it).
+func TestRecordIsKeptBeforeTheTermStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := holdingHandler{msg: "started leading", release: make(chan struct{})}
+		e, err := lead.New("job", memstore.New[meta](), lead.WithIdentity("pod-a"), lead.WithLookupEnv(nil),
+			lead.WithLogger(slog.New(h)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go e.Run(ctx)
+		var rec lease.Record[meta]
+		var ok bool
+		err = e.Lead(ctx, func(context.Context, lead.Term) error {
+			rec, ok = e.Record()
+			return nil
+		})
+		close(h.release)
+		if err != nil || !ok || rec.Holder != "pod-a" || rec.Token != 1 {
+			t.Fatalf("Record in the term's work: %+v (found %v), Lead: %v; want pod-a's record of token 1", rec, ok, err)
+		}
+		cancel()
+		<-e.Done()
+	})
+}

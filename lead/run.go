@@ -291,9 +291,19 @@ func (e *Elector[M]) markReady() {
 
 // step feeds one event to the machine, performs its actions and re-arms the
 // timer.
-func (r *runner[M]) step(ev fsm.Event) {
+func (r *runner[M]) step(ev fsm.Event) { r.stepThen(ev, nil) }
+
+// stepThen is step, calling observed (when not nil) after the machine took
+// ev and before its actions are performed: what observed records (the
+// record an answer showed, for Record) is in place when a term those
+// actions open starts its work.
+func (r *runner[M]) stepThen(ev fsm.Event, observed func()) {
 	ev.Now = r.now()
-	for _, a := range r.m.Step(ev) {
+	acts := r.m.Step(ev)
+	if observed != nil {
+		observed()
+	}
+	for _, a := range acts {
 		r.perform(a)
 	}
 	r.refreshTerm()
@@ -494,10 +504,11 @@ func (r *runner[M]) handleResult(res result[M]) {
 		e.lastErr = nil
 		e.mu.Unlock()
 	}
-	r.step(ev)
+	var keep func()
 	if !failed && !ev.Corrupt {
-		r.remember(ev, res.rec)
+		keep = func() { r.remember(ev, res.rec) }
 	}
+	r.stepThen(ev, keep)
 }
 
 // readEvent turns the answer to a read into the machine's event.
