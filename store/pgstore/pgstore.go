@@ -119,6 +119,7 @@ type Store[M any] struct {
 	autoMigrate bool
 
 	sqlGet, sqlCreate, sqlUpdate string
+	nameCreate, nameUpdate       string // stmtName of sqlCreate and sqlUpdate
 
 	migrateMu sync.Mutex
 	migrated  bool // guarded by migrateMu
@@ -353,6 +354,7 @@ FROM ` + w + `, ` + r
 SELECT true, ` + selected(u) + `, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
 UNION ALL
 SELECT false, ` + selected(c) + `, 0 FROM ` + c
+	s.nameCreate, s.nameUpdate = stmtName(s.sqlCreate), stmtName(s.sqlUpdate)
 }
 
 // SchemaSQL returns the statements that create the Store's sequence and
@@ -476,7 +478,7 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 // swapCall returns the statement of swap.
 func (s *Store[M]) swapCall(name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) pgCall {
 	if expected == 0 {
-		return pgCall{sql: s.sqlCreate, row: newSwapRow, args: []any{
+		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
 			s.seqText, s.channel}}
 	}
@@ -486,7 +488,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, created uint64
 	if expected <= math.MaxInt64 {
 		exp = int64(expected)
 	}
-	return pgCall{sql: s.sqlUpdate, row: newSwapRow, args: []any{
+	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
 		s.seqText, s.channel}}
 }

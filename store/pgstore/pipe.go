@@ -21,6 +21,7 @@ import (
 // scan targets into it), one per row.
 type pgCall struct {
 	sql  string
+	name string // the name sql is prepared under for pipelines: stmtName(sql)
 	args []any
 	row  func() (any, []any)
 }
@@ -45,7 +46,8 @@ func (s *Store[M]) newPipe() *batch.Runner[pgCall, pgAnswer] {
 
 // stmtName is the name under which the Store prepares sql on a connection
 // for its pipelines: from a hash of the statement, so that Stores of other
-// tables on the same pool prepare their own.
+// tables on the same pool prepare their own. buildSQL computes it once per
+// statement.
 func stmtName(sql string) string {
 	h := sha256.Sum256([]byte(sql))
 	return "tenure_pipe_" + hex.EncodeToString(h[:12])
@@ -104,25 +106,25 @@ func queryOne(ctx context.Context, c *pgxpool.Conn, call pgCall) batch.Answer[pg
 func (s *Store[M]) pipeline(ctx context.Context, c *pgx.Conn, calls []pgCall, out []batch.Answer[pgAnswer]) {
 	// Prepared once per connection, by name: pgx keeps the description
 	// and later calls of Prepare cost no round trip.
-	sds := make(map[string]*pgconn.StatementDescription, 2)
+	sds := make(map[string]*pgconn.StatementDescription, 2) // by name
 	for _, call := range calls {
-		if sds[call.sql] != nil {
+		if sds[call.name] != nil {
 			continue
 		}
-		sd, err := c.Prepare(ctx, stmtName(call.sql), call.sql)
+		sd, err := c.Prepare(ctx, call.name, call.sql)
 		if err != nil {
 			for i := range out {
 				out[i].Err = err
 			}
 			return
 		}
-		sds[call.sql] = sd
+		sds[call.name] = sd
 	}
 	p := c.PgConn().StartPipeline(ctx)
 	var eqb pgx.ExtendedQueryBuilder
 	sent := make([]int, 0, len(calls))
 	for i, call := range calls {
-		sd := sds[call.sql]
+		sd := sds[call.name]
 		if err := eqb.Build(c.TypeMap(), sd, call.args); err != nil {
 			out[i].Err = err // not sent
 			continue
@@ -181,8 +183,8 @@ func (s *Store[M]) pipeline(ctx context.Context, c *pgx.Conn, calls []pgCall, ou
 		// A statement prepared before a change of the table may fail
 		// until prepared again ("cached plan must not change result
 		// type"): let the next batch prepare it anew.
-		for sql := range sds {
-			_ = c.Deallocate(ctx, stmtName(sql))
+		for name := range sds {
+			_ = c.Deallocate(ctx, name)
 		}
 	}
 }

@@ -298,19 +298,12 @@ var (
 // raw is a record as stored: the fields of the hash, in fieldNames order.
 type raw [numFields]string
 
-// checksum is the SHA-1 that the script stores in the sum field: it covers
-// every other field, so that a hash edited by hand (or by anything other
-// than the script) is recognised as corrupt instead of being trusted or
-// overwritten. It guards against accidents, not against an attacker who can
-// write to Redis.
-func (r *raw) checksum() string {
-	var sum [2 * sha1.Size]byte
-	r.sum(&sum)
-	return string(sum[:])
-}
-
-// sum writes checksum's hex digits into out, without allocating a hash
-// (every watch message is checked: this is on the hot path of a Hub).
+// sum writes into out the hex digits of the SHA-1 that the script stores in
+// the sum field: it covers every other field, so that a hash edited by hand
+// (or by anything other than the script) is recognised as corrupt instead of
+// being trusted or overwritten. It guards against accidents, not against an
+// attacker who can write to Redis. It allocates no hash (every watch message
+// is checked: this is on the hot path of a Hub).
 func (r *raw) sum(out *[2 * sha1.Size]byte) {
 	n := len(sumPrefix)
 	for i := range numFields - 1 {

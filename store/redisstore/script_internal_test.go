@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"crypto/sha1"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,13 @@ func TestRetriedSwapIsIdempotent(t *testing.T) {
 	if err != nil || other[0] != "conflict" {
 		t.Fatalf("another call: %q, %v; want a conflict", other, err)
 	}
+}
+
+// checksum is the sum field r's other fields call for.
+func (r *raw) checksum() string {
+	var sum [2 * sha1.Size]byte
+	r.sum(&sum)
+	return string(sum[:])
 }
 
 func TestMessageRoundTrip(t *testing.T) {
