@@ -57,6 +57,46 @@ func testConcurrentSwaps[M any](e *env[M]) {
 	e.race(e.name("race-create"), 0, 1)
 }
 
+// testConcurrentOwnAnswers has racers goroutines each create a name of its
+// own and read it back, all at once: every call must get its own answer. A
+// store that sends the calls made at the same time together (in a pipeline,
+// a batch) must not hand one call's answer to another.
+func testConcurrentOwnAnswers[M any](e *env[M]) {
+	type result struct {
+		wrote, rec, got lease.Record[M]
+		rev, grev       lease.Revision
+		err, gerr       error
+	}
+	var (
+		names   [racers]string
+		results [racers]result
+		start   = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for i := range racers {
+		names[i] = e.name(fmt.Sprintf("own-%d", i))
+		wg.Go(func() {
+			<-start
+			r := &results[i]
+			r.wrote = e.term(fmt.Sprintf("owner-%d", i), 1)
+			r.rec, r.rev, r.err = e.st.CompareAndSwap(e.ctx, names[i], 0, r.wrote)
+			r.got, r.grev, r.gerr = e.st.Get(e.ctx, names[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, r := range results {
+		if r.err != nil {
+			e.t.Fatalf("create of %q, made at the same time as %d others: %v", names[i], racers-1, r.err)
+		}
+		e.written(fmt.Sprintf("create of %q, made at the same time as others", names[i]), r.rec, r.wrote)
+		if r.gerr != nil || r.grev != r.rev || r.got.Holder != r.wrote.Holder {
+			e.t.Fatalf("Get(%q) right after its create, with others at the same time: holder %q at revision %d, %v; want %q at %d",
+				names[i], r.got.Holder, r.grev, r.gerr, r.wrote.Holder, r.rev)
+		}
+	}
+}
+
 // race makes racers goroutines swap name from revision expected at once, each
 // as its own holder, and checks that exactly one wins and that every loser
 // learns the winner.

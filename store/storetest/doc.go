@@ -38,6 +38,9 @@
 //   - 16 goroutines racing CompareAndSwap from one revision (and 16 racing to
 //     create): exactly one wins, every loser gets ErrConflict with the
 //     winner's holder, token and revision.
+//   - Creates of 16 names of their own made at once, each followed by a Get,
+//     each get their own answer (for a store that sends calls made at the
+//     same time together, in a pipeline or a batch).
 //   - Revisions are non-zero and strictly increase over many writes; Get
 //     returns the revision and record that CompareAndSwap returned.
 //   - A release (Holder "") keeps Token and Transitions.

@@ -113,6 +113,7 @@ func checks[M any]() []check[M] {
 		{name: "SwapMissing", fn: testSwapMissing[M]},
 		{name: "StaleRevision", fn: testStaleRevision[M]},
 		{name: "ConcurrentSwaps", fn: testConcurrentSwaps[M]},
+		{name: "ConcurrentOwnAnswers", fn: testConcurrentOwnAnswers[M]},
 		{name: "RevisionsIncrease", fn: testRevisionsIncrease[M]},
 		{name: "ReleaseKeepsTokenAndTransitions", fn: testRelease[M]},
 		{name: "MetadataRoundTrip", fn: testMetadataRoundTrip[M]},
