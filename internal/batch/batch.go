@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,53 @@ type pending[Q, A any] struct {
 	q    Q
 	done chan Answer[A] // buffered: the batch never waits for the caller
 	at   time.Time      // when it was made, with Settle
+
+	// mu guards gone (the caller returned without its answer) and fl
+	// (the batch that carries the call, once sent): whichever of the two
+	// is set second tells fl the caller is gone.
+	mu   sync.Mutex
+	gone bool
+	fl   *flight
+}
+
+// flight is one batch in flight: it is cancelled once every caller it
+// carries has returned without waiting for its answer (nobody waits for
+// it then: a batch whose reply never comes must not hold its slot, and its
+// connection, for good). The callers tell it themselves, as they return:
+// a hook on each caller's context (context.AfterFunc) would cost a
+// goroutine per call on a context the context package does not know.
+type flight struct {
+	left   atomic.Int64 // callers that may still wait
+	cancel context.CancelFunc
+}
+
+// leave counts one caller gone, and cancels the batch after the last.
+func (f *flight) leave() {
+	if f.left.Add(-1) == 0 {
+		f.cancel()
+	}
+}
+
+// join puts p in f, or counts it gone if its caller has returned.
+func (p *pending[Q, A]) join(f *flight) {
+	p.mu.Lock()
+	gone := p.gone
+	p.fl = f
+	p.mu.Unlock()
+	if gone {
+		f.leave()
+	}
+}
+
+// leave marks p's caller gone, and tells its batch if it has one.
+func (p *pending[Q, A]) leave() {
+	p.mu.Lock()
+	p.gone = true
+	f := p.fl
+	p.mu.Unlock()
+	if f != nil {
+		f.leave()
+	}
 }
 
 // New returns a Runner that sends questions with run, at most limit
@@ -107,6 +155,7 @@ func (r *Runner[Q, A]) Do(ctx context.Context, q Q) (A, error) {
 		}
 		return a.V, a.Err
 	case <-ctx.Done():
+		p.leave()
 		var zero A
 		return zero, ctx.Err()
 	}
@@ -180,6 +229,11 @@ func (r *Runner[Q, A]) send(calls []*pending[Q, A]) {
 		qs[i] = p.q
 	}
 	ctx, cancel := batchContext(live)
+	f := &flight{cancel: cancel}
+	f.left.Store(int64(len(live)))
+	for _, p := range live {
+		p.join(f)
+	}
 	answers := r.run(ctx, qs)
 	cancel()
 	for i, p := range live {
@@ -192,53 +246,19 @@ func (r *Runner[Q, A]) send(calls []*pending[Q, A]) {
 }
 
 // batchContext returns the context a batch runs under: the values of its
-// first call, the latest deadline of its calls when every call has one,
-// and cancelled once every call's context has ended (nobody waits for the
-// batch then: a batch whose reply never comes must not hold its slot, and
-// its connection, for good).
+// first call and the latest deadline of its calls when every call has one.
+// Its cancel function is the flight's (see flight): nobody else cancels it.
 func batchContext[Q, A any](calls []*pending[Q, A]) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(calls[0].ctx)
-	latest, all := time.Time{}, true
+	latest := time.Time{}
 	for _, p := range calls {
 		d, ok := p.ctx.Deadline()
 		if !ok {
-			all = false
-			break
+			return context.WithCancel(base)
 		}
 		if d.After(latest) {
 			latest = d
 		}
 	}
-	var ctx context.Context
-	var cancel context.CancelFunc
-	if all {
-		ctx, cancel = context.WithDeadline(base, latest)
-	} else {
-		ctx, cancel = context.WithCancel(base)
-	}
-	for _, p := range calls {
-		if p.ctx.Done() == nil {
-			return ctx, cancel // one call waits for ever: so does the batch
-		}
-	}
-	left := len(calls)
-	var mu sync.Mutex
-	stops := make([]func() bool, 0, len(calls))
-	for _, p := range calls {
-		stops = append(stops, context.AfterFunc(p.ctx, func() {
-			mu.Lock()
-			left--
-			gone := left == 0
-			mu.Unlock()
-			if gone {
-				cancel()
-			}
-		}))
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
+	return context.WithDeadline(base, latest)
 }
