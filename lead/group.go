@@ -251,6 +251,7 @@ func (g *Group[M]) Run(ctx context.Context) error {
 	}
 	g.waits.Wait()
 	l.stopWakes()
+	l.stopWorkers()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return errors.Join(g.fatal...)

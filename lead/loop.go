@@ -36,6 +36,10 @@ type loop[M any] struct {
 	running int
 	urgent  opQueue // a leader's renewals and releases: run before ops
 	ops     opQueue
+	// A Group's workers that found nothing to run wait in idle (at most
+	// idleWorkers) for the next operation, until stopWorkers (closed).
+	idle   []chan func()
+	closed bool
 
 	// Shared wakes (a Group's loop, see wakeAt), under mu: the clock of
 	// the electors that share them and the instant slots count from, and
@@ -250,23 +254,65 @@ func (l *loop[M]) spawn(op func(), urgent bool) {
 		return
 	}
 	l.running++
+	if n := len(l.idle); n > 0 {
+		w := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		l.opsMu.Unlock()
+		w <- op // buffered: the worker may not be waiting yet
+		return
+	}
 	l.opsMu.Unlock()
 	go l.work(op)
 }
 
-// work runs op, then the operations waiting, until none is left.
+// idleWorkers is how many of a Group's workers wait for the next
+// operation instead of ending. A new goroutine starts with a small stack
+// and grows it on every operation (copying it: encoding a record's
+// metadata alone outgrows it), which was a twentieth of a 10,000-name
+// Group's CPU; one that waits keeps its stack for the next (until a
+// garbage collection shrinks it).
+const idleWorkers = 32
+
+// work runs op, then the operations waiting, until none is left; then, in
+// a Group, it waits for the next one as one of the idle workers, if there
+// are fewer than idleWorkers.
 func (l *loop[M]) work(op func()) {
+	var next chan func()
 	for op != nil {
 		op()
 		l.opsMu.Lock()
 		if op = l.urgent.pop(); op == nil {
 			op = l.ops.pop()
 		}
-		if op == nil {
-			l.running--
+		if op != nil {
+			l.opsMu.Unlock()
+			continue
 		}
+		l.running--
+		if l.closed || len(l.idle) >= idleWorkers {
+			l.opsMu.Unlock()
+			return
+		}
+		if next == nil {
+			next = make(chan func(), 1)
+		}
+		l.idle = append(l.idle, next)
 		l.opsMu.Unlock()
+		op = <-next // nil once closed by stopWorkers
 	}
+}
+
+// stopWorkers ends the workers waiting for an operation (Group.Run
+// returns, every operation has ended); none waits after it.
+func (l *loop[M]) stopWorkers() {
+	l.opsMu.Lock()
+	defer l.opsMu.Unlock()
+	l.closed = true
+	for _, w := range l.idle {
+		close(w)
+	}
+	l.idle = nil
 }
 
 // postLocked appends m to the queue. l.mu must be held.
