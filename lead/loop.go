@@ -228,8 +228,9 @@ func newLoop[M any](maxOps int, grouped bool) *loop[M] {
 	return &loop[M]{ready: make(chan struct{}, 1), maxOps: maxOps, grouped: grouped}
 }
 
-// spawn runs op on a goroutine of its own, or, when maxOps are running,
-// queues it: the goroutine of the next one to end runs it. Waiting here
+// spawn runs op on a goroutine of its own (in a Group, an idle worker's
+// when one waits), or, when maxOps are running, queues it: the goroutine
+// of the next one to end runs it. Waiting here
 // is to the machine what a slow network on the way to the store is: it
 // counts its leases from when it asked, not from when the store got the
 // request. An urgent op (a leader's renewal or release) waits only for the
