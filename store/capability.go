@@ -38,7 +38,10 @@ import (
 // not say so (or a wrapper that hides it) gets a goroutine per operation,
 // which is always right. A store that says so and then waits stalls every
 // election its elector's loop steps (a lead.Group's, all of them), so a
-// wrapper that adds any wait must not forward it.
+// wrapper that adds any wait must not forward it. That costs time, not
+// safety: each term's work still ends at its deadline (lead's term
+// watchdog has a timer of its own), while observers learn of changes
+// late; the simulator's runtime sweep runs such a store.
 type Immediate interface {
 	// AnswersImmediately reports whether Get and CompareAndSwap return
 	// without waiting.

@@ -124,6 +124,12 @@ func (h *harness[M]) poll() {
 		}
 		n := inc.n
 		agree := inc.obsOpen == v.ok && (!v.ok || inc.obsToken == v.t.Token)
+		if inc.inlineTouched {
+			if agree && inc.inlineCalls == 0 {
+				inc.inlineTouched = false
+			}
+			continue
+		}
 		if n.stallTouched {
 			if agree && n.stallUntil <= now {
 				n.stallTouched = false

@@ -86,11 +86,17 @@ type incarnation[M any] struct {
 	id      string
 	seed    uint64
 	release bool // lead.WithReleaseOnStop
-	e       *lead.Elector[M]
-	cancel  context.CancelFunc
-	started time.Duration
-	done    chan struct{} // Run, Lead and Every have returned
-	bodyRng *rand.Rand    // the Lead body's goroutine only
+	// inlineCalls counts the store calls in progress that the elector
+	// runs on its loop (a lying store.Immediate); inlineTouched: such a
+	// call may have delayed its observers since they last agreed with
+	// Term. Under h.mu.
+	inlineCalls   int
+	inlineTouched bool
+	e             *lead.Elector[M]
+	cancel        context.CancelFunc
+	started       time.Duration
+	done          chan struct{} // Run, Lead and Every have returned
+	bodyRng       *rand.Rand    // the Lead body's goroutine only
 	// Guarded by harness.mu.
 	stopped     bool // cancelled
 	obsOpen     bool
@@ -417,6 +423,13 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	// a call made while a batch is out waits for the next, and each batch
 	// meets the network's faults as one message.
 	pipelined := grouped && !crowded && seed&4 != 0
+	// A quarter of the others (by their seed again) see a store that says
+	// its operations never wait (store.Immediate) and then waits for the
+	// network, as a wrapper that forwards that capability and adds a wait
+	// would: the elector runs each operation on its loop, which stalls
+	// until the answer comes (or the operation's timeout passes), and a
+	// leader's term must still end by its deadline (the watchdog's timer).
+	lying := !crowded && !pipelined && seed&24 == 24
 	base := []lead.Option{
 		lead.WithIdentity(n.id),
 		lead.WithConfig(cfg),
@@ -439,7 +452,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 			decoys = append(decoys, []lead.Option{lead.WithRand(rand.New(rand.NewPCG(seed^0x7f4a7c159e3779b9, i)))})
 		}
 	}
-	e, grp, err := h.newElector(grouped, h.wrap(inc, pipelined), base, own, decoys)
+	e, grp, err := h.newElector(grouped, h.wrap(inc, pipelined, lying), base, own, decoys)
 	if err != nil {
 		h.fail(sim.CheckRun, "lead.New for %s (in a Group: %v): %v", n.id, grouped, err)
 		close(inc.done)
@@ -454,7 +467,7 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	h.chk.disturbed(h.now())
 	h.tl.State(int64(h.now()), n.idx, timeline.Follower)
 	h.mu.Unlock()
-	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v, with decoys and one store operation at a time: %v, with decoys and batched store calls: %v)", inc.release, n.rate, grouped, crowded, pipelined)
+	h.tracef(inc, "boot (releases on stop: %v, clock rate %.4f, in a Group: %v, with decoys and one store operation at a time: %v, with decoys and batched store calls: %v, told the store never waits: %v)", inc.release, n.rate, grouped, crowded, pipelined, lying)
 
 	h.followLeaders(ctx, inc)
 	var parts sync.WaitGroup
@@ -536,6 +549,10 @@ func (h *harness[M]) stop(n *rnode[M]) *incarnation[M] {
 	inc.cancel()
 	return inc
 }
+
+// delayed reports whether a stall of inc's node, or a store call run on
+// its loop, may have delayed what its observers were told. h.mu is held.
+func (inc *incarnation[M]) delayed() bool { return inc.n.stallTouched || inc.inlineTouched }
 
 // restart boots n again after a crash or a release, with a new identity
 // when asked.
@@ -857,7 +874,7 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 			}
 			inc.obsOpen, inc.obsToken, inc.lastStarted = true, tok, tok
 			h.res.Terms++
-			h.termSeen(inc, tok, !inc.n.stallTouched && before)
+			h.termSeen(inc, tok, !inc.delayed() && before)
 			h.tl.AddTerm(int64(h.now()), inc.n.idx, uint64(tok))
 			if inc.n.cur == inc {
 				h.tl.State(int64(h.now()), inc.n.idx, timeline.Leader)
@@ -874,7 +891,7 @@ func (h *harness[M]) observer(inc *incarnation[M]) func(lead.Change) {
 				h.tl.State(int64(h.now()), inc.n.idx, timeline.Follower)
 			}
 		}
-		prompt := !inc.n.stallTouched
+		prompt := !inc.delayed()
 		var others []*incarnation[M]
 		if c.Kind == lead.Started && prompt && before {
 			for _, n := range h.nodes {

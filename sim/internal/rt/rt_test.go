@@ -55,7 +55,13 @@ func TestRuntimeWrapperCapabilities(t *testing.T) {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		for _, pipelined := range []bool{false, true} {
-			w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]}, pipelined)
+			w := h.wrap(&incarnation[struct{}]{n: h.nodes[0]}, pipelined, false)
+			if store.AnswersImmediately(w) {
+				t.Errorf("%s (batched: %v): the store says it never waits", tt.name, pipelined)
+			}
+			if lied := h.wrap(&incarnation[struct{}]{n: h.nodes[0]}, pipelined, true); !store.AnswersImmediately(lied) {
+				t.Errorf("%s (batched: %v): a store that lies does not say it never waits", tt.name, pipelined)
+			}
 			_, watch := w.(store.Watcher[struct{}])
 			l, lossy := w.(store.Lossy)
 			if watch != tt.watch || lossy != tt.lossy || lossy && l.MayLoseRecords() != tt.says {

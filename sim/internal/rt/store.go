@@ -42,7 +42,14 @@ type faultStore[M any] struct {
 	// is busy waits for the next, which carries every call waiting; the
 	// whole batch crosses the network as one message each way.
 	pipe *batch.Runner[pipeQ[M], pipeA[M]]
+	// lying makes the store say that its operations never wait
+	// (store.Immediate), which they do: they cross the network.
+	lying bool
 }
+
+// AnswersImmediately reports whether the store says its operations never
+// wait: false, unless the incarnation is one that is lied to.
+func (w *faultStore[M]) AnswersImmediately() bool { return w.lying }
 
 // pipeQ is one call in a batch: a Get when get is set, else a swap.
 type pipeQ[M any] struct {
@@ -141,6 +148,23 @@ func (h *harness[M]) fate(inc *incarnation[M], m message, reply bool) (time.Dura
 func (w *faultStore[M]) call(ctx context.Context, kind string, op func(context.Context)) error {
 	h := w.h
 	h.countOp()
+	if w.lying {
+		// The elector's loop waits here for the whole call, as it does in
+		// a slow logger during a pause: its observers may learn of a
+		// change late, which the observer checks allow for this
+		// incarnation until they agree again after its last such call
+		// (the term's end is the watchdog's, and the other checks hold as
+		// ever).
+		h.mu.Lock()
+		w.inc.inlineCalls++
+		w.inc.inlineTouched = true
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			w.inc.inlineCalls--
+			h.mu.Unlock()
+		}()
+	}
 	w.mu.Lock()
 	req, rep := drawMessage(w.rng, h.o.Latency), drawMessage(w.rng, h.o.Latency)
 	w.mu.Unlock()
@@ -366,9 +390,10 @@ type watchLossyStore[M any] struct {
 func (w watchLossyStore[M]) MayLoseRecords() bool { return w.may }
 
 // wrap returns the store an incarnation sees, with the capabilities of
-// the shared store; with pipelined, its calls go out in batches.
-func (h *harness[M]) wrap(inc *incarnation[M], pipelined bool) store.Store[M] {
-	fs := &faultStore[M]{h: h, inc: inc, rng: rand.New(rand.NewPCG(inc.seed, inc.seed^0x5851f42d4c957f2d))}
+// the shared store; with pipelined, its calls go out in batches; with
+// lying, it says (store.Immediate) that they never wait.
+func (h *harness[M]) wrap(inc *incarnation[M], pipelined, lying bool) store.Store[M] {
+	fs := &faultStore[M]{h: h, inc: inc, lying: lying, rng: rand.New(rand.NewPCG(inc.seed, inc.seed^0x5851f42d4c957f2d))}
 	if pipelined {
 		// Each batch waits a nanosecond of the run's time first (in a
 		// bubble: until every goroutine is blocked), then takes the calls
