@@ -30,7 +30,9 @@ import (
 // loop, as with Run (except on a store that says it never waits,
 // store.Immediate: memstore's run on the loop). At most 256 store
 // operations of a Group run at once (each on a goroutine while it runs;
-// WithMaxStoreOps sets another bound); more wait their turn, as they
+// up to 32 of those goroutines then wait for the next operation rather
+// than end, until Run returns; WithMaxStoreOps sets another bound); more
+// wait their turn, as they
 // would for a connection of the store client's pool: a leader's renewals
 // and releases first, then the others, each in the order asked, so that a
 // store that falls behind (thousands of names starting at once) keeps the
