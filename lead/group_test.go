@@ -724,3 +724,32 @@ func runGroup(t *testing.T, grp *lead.Group[meta]) (stop func()) {
 		}
 	}
 }
+
+// An elector added with WithClock(nil) stays on the Group's clock: a nil
+// Clock changes nothing. (It used to reset the elector to the real clock,
+// while the elector, having no clock of its own in Add's options, shared
+// the Group's wakes, timed on the Group's clock.)
+func TestGroupAddWithNilClockKeepsTheGroupsClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &countingClock{}
+		grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+			lead.WithIdentity("p0"), lead.WithClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := grp.Add("job", lead.WithClock(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runGroup(t, grp)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !allLead([]*lead.Elector[meta]{e}) {
+			t.Error("the elector does not lead after 1 s")
+		}
+		if n := clock.timers.Load(); n == 0 {
+			t.Error("the elector asked no timer of the Group's clock: WithClock(nil) replaced it")
+		}
+		stop()
+	})
+}

@@ -55,15 +55,22 @@ func WithLookupEnv(f lease.LookupFunc) Option {
 	return func(o *options) { o.lookup = f }
 }
 
-// WithClock sets the clock (default: the real one). A nil Clock keeps the
-// default; a typed nil (a nil pointer in a Clock) makes New fail.
+// WithClock sets the clock (default: the real one; for an elector a Group
+// adds, the Group's). A nil Clock changes nothing: the clock stays the one
+// an earlier option set, or the default. A typed nil (a nil pointer in a
+// Clock) makes New fail.
 func WithClock(c Clock) Option {
 	return func(o *options) {
-		if c != nil && nilarg.IsNil(c) {
+		switch {
+		case c == nil:
+			// Not a reset to the real clock: Group.Add(name,
+			// WithClock(nil)) would leave the elector on the real clock
+			// while it shares the Group's wakes, timed on the Group's.
+		case nilarg.IsNil(c):
 			o.refuse("WithClock", "c")
-			return
+		default:
+			o.clock = c
 		}
-		o.clock = c
 	}
 }
 
