@@ -585,6 +585,18 @@ func TestGroupRunsImmediateStoresOnTheLoop(t *testing.T) {
 	}
 }
 
+// countingGroup returns a Group on memstore, on a countingClock.
+func countingGroup(t *testing.T) (*countingClock, *lead.Group[meta]) {
+	t.Helper()
+	clock := &countingClock{}
+	grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+		lead.WithIdentity("p0"), lead.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock, grp
+}
+
 // countingClock is the real clock (the bubble's, under synctest),
 // counting the timers asked of it.
 type countingClock struct{ timers atomic.Int64 }
@@ -606,12 +618,7 @@ func TestGroupSharesWakeTimers(t *testing.T) {
 	timers := map[bool]int64{}
 	for _, shared := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
-			clock := &countingClock{}
-			grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
-				lead.WithIdentity("p0"), lead.WithClock(clock))
-			if err != nil {
-				t.Fatal(err)
-			}
+			clock, grp := countingGroup(t)
 			var els []*lead.Elector[meta]
 			for i := range 500 {
 				var opts []lead.Option
@@ -731,12 +738,7 @@ func runGroup(t *testing.T, grp *lead.Group[meta]) (stop func()) {
 // the Group's wakes, timed on the Group's clock.)
 func TestGroupAddWithNilClockKeepsTheGroupsClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := &countingClock{}
-		grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
-			lead.WithIdentity("p0"), lead.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
+		clock, grp := countingGroup(t)
 		e, err := grp.Add("job", lead.WithClock(nil))
 		if err != nil {
 			t.Fatal(err)
