@@ -117,6 +117,7 @@ type Elector[M any] struct {
 	// groupClock: made by Group.Add without a clock of its own, so its
 	// clock is the Group's and its wakes may share the Group's timers.
 	groupClock bool
+	clockSets  int        // how many of its options set a clock (for Group.Add)
 	run        *runner[M] // while running; Reconfigure posts to it
 	cfg        lease.Config
 	meta       M
@@ -249,6 +250,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		id:            id,
 		st:            st,
 		clock:         o.clock,
+		clockSets:     o.clockSets,
 		rand:          o.rand,
 		log:           o.logger.With("name", name, "identity", id),
 		releaseOnStop: o.releaseOnStop,

@@ -40,9 +40,10 @@ import (
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
-	st   store.Store[M]
-	opts []Option
-	loop *loop[M]
+	st        store.Store[M]
+	opts      []Option
+	clockSets int // how many of opts set a clock
+	loop      *loop[M]
 
 	mu      sync.Mutex
 	members map[string]*member[M]
@@ -96,16 +97,7 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		}
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
-	return &Group[M]{st: st, opts: opts, loop: newLoop[M](maxOps, true), members: map[string]*member[M]{}}, nil
-}
-
-// setsClock reports whether opts give a clock (WithClock).
-func setsClock(opts []Option) bool {
-	var o options
-	for _, opt := range opts {
-		opt(&o) // not nil: newElector checked
-	}
-	return o.clock != nil
+	return &Group[M]{st: st, opts: opts, clockSets: o.clockSets, loop: newLoop[M](maxOps, true), members: map[string]*member[M]{}}, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is
@@ -148,7 +140,7 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 		e.logCapabilities()
 	}
 	e.ran, e.inGroup = true, true
-	e.groupClock = !setsClock(opts)
+	e.groupClock = e.clockSets == g.clockSets // Add's options set no clock
 	m := &member[M]{e: e}
 	g.members[name] = m
 	g.pending = append(g.pending, m)

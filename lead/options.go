@@ -18,6 +18,7 @@ type options struct {
 	config        *lease.Config
 	lookup        lease.LookupFunc
 	clock         Clock
+	clockSets     int // how many options set a clock (Group.Add: did its own?)
 	rand          fsm.Rand
 	logger        *slog.Logger
 	releaseOnStop bool
@@ -70,6 +71,7 @@ func WithClock(c Clock) Option {
 			o.refuse("WithClock", "c")
 		default:
 			o.clock = c
+			o.clockSets++
 		}
 	}
 }
