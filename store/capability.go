@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/tenure-go/tenure/internal/nilarg"
+	"github.com/tenure-go/tenure/lease"
 )
 
 // This file holds the helpers for the optional interfaces a Store may
 // implement (Lossy, Watcher, FuncWatcher, MetadataChecker, Validator,
-// Immediate). Each answers for any Store:
+// Immediate, ReleaseGuard). Each answers for any Store:
 // the store's own answer when it implements the interface, and a
 // conservative one when it does not. Wrappers forward the interfaces with
 // them (see "Wrapping a store" in docs/guide.md):
@@ -245,4 +247,57 @@ func WatchFuncVia[M any](ctx context.Context, w Watcher[M], name string, fn func
 		fn(Event[M]{}, false)
 	}()
 	return nil
+}
+
+// Released is what a guarded swap (ReleaseGuard) requires of the record it
+// replaces, besides its revision: no holder, and these fields. They are
+// the fields an elector builds its new term on (the token it goes above,
+// the transitions it counts on, the lease it remembers), so a swap that
+// succeeds proves that the record it replaced was exactly the released
+// one the elector was told of.
+type Released struct {
+	Token         uint64
+	Transitions   uint64
+	LeaseDuration time.Duration
+}
+
+// ReleaseGuard is implemented by stores whose compare-and-swap can also
+// check what the record it replaces holds: a swap that succeeds only if
+// the record at the expected revision is released. Electors use it to
+// take over a release they heard of on a watch that anyone may publish on
+// (Redis Pub/Sub, PostgreSQL NOTIFY), without reading the record first: a
+// forged "released at revision r" makes the guarded swap fail with a
+// conflict (showing the real record), never overwrite a live lease. A
+// store that does not implement it (or a wrapper that hides it) has its
+// electors read first, which is always right. A wrapper that changes
+// CompareAndSwap must not let its store's CompareReleasedAndSwap be
+// promoted past it.
+type ReleaseGuard[M any] interface {
+	// CompareReleasedAndSwap stores next under name as CompareAndSwap
+	// does, and only if, in addition, the record stored at revision
+	// expected has no holder and was's Token, Transitions and
+	// LeaseDuration. When the revision matches but the record does not,
+	// it returns an error wrapping ErrConflict with the record and
+	// revision found, as for a revision that does not match. It never
+	// creates a record: with expected 0 it writes nothing and returns an
+	// error wrapping ErrConflict with what is stored (a zero record and
+	// revision when nothing is).
+	CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error)
+}
+
+// GuardsReleases returns st's ReleaseGuard when st implements it, and nil
+// (the conservative answer: read before taking a release over) when it
+// does not or st is nil.
+func GuardsReleases[M any](st Store[M]) ReleaseGuard[M] {
+	if g, ok := st.(ReleaseGuard[M]); ok && !nilarg.IsNil(g) {
+		return g
+	}
+	return nil
+}
+
+// ReleasedAs reports whether r, stored at a revision a guarded swap
+// expects, is the released record was describes (see ReleaseGuard). Stores
+// that check the guard in Go use it.
+func ReleasedAs[M any](r lease.Record[M], was Released) bool {
+	return r.Holder == "" && r.Token == was.Token && r.Transitions == was.Transitions && r.LeaseDuration == was.LeaseDuration
 }

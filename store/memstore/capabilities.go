@@ -7,8 +7,9 @@ import (
 )
 
 var (
-	_ store.Lossy     = (*Store[struct{}])(nil)
-	_ store.Immediate = (*Store[struct{}])(nil)
+	_ store.Lossy                  = (*Store[struct{}])(nil)
+	_ store.Immediate              = (*Store[struct{}])(nil)
+	_ store.ReleaseGuard[struct{}] = (*Store[struct{}])(nil)
 )
 
 // AnswersImmediately reports true: Get and CompareAndSwap work in memory

@@ -133,7 +133,21 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // is left for it, CompareAndSwap returns an error wrapping
 // [store.ErrTokenExhausted] and writes nothing.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
+	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next)
+}
+
+// CompareReleasedAndSwap stores next under name as CompareAndSwap does,
+// and only if the record stored at revision expected is released and
+// shows was; otherwise it returns an error wrapping [store.ErrConflict]
+// with the record found. It implements [store.ReleaseGuard].
+func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next)
+}
+
+// compareAndSwap is CompareAndSwap, guarded by was when it is not nil
+// (CompareReleasedAndSwap); op names the method in errors.
+func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	// A renewal usually writes the metadata stored now: when equal values
@@ -142,7 +156,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	var rec lease.Record[[]byte]
 	if same {
 		if err := store.ValidateRecord(next); err != nil {
-			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: %s %q: %w", op, name, err)
 		}
 		rec = lease.Record[[]byte]{
 			Holder:        next.Holder,
@@ -156,7 +170,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	} else {
 		var err error
 		if rec, m, err = store.EncodeRecord(s.codec, next); err != nil {
-			return lease.Record[M]{}, 0, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+			return lease.Record[M]{}, 0, fmt.Errorf("memstore: %s %q: %w", op, name, err)
 		}
 		// When M is copied by value and the bytes are those stored now,
 		// their decoded value is taken: one decoded value per version.
@@ -168,7 +182,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	if s.byValue {
 		decoded = m
 	}
-	stored, found, err := s.swap(name, expected, rec, decoded)
+	stored, found, err := s.swap(op, name, expected, was, rec, decoded)
 	switch {
 	case err == nil:
 		return withMetadata(stored.rec, m), stored.rev, nil
@@ -185,7 +199,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 
 // swap is the locked part of CompareAndSwap. On success it returns the stored
 // entry; on a conflict, the entry found (nil when absent) and the error.
-func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[]byte], decoded any) (stored, found *entry, err error) {
+func (s *Store[M]) swap(op, name string, expected lease.Revision, was *store.Released, rec lease.Record[[]byte], decoded any) (stored, found *entry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.names[name]
@@ -193,14 +207,17 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 		found = sl.cur
 	}
 	if found != nil && found.err != nil {
-		return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, found.err)
+		return nil, nil, fmt.Errorf("memstore: %s %q: the stored record is not overwritten: %w", op, name, found.err)
 	}
 	var rev lease.Revision
 	if found != nil {
 		rev = found.rev
 	}
 	if rev != expected {
-		return nil, found, fmt.Errorf("memstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+		return nil, found, fmt.Errorf("memstore: %s %q: expected revision %d, found %d: %w", op, name, expected, rev, store.ErrConflict)
+	}
+	if was != nil && (found == nil || !store.ReleasedAs(found.rec, *was)) {
+		return nil, found, fmt.Errorf("memstore: %s %q: the record at revision %d is not the released one expected: %w", op, name, rev, store.ErrConflict)
 	}
 	if found == nil || !store.Renews(found.rec, rec) {
 		// A new term: its token goes above every token the name had,
@@ -211,7 +228,7 @@ func (s *Store[M]) swap(name string, expected lease.Revision, rec lease.Record[[
 		}
 		token, err := store.NewToken(rec.Token, floor)
 		if err != nil {
-			return nil, nil, fmt.Errorf("memstore: CompareAndSwap %q: %w", name, err)
+			return nil, nil, fmt.Errorf("memstore: %s %q: %w", op, name, err)
 		}
 		rec.Token = token
 	}

@@ -270,6 +270,11 @@ var sqlValid = `t.token BETWEEN 0 AND ` + sqlMaxToken + ` AND t.token = trunc(t.
 // (store.Renews), otherwise greatest($4, t.token+1) (store.NewToken).
 const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::text = t.holder) THEN t.token ELSE greatest($4::numeric, t.token + 1) END`
 
+// sqlReleased is the guard of CompareReleasedAndSwap on the row of alias
+// t: true when $12 is false (CompareAndSwap), otherwise only for a
+// released row with token $13, transitions $14 and lease duration $15.
+const sqlReleased = `($12::boolean IS NOT TRUE OR (t.holder = '' AND t.token = $13::numeric AND t.transitions = $14::numeric AND t.lease_duration_ns = $15::bigint))`
+
 // notifyMetadataMax is the largest metadata, in bytes, that a notification
 // carries (hex-encoded, so twice as many characters): the whole payload
 // stays below PostgreSQL's limit of 8000 bytes.
@@ -347,6 +352,7 @@ FROM ` + w + `, ` + r
 		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
 	WHERE t.name = $1 AND t.revision = $2 AND ` + sqlValid + `
 		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
+		AND ` + sqlReleased + `
 	RETURNING ` + columns + `
 ),
 ` + n + ` AS (SELECT ` + notifySQL(u, "$11") + ` FROM ` + u + `),
@@ -476,7 +482,7 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 }
 
 // swapCall returns the statement of swap.
-func (s *Store[M]) swapCall(name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) pgCall {
+func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Released, created uint64, enc lease.Record[[]byte]) pgCall {
 	if expected == 0 {
 		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
@@ -488,9 +494,13 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, created uint64
 	if expected <= math.MaxInt64 {
 		exp = int64(expected)
 	}
+	var g store.Released
+	if was != nil {
+		g = *was
+	}
 	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-		s.seqText, s.channel}}
+		s.seqText, s.channel, was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the
@@ -698,7 +708,8 @@ func (s *Store[M]) warmSwap(ctx context.Context, c *pgxpool.Conn) error {
 	if data[s.sqlUpdate] != nil {
 		return nil
 	}
-	rows, err := c.Query(ctx, s.sqlUpdate, "", int64(-1), "", uint64(0), time.Time{}, time.Time{}, int64(0), uint64(0), []byte{}, s.seqText, s.channel)
+	rows, err := c.Query(ctx, s.sqlUpdate, "", int64(-1), "", uint64(0), time.Time{}, time.Time{}, int64(0), uint64(0), []byte{}, s.seqText, s.channel,
+		false, uint64(0), uint64(0), int64(0))
 	if err != nil {
 		return err
 	}
@@ -735,12 +746,44 @@ func (s *Store[M]) warmSwap(ctx context.Context, c *pgxpool.Conn) error {
 // The record returned on success is the one stored: its times carry
 // PostgreSQL's microsecond precision.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
+	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next)
+}
+
+// CompareReleasedAndSwap stores next under name as CompareAndSwap does,
+// and only if the record stored at revision expected is released and
+// shows was (the check is in the statement's WHERE, so it holds at the
+// write); otherwise it returns an error wrapping store.ErrConflict with
+// the record found. It implements store.ReleaseGuard: an elector takes a
+// release it heard of by NOTIFY over with it, without reading first, and
+// a forged notification makes it fail, never overwrite a live lease.
+func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if expected == 0 {
+		// No record at revision 0 is a released one: a conflict with
+		// whatever is stored.
+		if err := s.check(ctx, "CompareReleasedAndSwap", name); err != nil {
+			return lease.Record[M]{}, 0, err
+		}
+		rec, rev, err := s.Get(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareReleasedAndSwap %q: expected revision 0, which no released record has: %w", name, store.ErrConflict)
+		case err != nil:
+			return lease.Record[M]{}, 0, err
+		}
+		return rec, rev, fmt.Errorf("pgstore: CompareReleasedAndSwap %q: expected revision 0, found %d: %w", name, rev, store.ErrConflict)
+	}
+	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next)
+}
+
+// compareAndSwap is CompareAndSwap, guarded by was when it is not nil
+// (CompareReleasedAndSwap); op names the method in errors.
+func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	enc, _, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, err)
 	}
 	if err := s.ensureSchema(ctx); err != nil {
 		return lease.Record[M]{}, 0, err
@@ -749,50 +792,53 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	// A create starts a term: NewToken raises a token of 0 to 1.
 	created, err := store.NewToken(next.Token, 0)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, err)
 	}
-	r, written, found, err := s.swap(ctx, name, expected, created, enc)
+	r, written, found, err := s.swap(ctx, name, expected, was, created, enc)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: %w", name, withCtx(ctx, s.explain(err)))
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, withCtx(ctx, s.explain(err)))
 	}
 	if !found {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found none: %w", name, expected, store.ErrConflict)
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: expected revision %d, found none: %w", op, name, expected, store.ErrConflict)
 	}
 	rec, rev, err := s.record(name, &r)
 	if err != nil {
 		if written {
 			// Cannot happen: the record was checked and its metadata
 			// decoded above.
-			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: written, but cannot read back: %w", name, err)
+			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: written, but cannot read back: %w", op, name, err)
 		}
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w", name, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: the stored record is not overwritten: %w", op, name, err)
 	}
 	if written {
 		return rec, rev, nil
 	}
 	if rev != expected {
-		return rec, rev, fmt.Errorf("pgstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+		return rec, rev, fmt.Errorf("pgstore: %s %q: expected revision %d, found %d: %w", op, name, expected, rev, store.ErrConflict)
+	}
+	if was != nil && !store.ReleasedAs(rec, *was) {
+		return rec, rev, fmt.Errorf("pgstore: %s %q: the record at revision %d is not the released one expected: %w", op, name, rev, store.ErrConflict)
 	}
 	// The row is at the expected revision, readable, and was not
 	// updated: the statement found no token or no revision left for the
 	// write, or a check of its own refused the row.
 	if !store.Renews(rec, next) {
 		if _, err := store.NewToken(next.Token, rec.Token); err != nil {
-			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: nothing was written: %w", name, err)
+			return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: nothing was written: %w", op, name, err)
 		}
 	}
 	if rev >= store.MaxRevision {
-		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", name, store.ErrCorruptRecord, rev)
+		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", op, name, store.ErrCorruptRecord, rev)
 	}
-	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: CompareAndSwap %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", name, store.ErrCorruptRecord, rev)
+	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", op, name, store.ErrCorruptRecord, rev)
 }
 
 // swap runs the statement of CompareAndSwap: it creates the row of name
 // with enc and token created when expected is zero, and otherwise updates
 // it to enc if it is at revision expected. It returns the row it wrote,
 // or the row it found (found is false when there is none).
-func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, created uint64, enc lease.Record[[]byte]) (r row, written, found bool, err error) {
-	call := s.swapCall(name, expected, created, enc)
+func (s *Store[M]) swap(ctx context.Context, name string, expected lease.Revision, was *store.Released, created uint64, enc lease.Record[[]byte]) (r row, written, found bool, err error) {
+	call := s.swapCall(name, expected, was, created, enc)
 	err = s.retry(ctx, notExecuted, func() error {
 		a, err := s.pipe.Do(ctx, call)
 		if err != nil {

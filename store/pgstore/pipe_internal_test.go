@@ -56,13 +56,13 @@ func TestPipelineStatementsStandAlone(t *testing.T) {
 				now := time.Now()
 				return lease.Record[[]byte]{Holder: holder, Token: 1, AcquiredAt: now, RenewedAt: now, LeaseDuration: time.Second, Metadata: []byte(`"m"`)}
 			}
-			bad := st.swapCall("c", 0, 1, enc("x"))
+			bad := st.swapCall("c", 0, nil, 1, enc("x"))
 			bad.args[8] = `"no_such_sequence"` // nextval fails: the statement fails
 			calls := []pgCall{
-				st.swapCall("a", 0, 1, enc("first")),
-				st.swapCall("a", 0, 1, enc("second")), // finds the row the first wrote
+				st.swapCall("a", 0, nil, 1, enc("first")),
+				st.swapCall("a", 0, nil, 1, enc("second")), // finds the row the first wrote
 				bad,
-				st.swapCall("b", 0, 1, enc("third")),
+				st.swapCall("b", 0, nil, 1, enc("third")),
 			}
 			out := st.runPipe(ctx, calls)
 			row := func(i int) *swapRow {
@@ -94,7 +94,7 @@ func TestPipelineStatementsStandAlone(t *testing.T) {
 				t.Errorf("Get(c) of the failed statement: %v, want ErrNotFound", err)
 			}
 			// The pool's connections still work, for pipelines too.
-			out = st.runPipe(ctx, []pgCall{st.swapCall("d", 0, 1, enc("d")), st.swapCall("e", 0, 1, enc("e"))})
+			out = st.runPipe(ctx, []pgCall{st.swapCall("d", 0, nil, 1, enc("d")), st.swapCall("e", 0, nil, 1, enc("e"))})
 			if out[0].Err != nil || out[1].Err != nil {
 				t.Fatalf("pipeline after a failed statement: %v, %v", out[0].Err, out[1].Err)
 			}

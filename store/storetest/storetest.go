@@ -126,6 +126,7 @@ func checks[M any]() []check[M] {
 		{name: "TokenAboveMax", fn: testTokenAboveMax[M]},
 		{name: "TokenExhausted", fn: testTokenExhausted[M]},
 		{name: "NewTermTokens", fn: testNewTermTokens[M]},
+		{name: "ReleaseGuard", fn: testReleaseGuard[M]},
 		{name: "Watch", sub: watchChecks[M](false)},
 		{name: "WatchFunc", sub: append(watchChecks[M](true),
 			check[M]{name: "OneCallAtATime", fn: testWatchFuncOneCallAtATime[M]},
