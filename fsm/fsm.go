@@ -295,6 +295,12 @@ type Action struct {
 	Swap     SwapKind
 	Expected lease.Revision
 	Next     Lease
+	// Guarded asks for a guarded Swap (only with Options.GuardedRelease):
+	// the store must write Next only if the record at Expected is
+	// released and has Was's Token, Transitions and LeaseDuration
+	// (store.ReleaseGuard), and otherwise answer with a conflict.
+	Guarded bool
+	Was     Lease
 	// Token is the term's token (StartedLeading, StoppedLeading), or the
 	// largest token seen (ProblemTokensExhausted).
 	Token uint64
@@ -354,4 +360,14 @@ type Options struct {
 	// forged "released at revision r" while r is a live lease would have
 	// the follower overwrite it.
 	AuthenticWatch bool
+	// GuardedRelease says that the store can guard a swap: write only if
+	// the record at the expected revision is released and shows what the
+	// machine was told (store.ReleaseGuard). A follower then takes over a
+	// release a watch event shows with such a swap (Action.Guarded)
+	// instead of reading the record first: a forged event makes the swap
+	// fail, and the store's answer is taken in like a read's. False (the
+	// conservative answer) reads first. Never set it for a store that
+	// cannot guard its swaps: a forged "released at revision r" while r is
+	// a live lease would have the follower overwrite it.
+	GuardedRelease bool
 }

@@ -136,9 +136,15 @@ func (m *Machine) pollAt() time.Duration {
 // staleByHints reports whether a renewal was heard at a revision newer than
 // the one the follower waits out: taking the lease over from that revision
 // would be a swap bound to fail, so the follower reads first (once per
-// wait, see takeOver).
+// wait, see takeOver). Also a renewal heard while hints were muted or
+// distrusted (heardMax, which no answer settled yet): the swap would fail
+// unless the store went back and lost that renewal, whose writer may still
+// lead on it; the read's answer then shows the contradiction (see
+// contradicted). The simulator found it: a renewal heard while muted, the
+// store rolled back to the revision waited out, a swap from it that
+// succeeded (adversary seed 8710, an extreme config).
 func (m *Machine) staleByHints() bool {
-	return m.quietRev > m.rev && m.quietEnd() != 0
+	return m.quietRev > m.rev && m.quietEnd() != 0 || m.heardMax > m.rev
 }
 
 // answered settles the watch hint with the answer to the request that just
@@ -178,7 +184,9 @@ func (m *Machine) answered(ev Event) {
 	if !m.hint {
 		return
 	}
-	confirmed := ev.Kind != SwapDone && !m.hintAbsent && !ev.Absent &&
+	// A guarded swap that went through confirms the release it was
+	// guarded by: the store held it.
+	confirmed := (ev.Kind != SwapDone || m.pendingGuard) && !m.hintAbsent && !ev.Absent &&
 		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
 	after := m.pendingSeq > m.hintSeq
 	if !confirmed && !after {

@@ -25,6 +25,7 @@ type Machine struct {
 	rand      Rand
 	lossy     bool
 	authentic bool // watch events are authentic (Options.AuthenticWatch)
+	guarded   bool // the store guards swaps from a release (Options.GuardedRelease)
 	out       []Action
 	now       time.Duration
 
@@ -91,7 +92,9 @@ type Machine struct {
 	pendingHeard lease.Revision // heardMax when it was sent
 	pendingNext  Lease
 	pendingExp   lease.Revision // the revision the swap expects
-	pendingRD    time.Duration  // RenewDeadline in force when it was sent
+	pendingGuard bool           // the swap is guarded (takeHeardRelease): it expects pendingWas, released, at pendingExp
+	pendingWas   Lease
+	pendingRD    time.Duration // RenewDeadline in force when it was sent
 
 	// The current term (Leader), or the last one (Expiring).
 	token         uint64
@@ -118,6 +121,7 @@ func New(o Options) (*Machine, error) {
 		rand:      o.Rand,
 		lossy:     o.LossyStore,
 		authentic: o.AuthenticWatch,
+		guarded:   o.GuardedRelease,
 		out:       make([]Action, 0, 2),
 	}, nil
 }
@@ -277,6 +281,9 @@ func (m *Machine) awaits(k EventKind) bool {
 // Then the wait the answer imposes is reported if long, and the state's own
 // rules for the answer follow.
 func (m *Machine) answer(ev Event) {
+	if ev.Kind == SwapDone && m.pendingGuard {
+		m.guardHeld()
+	}
 	v := m.observe(ev)
 	if m.state == Leader && m.termLost(ev, v) {
 		m.stepDown(ReasonLost)
@@ -381,7 +388,9 @@ func (m *Machine) advanceFollower() {
 	}
 	switch {
 	case m.hint:
-		m.read(true)
+		if !m.takeHeardRelease() {
+			m.read(true)
+		}
 	case m.reached(m.pollAt()):
 		m.read(false)
 	}

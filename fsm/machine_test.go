@@ -835,21 +835,7 @@ func TestTransitions(t *testing.T) {
 			if tt.slow {
 				cfg.RetryInterval = 9 * s
 			}
-			m, err := New(Options{Identity: "me", Config: cfg, LossyStore: tt.lossy})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, st := range tt.steps {
-				got := m.Step(st.ev)
-				if len(got) != 0 || len(st.want) != 0 {
-					if diff := cmp.Diff(st.want, got); diff != "" {
-						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
-					}
-				}
-				if m.State() != st.state {
-					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
-				}
-			}
+			runSteps(t, Options{Identity: "me", Config: cfg, LossyStore: tt.lossy}, tt.steps)
 		})
 	}
 }
@@ -1056,21 +1042,7 @@ func TestVouchedCreates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.RetryInterval = 9 * s
-			m, err := New(Options{Identity: "me", Config: cfg, LossyStore: tt.lossy})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, st := range tt.steps {
-				got := m.Step(st.ev)
-				if len(got) != 0 || len(st.want) != 0 {
-					if diff := cmp.Diff(st.want, got); diff != "" {
-						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
-					}
-				}
-				if m.State() != st.state {
-					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
-				}
-			}
+			runSteps(t, Options{Identity: "me", Config: cfg, LossyStore: tt.lossy}, tt.steps)
 		})
 	}
 }
@@ -1146,21 +1118,150 @@ func TestAuthenticWatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := New(Options{Identity: "me", Config: testConfig(), AuthenticWatch: tt.authentic})
-			if err != nil {
-				t.Fatal(err)
+			runSteps(t, Options{Identity: "me", Config: testConfig(), AuthenticWatch: tt.authentic}, tt.steps)
+		})
+	}
+}
+
+// runSteps feeds steps to a new Machine with o and checks each step's
+// actions and state.
+func runSteps(t *testing.T, o Options, steps []step) {
+	t.Helper()
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range steps {
+		got := m.Step(st.ev)
+		if len(got) != 0 || len(st.want) != 0 {
+			if diff := cmp.Diff(st.want, got); diff != "" {
+				t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
 			}
-			for i, st := range tt.steps {
-				got := m.Step(st.ev)
-				if len(got) != 0 || len(st.want) != 0 {
-					if diff := cmp.Diff(st.want, got); diff != "" {
-						t.Fatalf("step %d (%v at %v): actions (-want +got):\n%s", i, st.ev.Kind, st.ev.Now, diff)
-					}
-				}
-				if m.State() != st.state {
-					t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
-				}
-			}
+		}
+		if m.State() != st.state {
+			t.Fatalf("step %d (%v at %v): state %v, want %v", i, st.ev.Kind, st.ev.Now, m.State(), st.state)
+		}
+	}
+}
+
+// A renewal heard while hints are muted still makes the follower read
+// before it takes over the revision it waited out: if the store went back
+// and lost that renewal, the swap would succeed while the renewal's
+// writer still leads. The read shows the contradiction, and the follower
+// waits a lease more (the simulator's adversary seed 8710).
+func TestRenewalHeardWhileMutedIsReadFirst(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryInterval = 9 * s // no poll between the steps
+	runSteps(t, Options{Identity: "me", Config: cfg}, join(followOther(), []step{
+		{tick(9 * s), []Action{aRead()}, Follower},
+		{read(9*s+1*ms, other(4, 2), 10), nil, Follower},
+		// A hint that the record is gone, contradicted by the read:
+		// hints are muted for a RetryInterval.
+		{watchedAbsent(14 * s), []Action{aRead()}, Follower},
+		{read(14*s+1*ms, other(4, 2), 10), nil, Follower},
+		// The leader's renewal, heard while muted.
+		{watched(15*s, other(4, 2), 11), nil, Follower},
+		// The store lost it (a rollback to 10): the follower reads before
+		// it swaps from 10, and the read contradicts the renewal heard.
+		{tick(15*s + 1*ms), []Action{aRead()}, Follower},
+		{read(15*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 11, 30*s+2*ms, 15*s)}, Follower},
+		{tick(30*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+	}))
+}
+
+func guardedAcquire(exp lease.Revision, was, next Lease) Action {
+	return Action{Kind: Swap, Swap: Acquire, Expected: exp, Next: next, Guarded: true, Was: was}
+}
+
+// With a store that guards swaps from a release (Options.GuardedRelease), a
+// follower takes over a release a watch event shows with a guarded swap
+// from the event's revision instead of reading first; the store's answer
+// decides, and nothing the event claimed is taken in before it.
+func TestGuardedRelease(t *testing.T) {
+	third := Lease{Holder: "third", Token: 5, Transitions: 3, LeaseDuration: 15 * s}
+	tests := []struct {
+		name    string
+		guarded bool
+		lossy   bool
+		steps   []step
+	}{
+		{"a release event is taken over with a guarded swap", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+			// The same event again, late: old news.
+			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
+		})},
+		{"without the guard a release event makes a read", false, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
+			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"the token and transitions go above the event's and every one seen", true, false, join(followOther(), []step{
+			{watched(1*s, released(7, 9), 11), []Action{guardedAcquire(11, released(7, 9), me(8, 10))}, Candidate},
+		})},
+		{"a forged release of the live lease: the store shows it, the follower waits it out, hints muted", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 10+1), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			// The leader renewed at 11: the guard fails.
+			{conflict(1*s+1*ms, other(4, 2), 11), nil, Follower},
+			// Muted for a RetryInterval: the next forgery is ignored.
+			{watched(1*s+2*ms, released(4, 2), 12), nil, Follower},
+			// The record at 11 was first seen at 1s+1ms: waited out then.
+			{tick(16*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"a forged release at a huge revision: nothing of it is taken in", true, false, join(followOther(), []step{
+			{watched(1*s, released(lease.MaxToken-1, 2), math.MaxUint64), []Action{guardedAcquire(math.MaxUint64, released(lease.MaxToken-1, 2), me(lease.MaxToken, 3))}, Candidate},
+			{conflict(1*s+1*ms, other(4, 2), 10), nil, Follower},
+			// No rollback, no wait, no token from the forgery: the record
+			// at 10 is waited out from 1ms, and the acquire takes token 5.
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+		})},
+		{"no token left above the event's: a read instead", true, false, join(followOther(), []step{
+			{watched(1*s, released(lease.MaxToken, 2), 11), []Action{aRead()}, Follower},
+		})},
+		{"the swap fails: its outcome is unknown, a read follows", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{failed(1*s + 1*ms), nil, Follower},
+			{tick(3*s + 1*ms), []Action{aRead()}, Follower},
+			// It landed: confirmed with a renewal.
+			{read(3*s+2*ms, me(5, 3), 12), []Action{renew(12, me(5, 3))}, Candidate},
+		})},
+		{"a read in flight: the event waits for its answer", true, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{watched(2*s+ms/2, released(4, 2), 11), nil, Follower},
+			{read(2*s+1*ms, other(4, 2), 10), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+		})},
+		{"a release older than the record accepted is old news", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 10), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+		})},
+		{"after a renewal heard above the event's revision: a read", true, false, join(followOther(), []step{
+			{watched(1*s, other(4, 2), 12), nil, Follower},
+			{watched(1*s+1*ms, released(4, 2), 11), []Action{aRead()}, Follower},
+		})},
+		{"while a rollback's wait holds: a read", true, false, join(followOther(), []step{
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+1*ms, other(4, 2), 9), []Action{rolledBack(9, 10, 17*s+1*ms, 15*s)}, Follower},
+			{watched(3*s, released(4, 2), 11), []Action{aRead()}, Follower},
+		})},
+		{"a stale release after someone acquired: the swap conflicts", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{conflict(1*s+1*ms, third, 12), nil, Follower},
+			{watched(1*s+2*ms, released(4, 2), 11), nil, Follower},
+		})},
+		{"another holder is a hint", true, false, join(followOther(), []step{
+			{watched(1*s, other(5, 3), 11), []Action{aRead()}, Follower},
+		})},
+		{"in a store that may lose records, too", true, true, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+		})},
+		{"a store that answers success at the guarded revision breaks its contract: no term", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{done(1*s+1*ms, me(5, 3), 11), []Action{rolledBack(11, 11, 16*s+1*ms, 15*s)}, Follower},
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runSteps(t, Options{Identity: "me", Config: testConfig(), GuardedRelease: tt.guarded, LossyStore: tt.lossy}, tt.steps)
 		})
 	}
 }

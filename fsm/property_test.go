@@ -127,7 +127,8 @@ func TestPropertyNoOverflow(t *testing.T) {
 		}
 		lossy := rapid.Bool().Draw(t, "lossy")
 		authentic := rapid.Bool().Draw(t, "authentic")
-		m, err := New(Options{Identity: "me", Config: cfg, Rand: rnd, LossyStore: lossy, AuthenticWatch: authentic})
+		guarded := rapid.Bool().Draw(t, "guarded")
+		m, err := New(Options{Identity: "me", Config: cfg, Rand: rnd, LossyStore: lossy, AuthenticWatch: authentic, GuardedRelease: guarded})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,19 +56,69 @@ func (m *Machine) acquire() {
 	m.becomeCandidate(Acquire, next)
 }
 
+// takeHeardRelease takes over, with a guarded swap (Options.GuardedRelease),
+// the release the watch hint shows, instead of reading the record first,
+// and reports whether it did. The swap succeeds only if the store holds
+// that very record at that revision when it writes, so it acts on exactly
+// what a read at that instant would have shown, and a forged hint makes it
+// fail with the record the store holds, which the machine then takes in
+// like any answer. Nothing the hint claims is taken in before the store
+// confirms it (see answer). The machine does it only where it would take
+// over at once after such a read: the hint shows a valid released record
+// at a revision above every one it accepted or heard of, no rollback's
+// wait is in force, and a token is left above the hint's and every token
+// it saw. Like the read it replaces, it is not counted against the
+// request budget; a hint it does not confirm mutes hints for a
+// RetryInterval (see answered), so forged hints cost at most one swap per
+// RetryInterval.
+func (m *Machine) takeHeardRelease() bool {
+	h := m.hintLease
+	if !m.guarded || m.hintAbsent || m.hintCorrupt || h.Holder != "" || !InBounds(h) || m.hintRev == 0 ||
+		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || !m.reached(m.holdUntil) ||
+		max(m.maxToken, h.Token) >= lease.MaxToken {
+		return false
+	}
+	next := Lease{
+		Holder:        m.id,
+		Token:         max(m.maxToken, h.Token) + 1,
+		Transitions:   min(max(m.maxTrans, h.Transitions)+1, lease.MaxToken),
+		LeaseDuration: m.cfg.LeaseDuration,
+	}
+	m.unknownToken = 0
+	m.state = Candidate
+	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hintRev, Next: next, Guarded: true, Was: h})
+	return true
+}
+
+// guardHeld takes in, when a guarded swap succeeded, the released record
+// it was guarded by: the store held it at the expected revision when it
+// wrote, as a read at that instant would have shown.
+func (m *Machine) guardHeld() {
+	m.maxRev, m.last = max(m.maxRev, m.pendingExp), m.pendingWas
+	m.topRev = max(m.topRev, m.pendingExp)
+	m.maxToken = max(m.maxToken, m.pendingWas.Token)
+	m.maxTrans = max(m.maxTrans, m.pendingWas.Transitions)
+	m.maxLease = max(m.maxLease, m.pendingWas.LeaseDuration)
+}
+
 // swap asks for a compare-and-swap of kind from the revision accepted last
 // to next.
 func (m *Machine) swap(kind SwapKind, next Lease) {
+	m.sendSwap(Action{Kind: Swap, Swap: kind, Expected: m.rev, Next: next})
+}
+
+// sendSwap asks for the swap a describes.
+func (m *Machine) sendSwap(a Action) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard = true, Swap, kind, m.sent, m.heardMax
-	m.pendingSent, m.pendingNext, m.pendingRD = m.now, next, m.cfg.RenewDeadline
-	m.pendingExp = m.rev
-	if kind != Release {
-		m.lastWriteSent, m.lastWriteDur = m.now, next.LeaseDuration
+	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard = true, Swap, a.Swap, m.sent, m.heardMax
+	m.pendingSent, m.pendingNext, m.pendingRD = m.now, a.Next, m.cfg.RenewDeadline
+	m.pendingExp, m.pendingGuard, m.pendingWas = a.Expected, a.Guarded, a.Was
+	if a.Swap != Release {
+		m.lastWriteSent, m.lastWriteDur = m.now, a.Next.LeaseDuration
 	}
 	m.again = false
 	m.nextOp = sat(m.now, m.retryPause())
-	m.emit(Action{Kind: Swap, Swap: kind, Expected: m.rev, Next: next})
+	m.emit(a)
 }
 
 // read asks for the record: on schedule (every retry pause), or at once for
@@ -78,6 +128,7 @@ func (m *Machine) swap(kind SwapKind, next Lease) {
 func (m *Machine) read(hinted bool) {
 	m.sent++
 	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq, m.pendingHeard = true, Read, m.now, m.sent, m.heardMax
+	m.pendingGuard = false
 	m.quick = 0
 	if !hinted {
 		m.nextOp = sat(m.now, m.retryPause())
