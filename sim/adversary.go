@@ -226,7 +226,11 @@ func (s *Cluster) applyAdv(i int, end *simEvent) {
 		c.active++
 		s.push(*end)
 	case FaultForgeWatch:
-		s.forgeWatch(f)
+		if f.Released && f.Window > 0 {
+			s.adv.armed = append(s.adv.armed, i)
+			return
+		}
+		s.forgeWatch(f, 0)
 	case FaultRollback:
 		if f.Window > 0 {
 			s.adv.armed = append(s.adv.armed, i)
@@ -365,15 +369,26 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 }
 
 // forgeWatch pushes a record the store does not hold to some nodes' watch
-// feeds.
-func (s *Cluster) forgeWatch(f Fault) {
+// feeds. A forged release (f.Released) shows the live lease released at
+// the stored revision plus ahead (1: the revision of a renewal in flight).
+func (s *Cluster) forgeWatch(f Fault, ahead lease.Revision) {
 	r := s.forged(f.Record)
 	rev := f.Revision
-	if st := &s.store; s.opt.Store.trustForged && st.present && st.rec.Holder != "" {
-		// The broken variant's forgery: "released at revision r" while r
-		// is a live lease.
-		r, rev = st.rec, st.rev
+	if st := &s.store; (s.opt.Store.trustForged || f.Released) && st.present && st.rec.Holder != "" {
+		// "Released at revision r" while r is (or is about to be) a live
+		// lease: the broken variant's forgery, and the forged release.
+		r, rev = st.rec, st.rev+ahead
 		r.Holder = ""
+		if f.Released && f.Mask == 0 {
+			// Aimed at the followers: every node that does not lead.
+			for _, n := range s.nodes {
+				if !n.up || n.m.State() != fsm.Leader {
+					f.Mask |= 1 << n.idx
+				}
+			}
+		}
+	} else if f.Released {
+		return // no live lease to forge the release of
 	}
 	var res result
 	if invalid(r) && !s.opt.Faults.CorruptAsValid {
@@ -601,6 +616,12 @@ func advString(f Fault) string {
 	case FaultForge:
 		return fmt.Sprintf("forge holder=%q token=%d transitions=%d lease=%dns for %v", r.Holder, r.Token, r.Transitions, int64(r.LeaseDuration), ms(f.Dur))
 	case FaultForgeWatch:
+		switch {
+		case f.Released && f.Window > 0:
+			return fmt.Sprintf("within %v: at the leader's next renewal, a forged watch event showing the revision it will get released, to nodes %b (0: the followers)", ms(f.Window), f.Mask)
+		case f.Released:
+			return fmt.Sprintf("a forged watch event showing the live lease released at its revision, to nodes %b (0: the followers)", f.Mask)
+		}
 		return fmt.Sprintf("forged watch event rev %d holder=%q token=%d lease=%v to nodes %b", f.Revision, r.Holder, r.Token, r.LeaseDuration, f.Mask)
 	case FaultRollback:
 		if f.Window > 0 {

@@ -46,6 +46,7 @@ func advSweepOptions(seed uint64) Options {
 	o.Faults.CorruptAsValid = h>>62&1 == 1
 	o.Store.NoWatch = h>>57&7 == 0
 	o.Faults.WatchChaos = h>>54&7 == 0
+	o.Store.GuardedRelease = h>>50&1 == 1
 	return o
 }
 

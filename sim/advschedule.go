@@ -78,9 +78,19 @@ func advSchedule(s *Cluster) []Fault {
 			fl.Record = forgedRecord(s)
 			fl.Dur = dur(u/15, 3*u)
 		case FaultForgeWatch:
-			fl.Record = forgedWatchRecord(s)
-			fl.Revision = forgedRevision(s.rng)
-			fl.Mask = 1 + s.rng.Uint64N(1<<s.opt.Nodes-1)
+			switch {
+			case s.chance(0.4):
+				// The release of the live lease, to the followers: now,
+				// or when the leader renews next.
+				fl.Released = true
+				if s.chance(0.5) {
+					fl.Window = dur(u, 4*u)
+				}
+			default:
+				fl.Record = forgedWatchRecord(s)
+				fl.Revision = forgedRevision(s.rng)
+				fl.Mask = 1 + s.rng.Uint64N(1<<s.opt.Nodes-1)
+			}
 		case FaultRollback:
 			if s.chance(0.3) {
 				fl.Window = dur(u, 4*u)

@@ -41,10 +41,20 @@ func TestSimAuthenticWatchSweep(t *testing.T) {
 // and lead while the leader still does: the sweep must catch it.
 func TestSimAuthenticWatchTrustingForgedEvents(t *testing.T) {
 	sched := []Fault{{At: 5 * time.Second, Kind: FaultForgeWatch, Mask: 0b111}}
+	catchesBroken(t, "trusting a forged release", sched, StoreModel{AuthenticWatch: true, trustForged: true}, func(o *Options) {
+		o.Store.AuthenticWatch, o.Store.trustForged = true, true
+	})
+}
+
+// catchesBroken checks that a broken variant of the store's rules makes
+// two leaders: on seeds 1–5 of a fixed schedule sched with store st (each
+// must fail the one-leader check), and on some of 50 schedules of the
+// adversary's sweep (with a watch) changed by variant.
+func catchesBroken(t *testing.T, what string, sched []Fault, st StoreModel, variant func(o *Options)) {
+	t.Helper()
 	caught := 0
 	for seed := uint64(1); seed <= 5; seed++ {
-		o := Options{Seed: seed, Nodes: 3, Config: issueConfig(), Duration: time.Minute, Schedule: sched,
-			Store: StoreModel{AuthenticWatch: true, trustForged: true}}
+		o := Options{Seed: seed, Nodes: 3, Config: issueConfig(), Duration: time.Minute, Schedule: sched, Store: st}
 		res, err := RunSeed(o)
 		if err != nil {
 			t.Fatal(err)
@@ -52,21 +62,20 @@ func TestSimAuthenticWatchTrustingForgedEvents(t *testing.T) {
 		if res.Violation != nil && res.Violation.Check == CheckOneLeader {
 			caught++
 		} else {
-			t.Errorf("seed %d: trusting a forged release went unnoticed (violation %v)", seed, res.Violation)
+			t.Errorf("seed %d: %s went unnoticed (violation %v)", seed, what, res.Violation)
 		}
 	}
-	// And the adversary's sweep finds it on its own.
 	opts := func(seed uint64) Options {
 		o := advSweepOptions(seed)
 		o.Store.NoWatch = false
-		o.Store.AuthenticWatch, o.Store.trustForged = true, true
+		variant(&o)
 		return o
 	}
 	failed, _ := advSweep(t, 1, 50, opts)
 	if len(failed) == 0 {
-		t.Errorf("50 adversary schedules with forged events taken as authentic: no violation")
+		t.Errorf("50 adversary schedules, %s: no violation", what)
 	}
-	t.Logf("the fixed schedule caught it on %d of 5 seeds; the sweep on %d of 50 (first: seed %d, %v)", caught, len(failed), first(failed).Seed, first(failed).Violation)
+	t.Logf("%s: the fixed schedule caught it on %d of 5 seeds; the sweep on %d of 50 (first: seed %d, %v)", what, caught, len(failed), first(failed).Seed, first(failed).Violation)
 }
 
 func first(rs []Result) Result {

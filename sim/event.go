@@ -66,6 +66,10 @@ type simEvent struct {
 	markerID  uint64
 	markerAge time.Duration
 	vouched   bool // on a create's reply: the store vouched for it
+	// A guarded swap (StoreModel.GuardedRelease): it writes only over
+	// was, released, at expected.
+	guarded bool
+	was     fsm.Lease
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

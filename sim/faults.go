@@ -39,7 +39,12 @@ const (
 	FaultForge
 	// FaultForgeWatch pushes Record (its zero fields as stored) at
 	// Revision to the watch feeds of the nodes in Mask; the store does not
-	// hold it.
+	// hold it. With Released it forges the release of a live lease
+	// instead, aimed at the followers: the stored record with its holder
+	// cleared, at its revision, to the nodes in Mask (every node that does
+	// not lead if Mask is 0). With a Window as well, it waits up to Window
+	// for the leader to send a renewal and forges the release of the
+	// revision that renewal will be stored at.
 	FaultForgeWatch
 	// FaultRollback rewinds the store by Revision revisions (Touch: to the
 	// first revision of the current term), as a replica failover or an AOF
@@ -127,6 +132,9 @@ type Fault struct {
 	// Mask is the set of nodes (bit i for node i) that receive a forged
 	// watch event, or whose watch a mutewatch silences.
 	Mask uint64
+	// Released makes a forgewatch forge the release of the live lease
+	// (see FaultForgeWatch).
+	Released bool
 }
 
 // String describes the fault in words.

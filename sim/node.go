@@ -91,6 +91,7 @@ func (s *Cluster) boot(n *node) {
 		Rand:           rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())),
 		LossyStore:     s.lossy,
 		AuthenticWatch: s.opt.Store.AuthenticWatch,
+		GuardedRelease: s.opt.Store.GuardedRelease || s.opt.Store.guardIgnored,
 	})
 	if err != nil {
 		panic(err) // configs are validated before they get here
@@ -180,6 +181,7 @@ func (s *Cluster) perform(n *node, a fsm.Action) {
 		ev := simEvent{op: n.op, opKind: opRead}
 		if a.Kind == fsm.Swap {
 			ev.opKind, ev.expected, ev.lease = opSwap, a.Expected, a.Next
+			ev.guarded, ev.was = a.Guarded, a.Was
 		}
 		n.opKind = ev.opKind
 		s.send(n, ev)

@@ -318,6 +318,19 @@ type StoreModel struct {
 	// event shows the stored record released at its current revision. It
 	// must make two leaders (TestSimAuthenticWatchTrustingForgedEvents).
 	trustForged bool
+	// GuardedRelease says that the store guards swaps from a release
+	// (store.ReleaseGuard: pgstore, memstore): the nodes run with
+	// fsm.Options.GuardedRelease, and a follower takes over a release a
+	// watch event shows with a swap that writes only over that released
+	// record at that revision, instead of reading first. Forged events
+	// (Faults.ForgeWatch, FaultForgeWatch with Released) must then never
+	// make it overwrite a live lease.
+	GuardedRelease bool
+	// guardIgnored, for the package's tests only, is the broken variant
+	// of GuardedRelease: the nodes send guarded swaps and the store
+	// ignores the guard. Forged releases must make two leaders
+	// (TestSimGuardedReleaseIgnored).
+	guardIgnored bool
 	// CreateGate models redisstore's create gate (docs/design.md, "A faster
 	// first leader"): a store that may lose records (MayLoseRecords is
 	// needed) but tells a brand-new name from a lost record with a

@@ -107,7 +107,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 		if s.opt.gateQuarter {
 			need /= 4
 		}
-		if st.present && st.rev == ev.expected || !st.present && ev.expected == 0 {
+		if (st.present && st.rev == ev.expected || !st.present && ev.expected == 0) && s.guardHolds(ev) {
 			// The gate: a create is vouched for once the marker is known
 			// to have stood for the new record's LeaseDuration.
 			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
@@ -127,6 +127,19 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	}
 	reply.at = s.now + s.latency() + s.heldReply(ev)
 	s.push(reply)
+}
+
+// guardHolds reports whether a swap's guard (StoreModel.GuardedRelease)
+// lets it write: always for an unguarded swap; for a guarded one, only
+// over the released record it names. The broken variant (guardIgnored)
+// ignores it.
+func (s *Cluster) guardHolds(ev *simEvent) bool {
+	st := &s.store
+	if !ev.guarded || s.opt.Store.guardIgnored {
+		return true
+	}
+	w := ev.was
+	return st.present && st.rec.Holder == "" && st.rec.Token == w.Token && st.rec.Transitions == w.Transitions && st.rec.LeaseDuration == w.LeaseDuration
 }
 
 // write stores next as a new revision and tells every watcher.

@@ -16,6 +16,10 @@ package sim
 //     accepted, and rewinds the store to that record just before the read
 //     arrives: a quiet follower that heard the renewals, not read them,
 //     sees the record it waited out again.
+//   - FaultForgeWatch with Released and a Window waits for the leader to
+//     send a renewal, and tells the followers that the revision the
+//     renewal will be stored at is released: a follower that swapped from
+//     it without a guard would overwrite the renewal.
 //   - FaultJitter draws a delay for each message on its own.
 //
 // A trigger acts once; a fault whose Window passes without its trigger
@@ -59,6 +63,12 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 		case FaultRenewCut:
 			if a.Kind == fsm.Swap && a.Swap == fsm.Renew && n.m.State() == fsm.Leader {
 				s.push(simEvent{at: s.now, kind: evAdv, node: int32(n.idx), gen: n.gen, count: i, token: phaseReconfigure})
+				fired = true
+			}
+		case FaultForgeWatch:
+			if a.Kind == fsm.Swap && a.Swap == fsm.Renew && n.m.State() == fsm.Leader && s.store.present && s.store.rev == a.Expected {
+				s.tracef(n.idx, "TARGETED: its renewal is in flight; the followers are told that the revision it will get is released")
+				s.forgeWatch(f, 1)
 				fired = true
 			}
 		case FaultRollback:

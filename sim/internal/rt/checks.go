@@ -239,9 +239,22 @@ func (h *harness[M]) sawRead(inc *incarnation[M], name string, rec lease.Record[
 // revision above every earlier one, tokens never go down, a token names one
 // holder, and Transitions never goes down (except across a data loss).
 func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return h.swapSharedAs(ctx, inc, name, expected, nil, next)
+}
+
+// swapSharedAs is swapShared, guarded by was when it is not nil (the
+// shared store's store.ReleaseGuard).
+func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	swap := h.inner.CompareAndSwap
+	if was != nil {
+		g := store.GuardsReleases(h.inner)
+		swap = func(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+			return g.CompareReleasedAndSwap(ctx, name, expected, *was, next)
+		}
+	}
 	if name != h.o.Name {
 		// A decoy's (crowded Groups): its own election, not checked.
-		return h.inner.CompareAndSwap(ctx, name, expected, next)
+		return swap(ctx, name, expected, next)
 	}
 	if h.realTime() {
 		// Writes that finish together must be checked in the order the
@@ -249,7 +262,7 @@ func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], name s
 		h.storeMu.Lock()
 		defer h.storeMu.Unlock()
 	}
-	rec, rev, err := h.inner.CompareAndSwap(ctx, name, expected, next)
+	rec, rev, err := swap(ctx, name, expected, next)
 	h.mu.Lock()
 	c := &h.chk
 	if err == nil {

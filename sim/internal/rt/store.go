@@ -28,10 +28,11 @@ var errPartitioned = errors.New("sim: partitioned from the store")
 // client would, and learns nothing (an unknown outcome). A request whose
 // caller gave up still lands, after its latency.
 //
-// It implements store.Store only: the variants below add store.Watcher
-// and store.Lossy exactly when the shared store has them (or, for Lossy,
-// when the run injects data loss), so that the elector sees the
-// capabilities the user's store really has.
+// It implements store.Store only: the variants below add store.Watcher,
+// store.Lossy and store.ReleaseGuard exactly when the shared store has
+// them (or, for Lossy, when the run injects data loss; ReleaseGuard only
+// with a watch, which alone makes it of use), so that the elector sees
+// the capabilities the user's store really has.
 type faultStore[M any] struct {
 	h   *harness[M]
 	inc *incarnation[M]
@@ -369,6 +370,45 @@ func (w watchStore[M]) WatchCapabilities() store.WatchCapabilities {
 	return w.inner.WatchCapabilities()
 }
 
+// watchGuardStore adds store.ReleaseGuard to a watchStore, when the shared
+// store has it: a guarded swap crosses the network as CompareAndSwap does
+// (never in a batch).
+type watchGuardStore[M any] struct {
+	watchStore[M]
+}
+
+// CompareReleasedAndSwap writes through the simulated network with the
+// shared store's guard.
+func (w watchGuardStore[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return w.guarded(ctx, name, expected, was, next)
+}
+
+// guarded is CompareReleasedAndSwap through the simulated network.
+func (w *faultStore[M]) guarded(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	var (
+		rec lease.Record[M]
+		rev lease.Revision
+		err error
+	)
+	if cerr := w.call(ctx, "guarded swap", func(ctx context.Context) {
+		rec, rev, err = w.h.swapSharedAs(ctx, w.inc, name, expected, &was, next)
+	}); cerr != nil {
+		return lease.Record[M]{}, 0, cerr
+	}
+	return rec, rev, err
+}
+
+// watchLossyGuardStore is a watchLossyStore with store.ReleaseGuard.
+type watchLossyGuardStore[M any] struct {
+	watchLossyStore[M]
+}
+
+// CompareReleasedAndSwap writes through the simulated network with the
+// shared store's guard.
+func (w watchLossyGuardStore[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return w.guarded(ctx, name, expected, was, next)
+}
+
 // lossyStore adds store.Lossy.
 type lossyStore[M any] struct {
 	*faultStore[M]
@@ -404,9 +444,15 @@ func (h *harness[M]) wrap(inc *incarnation[M], pipelined, lying bool) store.Stor
 	lossy, hasLossy := h.inner.(store.Lossy)
 	may := hasLossy && lossy.MayLoseRecords() || h.lossInjected
 	hasLossy = hasLossy || h.lossInjected
+	// The guard only serves a watch: without one, no release is heard.
+	guards := store.GuardsReleases(h.inner) != nil
 	switch {
+	case canWatch && hasLossy && guards:
+		return watchLossyGuardStore[M]{watchLossyStore[M]{watchStore: watchStore[M]{fs, watcher}, may: may}}
 	case canWatch && hasLossy:
 		return watchLossyStore[M]{watchStore: watchStore[M]{fs, watcher}, may: may}
+	case canWatch && guards:
+		return watchGuardStore[M]{watchStore[M]{fs, watcher}}
 	case canWatch:
 		return watchStore[M]{fs, watcher}
 	case hasLossy:
