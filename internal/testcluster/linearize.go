@@ -85,6 +85,10 @@ type OpInput struct {
 	Kind     OpKind
 	Expected lease.Revision // of a swap
 	Next     RecView        // of a swap
+	// Guarded: the swap writes only over Was at Expected (a released
+	// record: store.ReleaseGuard).
+	Guarded bool
+	Was     RecView
 }
 
 // OpOutput is the output of a recorded operation.
@@ -326,6 +330,20 @@ func (s ModelState) matches(rec RecView, rev lease.Revision) bool {
 	return rec == s.Rec
 }
 
+// mayBe reports whether the state's record may be was (a guarded swap's
+// guard): exactly, or, when it is what an unknown swap proposed, as far as
+// the token the store may have raised lets one tell.
+func (s ModelState) mayBe(was RecView) bool {
+	if !s.Exists {
+		return false
+	}
+	if s.Proposed {
+		return s.Rec.Holder == was.Holder && s.Rec.Transitions == was.Transitions &&
+			s.Rec.LeaseDuration == was.LeaseDuration && was.Token >= s.Rec.Token
+	}
+	return s.Rec == was
+}
+
 // bind is the state once a read showed the record rec at revision rev.
 func (s ModelState) bind(rec RecView, rev lease.Revision) ModelState {
 	return ModelState{Exists: true, Rec: rec, Rev: rev, Floor: max(s.Floor, rev)}
@@ -340,6 +358,9 @@ func (s ModelState) bind(rec RecView, rev lease.Revision) ModelState {
 //     raised) at a revision above every revision the name has had, if the
 //     stored revision is expected (zero: no record); otherwise it conflicts
 //     and returns the current record and revision (zero when absent);
+//   - a guarded swap (CompareReleasedAndSwap) stores next only if, in
+//     addition, the record at expected is the released one it names;
+//     otherwise it conflicts, at the expected revision too;
 //   - an unknown outcome may have taken effect or not;
 //   - a Lose empties the store but keeps revisions from going back.
 var StoreModel = storeModel.ToModel()
@@ -367,6 +388,9 @@ var storeModel = porcupine.NondeterministicModel{
 		case OpGet:
 			return fmt.Sprintf("get → %v %+v rev %d", out.Outcome, out.Rec, out.Rev)
 		case OpCAS:
+			if in.Guarded {
+				return fmt.Sprintf("guarded cas(expect %d %+v, %+v) → %v %+v rev %d", in.Expected, in.Was, in.Next, out.Outcome, out.Rec, out.Rev)
+			}
 			return fmt.Sprintf("cas(expect %d, %+v) → %v %+v rev %d", in.Expected, in.Next, out.Outcome, out.Rec, out.Rev)
 		}
 		return "?"
@@ -404,6 +428,9 @@ func step(state, input, output any) (bool, any) {
 		default:
 			mayMatch = s.Exists && in.Expected > s.Floor
 		}
+		if in.Guarded {
+			mayMatch = mayMatch && in.Expected != 0 && s.mayBe(in.Was)
+		}
 		floor := max(s.Floor, s.Rev, in.Expected)
 		switch out.Outcome {
 		case OutOK:
@@ -413,9 +440,11 @@ func step(state, input, output any) (bool, any) {
 			return true, ModelState{Exists: true, Rec: out.Rec, Rev: out.Rev, Floor: out.Rev}
 		case OutConflict:
 			if out.Rev == 0 {
-				return in.Expected != 0 && !s.Exists, s
+				return (in.Expected != 0 || in.Guarded) && !s.Exists, s
 			}
-			if out.Rev == in.Expected || !s.matches(out.Rec, out.Rev) {
+			// At the expected revision only a guard refuses, and only a
+			// record other than the one it names.
+			if out.Rev == in.Expected && (!in.Guarded || out.Rec == in.Was) || !s.matches(out.Rec, out.Rev) {
 				return false, s
 			}
 			return true, s.bind(out.Rec, out.Rev)
@@ -430,15 +459,35 @@ func step(state, input, output any) (bool, any) {
 }
 
 // RecordStore returns st wrapped so that every Get and CompareAndSwap goes
-// into h as client's. The wrapper forwards Watch when st watches, and
-// MayLoseRecords always (store.MayLoseRecords's answer for st), so electors
-// see the capabilities of st itself.
+// into h as client's. The wrapper forwards Watch when st watches,
+// CompareReleasedAndSwap (recorded too) when st has it, and MayLoseRecords
+// always (store.MayLoseRecords's answer for st), so electors see the
+// capabilities of st itself.
 func RecordStore[M any](st store.Store[M], h *History, client int) store.Store[M] {
-	r := &recorded[M]{st: st, h: h, client: client, lossy: store.MayLoseRecords(st)}
-	if w, ok := st.(store.Watcher[M]); ok {
+	r := &recorded[M]{st: st, h: h, client: client, lossy: store.MayLoseRecords(st), guard: store.GuardsReleases(st)}
+	w, watches := st.(store.Watcher[M])
+	switch {
+	case watches && r.guard != nil:
+		return &recordedGuardWatcher[M]{recordedWatcher[M]{recorded: r, w: w}}
+	case watches:
 		return &recordedWatcher[M]{recorded: r, w: w}
+	case r.guard != nil:
+		return &recordedGuard[M]{r}
 	}
 	return r
+}
+
+// recordedGuard and recordedGuardWatcher forward st's store.ReleaseGuard.
+type recordedGuard[M any] struct{ *recorded[M] }
+
+type recordedGuardWatcher[M any] struct{ recordedWatcher[M] }
+
+func (r *recordedGuard[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return r.guarded(ctx, name, expected, was, next)
+}
+
+func (r *recordedGuardWatcher[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return r.guarded(ctx, name, expected, was, next)
 }
 
 type recorded[M any] struct {
@@ -446,6 +495,7 @@ type recorded[M any] struct {
 	h      *History
 	client int
 	lossy  bool
+	guard  store.ReleaseGuard[M] // st's, or nil
 }
 
 type recordedWatcher[M any] struct {
@@ -501,8 +551,29 @@ func (r *recorded[M]) Get(ctx context.Context, name string) (lease.Record[M], le
 }
 
 func (r *recorded[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return r.swap(ctx, name, expected, nil, next)
+}
+
+// guarded records a guarded swap (store.ReleaseGuard).
+func (r *recorded[M]) guarded(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return r.swap(ctx, name, expected, &was, next)
+}
+
+// swap records a swap, guarded by was when it is not nil.
+func (r *recorded[M]) swap(ctx context.Context, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	in := OpInput{Kind: OpCAS, Expected: expected, Next: viewOf(next)}
 	call := r.h.now()
-	rec, rev, err := r.st.CompareAndSwap(ctx, name, expected, next)
+	var (
+		rec lease.Record[M]
+		rev lease.Revision
+		err error
+	)
+	if was != nil {
+		in.Guarded, in.Was = true, RecView{Token: was.Token, Transitions: was.Transitions, LeaseDuration: was.LeaseDuration}
+		rec, rev, err = r.guard.CompareReleasedAndSwap(ctx, name, expected, *was, next)
+	} else {
+		rec, rev, err = r.st.CompareAndSwap(ctx, name, expected, next)
+	}
 	ret := r.h.now()
 	out := OpOutput{Outcome: OutOK, Rec: viewOf(rec), Rev: rev}
 	switch {
@@ -513,7 +584,7 @@ func (r *recorded[M]) CompareAndSwap(ctx context.Context, name string, expected 
 		r.h.noteErr(err)
 		out = OpOutput{Outcome: OutUnknown}
 	}
-	r.h.add(r.client, OpInput{Kind: OpCAS, Expected: expected, Next: viewOf(next)}, out, call, ret)
+	r.h.add(r.client, in, out, call, ret)
 	return rec, rev, err
 }
 

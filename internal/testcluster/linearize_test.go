@@ -28,6 +28,14 @@ func TestStoreModel(t *testing.T) {
 		}
 		return porcupine.Operation{ClientId: 1, Input: OpInput{Kind: OpCAS, Expected: exp, Next: next}, Output: out, Call: call, Return: ret}
 	}
+	guarded := func(call, ret int64, exp lease.Revision, was, next RecView, out OpOutput) porcupine.Operation {
+		op := cas(call, ret, exp, next, out)
+		in := op.Input.(OpInput)
+		in.Guarded, in.Was = true, was
+		op.Input = in
+		return op
+	}
+	rel1 := RecView{Token: 1, LeaseDuration: time.Second}
 	lose := func(call, ret int64) porcupine.Operation {
 		return porcupine.Operation{Input: OpInput{Kind: OpLose}, Output: OpOutput{Outcome: OutOK}, Call: call, Return: ret}
 	}
@@ -56,6 +64,13 @@ func TestStoreModel(t *testing.T) {
 		{"a token below the proposed one", []porcupine.Operation{cas(0, 1, 0, b2, ok(a1, 10))}, false},
 		{"a loss empties the store", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), lose(2, 3), get(4, 5, notFound), cas(6, 7, 0, b2, ok(b2, 11))}, true},
 		{"a revision reused after a loss", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), lose(2, 3), cas(6, 7, 0, b2, ok(b2, 10))}, false},
+		{"a guarded swap over the released record", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 10, rel1, ok(rel1, 11)), guarded(4, 5, 11, rel1, b2, ok(b2, 12))}, true},
+		{"a guarded swap over a held record", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), guarded(2, 3, 10, rel1, b2, ok(b2, 11))}, false},
+		{"a guarded swap refused at the expected revision", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), guarded(2, 3, 10, rel1, b2, conflict(a1, 10))}, true},
+		{"a guarded swap refused over the record it names", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), cas(2, 3, 10, rel1, ok(rel1, 11)), guarded(4, 5, 11, rel1, b2, conflict(rel1, 11))}, false},
+		{"a guarded swap from revision 0 creates nothing", []porcupine.Operation{guarded(0, 1, 0, RecView{}, b2, ok(b2, 11))}, false},
+		{"a guarded swap from revision 0 conflicts", []porcupine.Operation{guarded(0, 1, 0, RecView{}, b2, conflict(RecView{}, 0)), get(2, 3, notFound)}, true},
+		{"an unknown guarded swap over a held record did not land", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), guarded(2, 3, 10, rel1, b2, unknown), get(4, 5, ok(RecView{Holder: "b", Token: 2, Transitions: 1, LeaseDuration: time.Second}, 11))}, false},
 		{"a record that vanishes without a loss", []porcupine.Operation{cas(0, 1, 0, a1, ok(a1, 10)), get(4, 5, notFound)}, false},
 	}
 	for _, tt := range tests {
