@@ -6,7 +6,10 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-var _ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
+var (
+	_ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
+	_ store.ReleaseGuard[struct{}]    = (*Store[struct{}])(nil)
+)
 
 // CheckMetadata returns the error CompareAndSwap would return for m: one
 // wrapping [store.ErrEncode] when the Store's codec cannot encode m or

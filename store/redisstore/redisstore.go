@@ -323,27 +323,48 @@ func (s *Store[M]) fromHash(name string, m map[string]string, err error) (lease.
 // When go-redis retries the script after a network error and the first
 // attempt did write, the retry reports that write as a success.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	if err := s.check(ctx, "CompareAndSwap", name); err != nil {
+	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next)
+}
+
+// CompareReleasedAndSwap stores next under name as CompareAndSwap does,
+// and only if the record stored at revision expected is released and
+// shows was (the script checks it before it writes); otherwise it returns
+// an error wrapping [store.ErrConflict] with the record found. It never
+// creates a record. It implements [store.ReleaseGuard]: an elector takes
+// a release it heard of on Pub/Sub over with it, without reading first,
+// and a forged message makes it fail, never overwrite a live lease.
+func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next)
+}
+
+// compareAndSwap is CompareAndSwap, guarded by was when it is not nil
+// (CompareReleasedAndSwap); op names the method in errors.
+func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
 	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}
 	acquired, renewed, err := edge.FormatTimes(next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: %w", name, err)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}
-	op := strconv.FormatUint(rand.Uint64(), 36)
+	nonce := strconv.FormatUint(rand.Uint64(), 36)
 	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
 	if s.gate != nil {
 		keys = append(keys, s.markerKey())
 		gateOn = "1"
 		seen, age = s.gate.attest()
 	}
+	guardOn, g := "", store.Released{}
+	if was != nil {
+		guardOn, g = "1", *was
+	}
 	cmd, err := s.pipe.Do(ctx, pipeCall{script: casScript, keys: keys, args: []any{
 		strconv.FormatUint(uint64(expected), 10),
-		op,
+		nonce,
 		s.channel(name),
 		next.Holder,
 		strconv.FormatUint(next.Token, 10),
@@ -353,25 +374,26 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
 		gateOn, seen, age, "born:" + escape(name),
+		guardOn, strconv.FormatUint(g.Token, 10), strconv.FormatUint(g.Transitions, 10), strconv.FormatInt(int64(g.LeaseDuration), 10),
 	}})
 	var reply []any
 	if err == nil {
 		c, ok := cmd.(*redis.Cmd)
 		if !ok {
-			return lease.Record[M]{}, 0, fail("CompareAndSwap", name, fmt.Errorf("a reply of type %T to the script", cmd))
+			return lease.Record[M]{}, 0, fail(op, name, fmt.Errorf("a reply of type %T to the script", cmd))
 		}
 		reply, err = c.Slice()
 	}
 	if err != nil {
-		return lease.Record[M]{}, 0, fail("CompareAndSwap", name, err)
+		return lease.Record[M]{}, 0, fail(op, name, err)
 	}
-	return s.swapped(ctx, name, expected, next, m, reply)
+	return s.swapped(ctx, op, name, expected, next, m, reply)
 }
 
 // swapped reads the reply of the script run by CompareAndSwap, which
 // wrote next with metadata m if the record of name was at revision
 // expected, and returns what CompareAndSwap returns.
-func (s *Store[M]) swapped(ctx context.Context, name string, expected lease.Revision, next lease.Record[M], m M, reply []any) (lease.Record[M], lease.Revision, error) {
+func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.Revision, next lease.Record[M], m M, reply []any) (lease.Record[M], lease.Revision, error) {
 	var status string
 	if len(reply) > 0 {
 		status, _ = reply[0].(string)
@@ -394,7 +416,7 @@ func (s *Store[M]) swapped(ctx context.Context, name string, expected lease.Revi
 		rev, ok1 := decimal(rs)
 		token, ok2 := decimal(ts)
 		if !ok1 || !ok2 || rev == 0 || rev > uint64(store.MaxRevision) || token == 0 || token > lease.MaxToken {
-			return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: unexpected reply %q", name, reply)
+			return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: unexpected reply %q", op, name, reply)
 		}
 		rec := lease.Record[M]{
 			Holder:        next.Holder,
@@ -418,17 +440,21 @@ func (s *Store[M]) swapped(ctx context.Context, name string, expected lease.Revi
 		if err != nil {
 			return lease.Record[M]{}, 0, err
 		}
-		return cur, rev, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found %d: %w", name, expected, rev, store.ErrConflict)
+		if rev == expected {
+			// Only a guarded swap is refused at its revision.
+			return cur, rev, fmt.Errorf("redisstore: %s %q: the record at revision %d is not the released one expected: %w", op, name, rev, store.ErrConflict)
+		}
+		return cur, rev, fmt.Errorf("redisstore: %s %q: expected revision %d, found %d: %w", op, name, expected, rev, store.ErrConflict)
 	case status == "absent" && len(reply) == 2:
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: expected revision %d, found no record: %w", name, expected, store.ErrConflict)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: expected revision %d, found no record: %w", op, name, expected, store.ErrConflict)
 	case status == "exhausted" && len(reply) == 2:
 		need, _ := reply[1].(string)
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: nothing was written: %w: the new term would need token %s, above lease.MaxToken (%d)", name, store.ErrTokenExhausted, need, lease.MaxToken)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: nothing was written: %w: the new term would need token %s, above lease.MaxToken (%d)", op, name, store.ErrTokenExhausted, need, lease.MaxToken)
 	case status == "corrupt" && len(reply) == 2:
 		reason, _ := reply[1].(string)
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: the stored record is not overwritten: %w: %s", name, store.ErrCorruptRecord, reason)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: the stored record is not overwritten: %w: %s", op, name, store.ErrCorruptRecord, reason)
 	default:
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: CompareAndSwap %q: unexpected reply %q", name, reply)
+		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: unexpected reply %q", op, name, reply)
 	}
 }
 

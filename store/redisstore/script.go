@@ -51,14 +51,19 @@ const sumPrefix = "tenure/1\x00"
 //	ARGV[12] the marker nonce this process saw last ("" if none)
 //	ARGV[13] how long this process has seen it, in nanoseconds, decimal
 //	ARGV[14] the marker's field for the name: "born:" and the key's tag
+//	ARGV[15] "1": the swap is guarded (store.ReleaseGuard): it writes only
+//	         over a released record with token ARGV[16], transitions
+//	         ARGV[17] and duration ARGV[18] (decimal), and never creates one
 //
 // Replies (nonce is the marker's, "" with the gate off):
 //
 //	{"ok", rev, token, nonce, v}   written (or already written by this very
 //	                               call, when go-redis retried it); v is "1"
 //	                               when the gate vouches for the create
-//	{"conflict", <10 fields>, nonce} the stored revision differs
+//	{"conflict", <10 fields>, nonce} the stored revision differs (or the
+//	                               stored record is not the guard's)
 //	{"absent", nonce}              the record is absent and ARGV[1] ~= "0"
+//	                               or the swap is guarded
 //	{"corrupt", reason}            the stored record cannot be read, breaks
 //	                               the bounds of store.ValidateStored, or is
 //	                               at store.MaxRevision; nothing was written
@@ -238,12 +243,12 @@ if kind ~= 'none' then
   if cur[2] == ARGV[2] then
     return {'ok', cur[1], cur[4], mnonce, '0'}
   end
-  if cur[1] ~= ARGV[1] then
+  if cur[1] ~= ARGV[1] or ARGV[15] == '1' and (cur[3] ~= '' or cur[4] ~= ARGV[16] or cur[8] ~= ARGV[17] or cur[7] ~= ARGV[18]) then
     table.insert(cur, 1, 'conflict')
     table.insert(cur, mnonce)
     return cur
   end
-elseif ARGV[1] ~= '0' then
+elseif ARGV[1] ~= '0' or ARGV[15] == '1' then
   return {'absent', mnonce}
 end
 
