@@ -258,7 +258,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		observers:     o.observers,
 		lossy:         lossy,
 		authentic:     store.WatchCapabilitiesOf(st).Authentic,
-		guard:         store.GuardsReleases(st),
+		guard:         store.ReleaseGuardOf(st),
 		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
 		ready:         make(chan struct{}),

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -30,6 +31,10 @@ import (
 //	}
 //	func (t Timed[M]) WatchFunc(ctx context.Context, name string, fn func(store.Event[M], bool)) error {
 //		return store.WatchFunc(ctx, t.Store, name, fn) // store.WatchFuncVia(ctx, t, ...) if Watch changes events
+//	}
+//	func (t Timed[M]) GuardsReleases() bool { return store.ReleaseGuardOf(t.Store) != nil }
+//	func (t Timed[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+//		return store.CompareReleasedAndSwap(ctx, t.Store, name, expected, was, next)
 //	}
 
 // Immediate is implemented by stores whose Get and CompareAndSwap never
@@ -268,11 +273,15 @@ type Released struct {
 // (Redis Pub/Sub, PostgreSQL NOTIFY), without reading the record first: a
 // forged "released at revision r" makes the guarded swap fail with a
 // conflict (showing the real record), never overwrite a live lease. A
-// store that does not implement it (or a wrapper that hides it) has its
-// electors read first, which is always right. A wrapper that changes
-// CompareAndSwap must not let its store's CompareReleasedAndSwap be
-// promoted past it.
+// store that does not implement it, says false, or is hidden by a wrapper
+// has its electors read first, which is always right. A wrapper forwards
+// both methods (store.ReleaseGuardOf answers for any store); one that
+// changes CompareAndSwap must not let its store's CompareReleasedAndSwap
+// be promoted past it.
 type ReleaseGuard[M any] interface {
+	// GuardsReleases reports whether CompareReleasedAndSwap guards the
+	// swap as it says: a wrapper answers for the store it wraps.
+	GuardsReleases() bool
 	// CompareReleasedAndSwap stores next under name as CompareAndSwap
 	// does, and only if, in addition, the record stored at revision
 	// expected has no holder and was's Token, Transitions and
@@ -285,14 +294,35 @@ type ReleaseGuard[M any] interface {
 	CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error)
 }
 
-// GuardsReleases returns st's ReleaseGuard when st implements it, and nil
-// (the conservative answer: read before taking a release over) when it
-// does not or st is nil.
-func GuardsReleases[M any](st Store[M]) ReleaseGuard[M] {
-	if g, ok := st.(ReleaseGuard[M]); ok && !nilarg.IsNil(g) {
+// ReleaseGuardOf returns st's ReleaseGuard when st implements it and says
+// that it guards releases, and nil (the conservative answer: read before
+// taking a release over) when it does not or st is nil.
+func ReleaseGuardOf[M any](st Store[M]) ReleaseGuard[M] {
+	if g, ok := st.(ReleaseGuard[M]); ok && !nilarg.IsNil(g) && g.GuardsReleases() {
 		return g
 	}
 	return nil
+}
+
+// CompareReleasedAndSwap calls st's guarded swap (see ReleaseGuard) when
+// ReleaseGuardOf finds one; otherwise it writes nothing and returns an
+// error wrapping errors.ErrUnsupported. A wrapper forwards
+// CompareReleasedAndSwap with it (and GuardsReleases with ReleaseGuardOf),
+// so that its electors swap from a heard release exactly when the wrapped
+// store can guard the swap. It returns an error wrapping ErrNilArgument
+// for a nil ctx or st.
+func CompareReleasedAndSwap[M any](ctx context.Context, st Store[M], name string, expected lease.Revision, was Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	switch {
+	case ctx == nil:
+		return lease.Record[M]{}, 0, fmt.Errorf("store: CompareReleasedAndSwap %q: %w: ctx is nil", name, ErrNilArgument)
+	case nilarg.IsNil(st):
+		return lease.Record[M]{}, 0, fmt.Errorf("store: CompareReleasedAndSwap %q: %w: st is nil", name, ErrNilArgument)
+	}
+	g := ReleaseGuardOf(st)
+	if g == nil {
+		return lease.Record[M]{}, 0, fmt.Errorf("store: CompareReleasedAndSwap %q: %T cannot guard a swap: %w", name, st, errors.ErrUnsupported)
+	}
+	return g.CompareReleasedAndSwap(ctx, name, expected, was, next)
 }
 
 // ReleasedAs reports whether r, stored at a revision a guarded swap

@@ -238,3 +238,98 @@ func TestAnswersImmediately(t *testing.T) {
 		}
 	}
 }
+
+// guarded is a store with a release guard that says yes or no; its
+// guarded swap reports the guard it was given.
+type guarded struct {
+	bare
+	yes bool
+	was *store.Released
+}
+
+func (g *guarded) GuardsReleases() bool { return g.yes }
+
+func (g *guarded) CompareReleasedAndSwap(_ context.Context, _ string, _ lease.Revision, was store.Released, next lease.Record[int]) (lease.Record[int], lease.Revision, error) {
+	g.was = &was
+	return next, 2, nil
+}
+
+// guardWrapper forwards the guard with the package's helpers.
+type guardWrapper struct{ store.Store[int] }
+
+func (w guardWrapper) GuardsReleases() bool { return store.ReleaseGuardOf(w.Store) != nil }
+
+func (w guardWrapper) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[int]) (lease.Record[int], lease.Revision, error) {
+	return store.CompareReleasedAndSwap(ctx, w.Store, name, expected, was, next)
+}
+
+// Only a store that says so guards releases: not one without the method,
+// one that says false, one hidden by an embedding wrapper, a wrapper of a
+// store without a guard, a nil store or a typed nil. A wrapper that
+// forwards with the helpers answers for its store, and its guarded swap
+// reaches the store's.
+func TestReleaseGuardOf(t *testing.T) {
+	var nilGuarded *guarded
+	yes := &guarded{yes: true}
+	tests := []struct {
+		name string
+		st   store.Store[int]
+		want bool
+	}{
+		{"nil store", nil, false},
+		{"store without ReleaseGuard", bare{}, false},
+		{"store that says yes", yes, true},
+		{"store that says no", &guarded{}, false},
+		{"embedding wrapper hides it", struct{ store.Store[int] }{yes}, false},
+		{"forwarding wrapper of a guard", guardWrapper{yes}, true},
+		{"forwarding wrapper of a store without one", guardWrapper{bare{}}, false},
+		{"forwarding wrapper of a store that says no", guardWrapper{&guarded{}}, false},
+		{"typed nil", nilGuarded, false},
+	}
+	for _, tt := range tests {
+		if got := store.ReleaseGuardOf(tt.st) != nil; got != tt.want {
+			t.Errorf("%s: ReleaseGuardOf found one: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	ctx := t.Context()
+	was := store.Released{Token: 4, Transitions: 2, LeaseDuration: 15}
+	if _, rev, err := store.CompareReleasedAndSwap(ctx, guardWrapper{yes}, "n", 7, was, lease.Record[int]{Holder: "a"}); err != nil || rev != 2 || yes.was == nil || *yes.was != was {
+		t.Errorf("through a forwarding wrapper: rev %d, err %v, the store got %+v; want rev 2 and the guard %+v", rev, err, yes.was, was)
+	}
+	for _, st := range []store.Store[int]{bare{}, &guarded{}, guardWrapper{bare{}}} {
+		if _, _, err := store.CompareReleasedAndSwap(ctx, st, "n", 7, was, lease.Record[int]{}); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("%T: CompareReleasedAndSwap error %v, want one wrapping errors.ErrUnsupported", st, err)
+		}
+	}
+	var nilCtx context.Context
+	if _, _, err := store.CompareReleasedAndSwap(nilCtx, yes, "n", 7, was, lease.Record[int]{}); !errors.Is(err, store.ErrNilArgument) {
+		t.Errorf("nil ctx: error %v, want one wrapping store.ErrNilArgument", err)
+	}
+	if _, _, err := store.CompareReleasedAndSwap(ctx, nil, "n", 7, was, lease.Record[int]{}); !errors.Is(err, store.ErrNilArgument) {
+		t.Errorf("nil store: error %v, want one wrapping store.ErrNilArgument", err)
+	}
+}
+
+// ReleasedAs is the guard: a released record with the three fields.
+func TestReleasedAs(t *testing.T) {
+	was := store.Released{Token: 4, Transitions: 2, LeaseDuration: 15}
+	rel := lease.Record[int]{Token: 4, Transitions: 2, LeaseDuration: 15}
+	held := rel
+	held.Holder = "a"
+	for _, c := range []struct {
+		name string
+		r    lease.Record[int]
+		want bool
+	}{
+		{"the released record", rel, true},
+		{"held", held, false},
+		{"another token", lease.Record[int]{Token: 5, Transitions: 2, LeaseDuration: 15}, false},
+		{"other transitions", lease.Record[int]{Token: 4, Transitions: 3, LeaseDuration: 15}, false},
+		{"another duration", lease.Record[int]{Token: 4, Transitions: 2, LeaseDuration: 16}, false},
+	} {
+		if got := store.ReleasedAs(c.r, was); got != c.want {
+			t.Errorf("%s: ReleasedAs = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -464,7 +464,7 @@ func step(state, input, output any) (bool, any) {
 // always (store.MayLoseRecords's answer for st), so electors see the
 // capabilities of st itself.
 func RecordStore[M any](st store.Store[M], h *History, client int) store.Store[M] {
-	r := &recorded[M]{st: st, h: h, client: client, lossy: store.MayLoseRecords(st), guard: store.GuardsReleases(st)}
+	r := &recorded[M]{st: st, h: h, client: client, lossy: store.MayLoseRecords(st), guard: store.ReleaseGuardOf(st)}
 	w, watches := st.(store.Watcher[M])
 	switch {
 	case watches && r.guard != nil:
@@ -477,10 +477,19 @@ func RecordStore[M any](st store.Store[M], h *History, client int) store.Store[M
 	return r
 }
 
+var (
+	_ store.ReleaseGuard[struct{}] = (*recordedGuard[struct{}])(nil)
+	_ store.ReleaseGuard[struct{}] = (*recordedGuardWatcher[struct{}])(nil)
+)
+
 // recordedGuard and recordedGuardWatcher forward st's store.ReleaseGuard.
 type recordedGuard[M any] struct{ *recorded[M] }
 
 type recordedGuardWatcher[M any] struct{ recordedWatcher[M] }
+
+func (r *recordedGuard[M]) GuardsReleases() bool { return true }
+
+func (r *recordedGuardWatcher[M]) GuardsReleases() bool { return true }
 
 func (r *recordedGuard[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	return r.guarded(ctx, name, expected, was, next)

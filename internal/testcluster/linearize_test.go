@@ -241,3 +241,32 @@ func TestFirstAnswer(t *testing.T) {
 		t.Fatalf("FirstAnswer = %v, %v; want %v", at.Sub(h.start), ok, want.Sub(h.start))
 	}
 }
+
+// RecordStore forwards a store's release guard, and records the guarded
+// swaps it makes as guarded.
+func TestRecordStoreForwardsTheGuard(t *testing.T) {
+	h := NewHistory()
+	st := RecordStore[struct{}](memstore.New[struct{}](), h, 0)
+	g := store.ReleaseGuardOf(st)
+	if g == nil {
+		t.Fatal("RecordStore hides memstore's release guard")
+	}
+	ctx := t.Context()
+	held, rev, err := st.CompareAndSwap(ctx, "n", 0, lease.Record[struct{}]{Holder: "a", Token: 1, LeaseDuration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := store.Released{Token: held.Token, Transitions: held.Transitions, LeaseDuration: held.LeaseDuration}
+	if _, _, err := g.CompareReleasedAndSwap(ctx, "n", rev, was, lease.Record[struct{}]{Holder: "b", Token: 2, LeaseDuration: time.Second}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("guarded swap over a held record: %v, want a conflict", err)
+	}
+	h.mu.Lock()
+	last := h.ops[len(h.ops)-1]
+	h.mu.Unlock()
+	if in := last.Input.(OpInput); !in.Guarded || in.Was.Token != held.Token || last.Output.(OpOutput).Outcome != OutConflict {
+		t.Fatalf("recorded %s, want the guarded swap and its conflict", describeOp(last))
+	}
+	if res, why := h.Check(time.Minute); res != porcupine.Ok {
+		t.Fatalf("history: %v\n%s", res, why)
+	}
+}

@@ -749,6 +749,10 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next)
 }
 
+// GuardsReleases reports true: CompareReleasedAndSwap guards its swap. It
+// is part of [store.ReleaseGuard].
+func (s *Store[M]) GuardsReleases() bool { return true }
+
 // CompareReleasedAndSwap stores next under name as CompareAndSwap does,
 // and only if the record stored at revision expected is released and
 // shows was (the check is in the statement's WHERE, so it holds at the

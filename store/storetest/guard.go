@@ -14,7 +14,7 @@ import (
 // found and leaves it as it was; so is a guarded swap from revision 0,
 // which never creates a record.
 func testReleaseGuard[M any](e *env[M]) {
-	g := store.GuardsReleases(e.st)
+	g := store.ReleaseGuardOf(e.st)
 	if g == nil {
 		e.t.Skipf("%T does not implement store.ReleaseGuard", e.st)
 	}

@@ -370,12 +370,20 @@ func (w watchStore[M]) WatchCapabilities() store.WatchCapabilities {
 	return w.inner.WatchCapabilities()
 }
 
+var (
+	_ store.ReleaseGuard[struct{}] = watchGuardStore[struct{}]{}
+	_ store.ReleaseGuard[struct{}] = watchLossyGuardStore[struct{}]{}
+)
+
 // watchGuardStore adds store.ReleaseGuard to a watchStore, when the shared
 // store has it: a guarded swap crosses the network as CompareAndSwap does
 // (never in a batch).
 type watchGuardStore[M any] struct {
 	watchStore[M]
 }
+
+// GuardsReleases reports true: the shared store guards its swaps.
+func (w watchGuardStore[M]) GuardsReleases() bool { return true }
 
 // CompareReleasedAndSwap writes through the simulated network with the
 // shared store's guard.
@@ -402,6 +410,9 @@ func (w *faultStore[M]) guarded(ctx context.Context, name string, expected lease
 type watchLossyGuardStore[M any] struct {
 	watchLossyStore[M]
 }
+
+// GuardsReleases reports true: the shared store guards its swaps.
+func (w watchLossyGuardStore[M]) GuardsReleases() bool { return true }
 
 // CompareReleasedAndSwap writes through the simulated network with the
 // shared store's guard.
@@ -445,7 +456,7 @@ func (h *harness[M]) wrap(inc *incarnation[M], pipelined, lying bool) store.Stor
 	may := hasLossy && lossy.MayLoseRecords() || h.lossInjected
 	hasLossy = hasLossy || h.lossInjected
 	// The guard only serves a watch: without one, no release is heard.
-	guards := store.GuardsReleases(h.inner) != nil
+	guards := store.ReleaseGuardOf(h.inner) != nil
 	switch {
 	case canWatch && hasLossy && guards:
 		return watchLossyGuardStore[M]{watchLossyStore[M]{watchStore: watchStore[M]{fs, watcher}, may: may}}
