@@ -38,6 +38,11 @@ func TestNilArguments(t *testing.T) {
 				_, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{Token: 1})
 				return err
 			}, s.mention},
+			call{s.label + ": CompareReleasedAndSwap", func() error {
+				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 1, store.Released{}, lease.Record[int]{Token: 1})
+				return err
+			}, s.mention},
+			call{s.label + ": GuardsReleases", func() error { s.st.GuardsReleases(); return fmt.Errorf("%w: answered", store.ErrNilArgument) }, "answered"},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, s.mention},
 			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, s.mention},
 			call{s.label + ": PutRaw", func() error { _, err := s.st.PutRaw("job", lease.Record[[]byte]{}); return err }, s.mention},
@@ -51,6 +56,10 @@ func TestNilArguments(t *testing.T) {
 		call{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
 		call{"CompareAndSwap: nil ctx", func() error {
 			_, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{Token: 1})
+			return err
+		}, "ctx is nil"},
+		call{"CompareReleasedAndSwap: nil ctx", func() error {
+			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 1, store.Released{}, lease.Record[int]{Token: 1})
 			return err
 		}, "ctx is nil"},
 		call{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},

@@ -37,6 +37,14 @@ func TestNilArguments(t *testing.T) {
 		{"NewWithCodec: nil pool", func() error { _, err := pgstore.NewWithCodec[int](nil, nil); return err }, store.ErrNilArgument, "pool is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, "ctx is nil"},
+		{"CompareReleasedAndSwap: nil ctx", func() error {
+			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 1, store.Released{}, lease.Record[int]{})
+			return err
+		}, store.ErrNilArgument, "ctx is nil"},
+		{"CompareReleasedAndSwap from 0: nil ctx", func() error {
+			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 0, store.Released{}, lease.Record[int]{})
+			return err
+		}, store.ErrNilArgument, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, store.ErrNilArgument, "ctx is nil"},
 		{"WatchFunc: nil fn", func() error { return ok.WatchFunc(context.Background(), "job", nil) }, store.ErrNilArgument, "fn is nil"},
@@ -50,6 +58,14 @@ func TestNilArguments(t *testing.T) {
 		tests = append(tests,
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, s.mention},
+			call{s.label + ": CompareReleasedAndSwap", func() error {
+				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 1, store.Released{}, lease.Record[int]{})
+				return err
+			}, store.ErrNilArgument, s.mention},
+			call{s.label + ": CompareReleasedAndSwap from 0", func() error {
+				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 0, store.Released{}, lease.Record[int]{})
+				return err
+			}, store.ErrNilArgument, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, store.ErrNilArgument, s.mention},
 			call{s.label + ": Migrate", func() error { return s.st.Migrate(ctx) }, store.ErrNilArgument, s.mention},

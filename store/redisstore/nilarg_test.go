@@ -40,6 +40,14 @@ func TestNilArguments(t *testing.T) {
 		{"NewHub: typed nil client", func() error { _, err := redisstore.NewHub(nilClient); return err }, "client is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, "ctx is nil"},
+		{"CompareReleasedAndSwap: nil ctx", func() error {
+			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 1, store.Released{}, lease.Record[int]{})
+			return err
+		}, "ctx is nil"},
+		{"CompareReleasedAndSwap from 0: nil ctx", func() error {
+			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 0, store.Released{}, lease.Record[int]{})
+			return err
+		}, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},
 		{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, "ctx is nil"},
 		{"WatchFunc: nil fn", func() error { return ok.WatchFunc(context.Background(), "job", nil) }, "fn is nil"},
@@ -52,6 +60,14 @@ func TestNilArguments(t *testing.T) {
 		tests = append(tests,
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, s.mention},
+			call{s.label + ": CompareReleasedAndSwap", func() error {
+				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 1, store.Released{}, lease.Record[int]{})
+				return err
+			}, s.mention},
+			call{s.label + ": CompareReleasedAndSwap from 0", func() error {
+				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 0, store.Released{}, lease.Record[int]{})
+				return err
+			}, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, s.mention},
 			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, s.mention},
 			call{s.label + ": Key", func() error { _, err := s.st.Key("job"); return err }, s.mention},
