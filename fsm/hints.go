@@ -1,6 +1,10 @@
 package fsm
 
-import "time"
+import (
+	"time"
+
+	"github.com/tenure-go/tenure/lease"
+)
 
 // Watch events. They are hints: none changes what the node believes or
 // waits for. A hint that claims news makes the node ask the store (hinted,
@@ -23,7 +27,7 @@ func (m *Machine) hinted(ev Event) {
 		// Kept even while hints are muted or distrusted: a renewal heard
 		// and then not seen by a read is what tells a rollback (see
 		// contradicted). Only safety uses it, never to postpone a read.
-		m.heardMax = max(m.heardMax, ev.Revision)
+		m.hear(ev.Revision)
 	}
 	if m.now < m.muteUntil {
 		return
@@ -136,15 +140,25 @@ func (m *Machine) pollAt() time.Duration {
 // staleByHints reports whether a renewal was heard at a revision newer than
 // the one the follower waits out: taking the lease over from that revision
 // would be a swap bound to fail, so the follower reads first (once per
-// wait, see takeOver). Also a renewal heard while hints were muted or
-// distrusted (heardMax, which no answer settled yet): the swap would fail
-// unless the store went back and lost that renewal, whose writer may still
-// lead on it; the read's answer then shows the contradiction (see
-// contradicted). The simulator found it: a renewal heard while muted, the
-// store rolled back to the revision waited out, a swap from it that
-// succeeded (adversary seed 8710, an extreme config).
+// wait, see takeOver). Also a renewal of that record heard while hints
+// were muted or distrusted (heardMax, which no answer settled yet): the
+// swap would fail unless the store went back and lost that renewal, whose
+// writer may still lead on it; the read's answer then shows the
+// contradiction (see contradicted). The simulator found it: a renewal
+// heard while muted, the store rolled back to the revision waited out, a
+// swap from it that succeeded (adversary seed 8710, an extreme config).
+// A renewal of a record the node no longer follows (the lease changed
+// hands, or was released, since) says nothing about the one it waits out.
 func (m *Machine) staleByHints() bool {
-	return m.quietRev > m.rev && m.quietEnd() != 0 || m.heardMax > m.rev
+	return m.quietRev > m.rev && m.quietEnd() != 0 ||
+		m.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token
+}
+
+// hear raises heardMax to rev, noting the record the node followed then.
+func (m *Machine) hear(rev lease.Revision) {
+	if rev > m.heardMax {
+		m.heardMax, m.heardHolder, m.heardToken = rev, m.obs.Holder, m.obs.Token
+	}
 }
 
 // answered settles the watch hint with the answer to the request that just
@@ -208,9 +222,13 @@ func (m *Machine) answered(ev Event) {
 // RenewDeadline). The machine cannot tell forgery from rollback, so it
 // waits as after a rollback: no term before a full lease of what it last
 // accepted, counted from now. And it takes no watch event as a renewal
-// until a read shows the record move on, so a forger can buy this wait
-// only once per leader that really renews: while no leader renews (when
-// a takeover is due) the follower polls and hints cost it nothing more.
+// until a read shows the record move on: hints no longer postpone its
+// reads. A lookalike heard after that is still kept (heardMax) and
+// contradicted by the next read, since a real renewal lost in a rollback
+// looks the same: a forger who keeps publishing them keeps the follower
+// from taking over for as long as it does, one lease per contradiction
+// (as a writer who keeps rewriting the record would); the safety net's
+// reads go on, and each contradiction is reported.
 func (m *Machine) contradicted(ev Event) {
 	wait := max(m.cfg.LeaseDuration, m.last.LeaseDuration)
 	if m.lossy {

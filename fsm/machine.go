@@ -74,14 +74,16 @@ type Machine struct {
 	// (same holder and token) at a newer revision. They make a follower
 	// skip its scheduled reads for a while (see pollAt); they never start
 	// or move a wait.
-	heard      bool           // a renewal hint arrived since the watch was last lost
-	heardAt    time.Duration  // when the latest one arrived
-	heardLease Lease          // the record it showed
-	quietRev   lease.Revision // its revision, until an answer settles it (0: none)
-	quietSeq   uint64         // requests sent when it arrived
-	heardMax   lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
-	distrust   bool           // an answer contradicted a renewal hint; none counts until a read shows progress
-	lastAnswer time.Duration  // when the store last answered a read or a swap
+	heard       bool           // a renewal hint arrived since the watch was last lost
+	heardAt     time.Duration  // when the latest one arrived
+	heardLease  Lease          // the record it showed
+	quietRev    lease.Revision // its revision, until an answer settles it (0: none)
+	quietSeq    uint64         // requests sent when it arrived
+	heardMax    lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
+	heardHolder string         // the holder and token of the record followed when heardMax was heard (see hear)
+	heardToken  uint64
+	distrust    bool          // an answer contradicted a renewal hint; none counts until a read shows progress
+	lastAnswer  time.Duration // when the store last answered a read or a swap
 
 	// The one store operation in flight, if any.
 	pending      bool
@@ -529,7 +531,14 @@ func (m *Machine) candidateFailed() {
 		// answerCandidate), waited out like anyone's record.
 		m.unknownToken = m.pendingNext.Token
 	}
-	m.seen = false
+	if !m.pendingGuard {
+		m.seen = false
+	}
+	// A guarded swap (takeHeardRelease) replaced a read: it could land
+	// only over the released record it names, and then a later read shows
+	// our token (confirmable); if it did not, what the node saw stands, as
+	// after a failed read. (So a forged hint whose swap is made to time
+	// out does not restart the follower's wait.)
 	m.becomeFollower()
 }
 

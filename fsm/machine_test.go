@@ -1167,6 +1167,14 @@ func TestRenewalHeardWhileMutedIsReadFirst(t *testing.T) {
 		{read(15*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 11, 30*s+2*ms, 15*s)}, Follower},
 		{tick(30*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 	}))
+	// A renewal heard of a record the follower no longer follows says
+	// nothing about the one it takes over: released at 12, it swaps at
+	// once although the old leader's renewal at 13 was heard.
+	runSteps(t, Options{Identity: "me", Config: testConfig()}, join(followOther(), []step{
+		{tick(2 * s), []Action{aRead()}, Follower},
+		{watched(2*s+ms/2, other(4, 2), 13), nil, Follower},
+		{read(2*s+1*ms, released(4, 2), 12), []Action{acquire(12, me(5, 3))}, Candidate},
+	}))
 }
 
 func guardedAcquire(exp lease.Revision, was, next Lease) Action {
@@ -1253,6 +1261,22 @@ func TestGuardedRelease(t *testing.T) {
 		{"in a store that may lose records, too", true, true, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
 			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+		})},
+		{"an acquire whose outcome was unknown, shown by the conflict: confirmed", true, false, join(followOther(), []step{
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+			{failed(15*s + 2*ms), nil, Follower},
+			{watched(15*s+3*ms, released(4, 2), 50), []Action{guardedAcquire(50, released(4, 2), me(5, 3))}, Candidate},
+			// The acquire had landed: the store shows it, and it is
+			// confirmed with a renewal, as after a read.
+			{conflict(15*s+4*ms, me(5, 3), 11), []Action{renew(11, me(5, 3))}, Candidate},
+		})},
+		{"a guarded swap that fails does not restart the wait", true, false, join(followOther(), []step{
+			{watched(14*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			// The poll that was due: the record at 10, unchanged.
+			{failed(14*s + 1*ms), []Action{aRead()}, Follower},
+			{read(14*s+2*ms, other(4, 2), 10), nil, Follower},
+			// First seen at 1ms, it is waited out then.
+			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"a store that answers success at the guarded revision breaks its contract: no term", true, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},

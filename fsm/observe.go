@@ -39,7 +39,7 @@ func (m *Machine) observe(ev Event) verdict {
 		// on: an answer showing the accepted record again, at a lower
 		// revision, is the store going back (see contradicted).
 		if ev.Kind != SwapDone && ev.Revision > m.maxRev {
-			m.heardMax = max(m.heardMax, ev.Revision)
+			m.hear(ev.Revision)
 		}
 		m.emit(Action{Kind: Report, Problem: ProblemCorrupt, Revision: ev.Revision})
 		return refused

@@ -84,9 +84,13 @@ func (m *Machine) takeHeardRelease() bool {
 		Transitions:   min(max(m.maxTrans, h.Transitions)+1, lease.MaxToken),
 		LeaseDuration: m.cfg.LeaseDuration,
 	}
-	m.unknownToken = 0
+	// Like the read it replaces, it leaves the retry schedule and an
+	// acquire whose outcome is unknown alone (unknownToken): a conflict
+	// may show that acquire landed, and it is then confirmed.
+	sched := m.nextOp
 	m.state = Candidate
 	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hintRev, Next: next, Guarded: true, Was: h})
+	m.nextOp = sched
 	return true
 }
 

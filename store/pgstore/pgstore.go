@@ -834,6 +834,15 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 	if rev >= store.MaxRevision {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: the stored record is not overwritten: %w: revision %d is the largest a revision may be: no later one exists", op, name, store.ErrCorruptRecord, rev)
 	}
+	if was != nil {
+		// The released row the guard names, readable, with a token and a
+		// revision left, and not written: the statement's snapshot was
+		// taken before that revision committed (the FOR SHARE read
+		// waited for it). A caller told of a revision before its commit
+		// (a notification forged by someone who guessed it) loses a
+		// race, not a check: a conflict showing the row.
+		return rec, rev, fmt.Errorf("pgstore: %s %q: revision %d committed while the swap ran: %w", op, name, rev, store.ErrConflict)
+	}
 	return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: the stored record is not overwritten: %w: the row at revision %d fails the store's checks in SQL (a control character in holder, say)", op, name, store.ErrCorruptRecord, rev)
 }
 
