@@ -1262,13 +1262,15 @@ func TestGuardedRelease(t *testing.T) {
 			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
 			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
 		})},
-		{"an acquire whose outcome was unknown, shown by the conflict: confirmed", true, false, join(followOther(), []step{
+		{"an acquire whose outcome was unknown, shown by the conflict: waited out", true, false, join(followOther(), []step{
 			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 			{failed(15*s + 2*ms), nil, Follower},
 			{watched(15*s+3*ms, released(4, 2), 50), []Action{guardedAcquire(50, released(4, 2), me(5, 3))}, Candidate},
-			// The acquire had landed: the store shows it, and it is
-			// confirmed with a renewal, as after a read.
-			{conflict(15*s+4*ms, me(5, 3), 11), []Action{renew(11, me(5, 3))}, Candidate},
+			// The acquire had landed, but the node proposed a token
+			// since: only that attempt's outcome may be confirmed, as
+			// after a second acquire. Its own record is waited out.
+			{conflict(15*s+4*ms, me(5, 3), 11), nil, Follower},
+			{tick(30*s + 4*ms), []Action{acquire(11, me(6, 3))}, Candidate},
 		})},
 		{"a guarded swap that fails does not restart the wait", true, false, join(followOther(), []step{
 			{watched(14*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},

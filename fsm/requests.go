@@ -84,9 +84,12 @@ func (m *Machine) takeHeardRelease() bool {
 		Transitions:   min(max(m.maxTrans, h.Transitions)+1, lease.MaxToken),
 		LeaseDuration: m.cfg.LeaseDuration,
 	}
-	// Like the read it replaces, it leaves the retry schedule and an
-	// acquire whose outcome is unknown alone (unknownToken): a conflict
-	// may show that acquire landed, and it is then confirmed.
+	// A new attempt, as in acquire: only this one's outcome may be
+	// confirmed (a term's token is never below one the node proposed
+	// since), so an earlier acquire whose outcome is unknown, if a
+	// conflict shows it landed, is waited out like anyone's record. Like
+	// the read it replaces, it leaves the retry schedule alone.
+	m.unknownToken = 0
 	sched := m.nextOp
 	m.state = Candidate
 	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hintRev, Next: next, Guarded: true, Was: h})

@@ -196,7 +196,11 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			}
 			n.adv.proposed = t
 		}
-		if a.Kind == fsm.Swap && a.Swap != fsm.Release && n.m.State() == fsm.Candidate {
+		if a.Kind == fsm.Swap && a.Swap == fsm.Acquire && n.m.State() == fsm.Candidate {
+			// The acquire a term rests on. Not the renewal that confirms
+			// one whose outcome was unknown: that term rests on what the
+			// acquire knew (the last one sent: a new acquire ends the
+			// chance to confirm an older one).
 			na := &n.adv
 			na.acqBasis, na.acqFree, na.acqBack, na.acqHeard = na.obsFirst, na.obsFree, na.sawBackAt, na.heardPast
 		}
