@@ -104,9 +104,9 @@ type Elector[M any] struct {
 	releaseOnStop bool
 	observers     []func(Change)
 	lossy         bool
-	authentic     bool                  // the store's watch events are authentic (store.WatchCapabilities)
-	guard         store.ReleaseGuard[M] // the store's guarded swap (store.ReleaseGuard), or nil
-	immediate     bool                  // the store's operations never wait (store.Immediate): run on the loop
+	authentic     bool // the store's watch events are authentic (store.WatchCapabilities)
+	guarded       bool // the store guards swaps from a release (store.ReleaseGuard)
+	immediate     bool // the store's operations never wait (store.Immediate): run on the loop
 	instruments   Instruments
 
 	ready   chan struct{}
@@ -258,7 +258,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		observers:     o.observers,
 		lossy:         lossy,
 		authentic:     store.WatchCapabilitiesOf(st).Authentic,
-		guard:         store.ReleaseGuardOf(st),
+		guarded:       store.ReleaseGuardOf(st) != nil,
 		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
 		ready:         make(chan struct{}),
@@ -274,7 +274,7 @@ func (e *Elector[M]) logCapabilities() {
 	st, cfg := e.st, e.cfg
 	_, saysLossy := st.(store.Lossy)
 	_, watches := st.(store.Watcher[M])
-	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", e.lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic, "release_guard", e.guard != nil)
+	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", e.lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic, "release_guard", e.guarded)
 	if !saysLossy {
 		e.log.Warn("the store does not say whether it may lose records (store.Lossy), so the elector assumes it may: "+
 			"the first leader of a name, and the first after the record vanishes, waits one LeaseDuration. "+

@@ -82,7 +82,7 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cfg := e.cfg
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guard != nil})
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guarded})
 	if err != nil {
 		return nil, err
 	}
@@ -394,14 +394,12 @@ func (r *runner[M]) perform(a fsm.Action) {
 		}
 		r.vouch = v
 		if a.Guarded {
-			// Only asked for with fsm.Options.GuardedRelease, which is set
-			// when the store has a guard: never a plain swap instead.
-			g, was := e.guard, store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
+			// Only asked for with fsm.Options.GuardedRelease, set when the
+			// store has a guard; never a plain swap instead (the helper
+			// fails when the guard is gone).
+			was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
 			r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-				if g == nil {
-					return lease.Record[M]{}, 0, fmt.Errorf("lead: %w: a guarded swap, from a store without store.ReleaseGuard", errors.ErrUnsupported)
-				}
-				return g.CompareReleasedAndSwap(ctx, e.name, a.Expected, was, next)
+				return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
 			})
 			return
 		}

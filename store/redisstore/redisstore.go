@@ -362,11 +362,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		gateOn = "1"
 		seen, age = s.gate.attest()
 	}
-	guardOn, g := "", store.Released{}
-	if was != nil {
-		guardOn, g = "1", *was
-	}
-	cmd, err := s.pipe.Do(ctx, pipeCall{script: casScript, keys: keys, args: []any{
+	args := []any{
 		strconv.FormatUint(uint64(expected), 10),
 		nonce,
 		s.channel(name),
@@ -378,8 +374,12 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
 		gateOn, seen, age, "born:" + escape(name),
-		guardOn, strconv.FormatUint(g.Token, 10), strconv.FormatUint(g.Transitions, 10), strconv.FormatInt(int64(g.LeaseDuration), 10),
-	}})
+	}
+	if was != nil {
+		// The guard's arguments (a plain swap, a renewal, sends none).
+		args = append(args, "1", strconv.FormatUint(was.Token, 10), strconv.FormatUint(was.Transitions, 10), strconv.FormatInt(int64(was.LeaseDuration), 10))
+	}
+	cmd, err := s.pipe.Do(ctx, pipeCall{script: casScript, keys: keys, args: args})
 	var reply []any
 	if err == nil {
 		c, ok := cmd.(*redis.Cmd)

@@ -51,7 +51,7 @@ const sumPrefix = "tenure/1\x00"
 //	ARGV[12] the marker nonce this process saw last ("" if none)
 //	ARGV[13] how long this process has seen it, in nanoseconds, decimal
 //	ARGV[14] the marker's field for the name: "born:" and the key's tag
-//	ARGV[15] "1": the swap is guarded (store.ReleaseGuard): it writes only
+//	ARGV[15] "1": the swap is guarded (store.ReleaseGuard; absent for a plain swap): it writes only
 //	         over a released record with token ARGV[16], transitions
 //	         ARGV[17] and duration ARGV[18] (decimal), and never creates one
 //

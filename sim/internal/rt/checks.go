@@ -247,9 +247,8 @@ func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], name s
 func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	swap := h.inner.CompareAndSwap
 	if was != nil {
-		g := store.ReleaseGuardOf(h.inner)
 		swap = func(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-			return g.CompareReleasedAndSwap(ctx, name, expected, *was, next)
+			return store.CompareReleasedAndSwap(ctx, h.inner, name, expected, *was, next)
 		}
 	}
 	if name != h.o.Name {
