@@ -56,8 +56,6 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 	shared := memstore.New[meta]()
 	for b.Loop() {
 		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(testing.TB) store.Store[meta] { return shared })
-		b.Logf("memstore: %s", testcluster.HandoverReport(hs))
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+		testcluster.ReportHandover(b, "memstore", hs)
 	}
 }

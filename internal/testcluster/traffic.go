@@ -218,6 +218,16 @@ func HandoverReport(hs []Handover) string {
 		med(func(h Handover) time.Duration { return h.Acquire }), med(Handover.Rest))
 }
 
+// ReportHandover logs HandoverReport(hs) after label and reports the p50
+// and p90 of the totals as the benchmark's metrics p50-ms and p90-ms.
+func ReportHandover(b *testing.B, label string, hs []Handover) {
+	b.Helper()
+	b.Logf("%s: %s", label, HandoverReport(hs))
+	totals := Totals(hs)
+	b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, "p90-ms")
+}
+
 // Totals returns the Total of each handover, in order.
 func Totals(hs []Handover) []time.Duration {
 	out := make([]time.Duration, len(hs))

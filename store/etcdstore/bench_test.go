@@ -258,8 +258,6 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 			}
 			return st
 		})
-		b.Logf("etcdstore: %s", testcluster.HandoverReport(hs))
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+		testcluster.ReportHandover(b, "etcdstore", hs)
 	}
 }

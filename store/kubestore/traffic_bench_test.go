@@ -62,8 +62,6 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
 			return newStore[meta](tb, e.k.Client(tb), e.ns)
 		})
-		b.Logf("kubestore: %s", testcluster.HandoverReport(hs))
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+		testcluster.ReportHandover(b, "kubestore", hs)
 	}
 }

@@ -224,17 +224,30 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 // and p90 of the time from the leader's stop to its successor leading. One
 // op is 20 handovers.
 func BenchmarkHandoverPeerConfig(b *testing.B) {
+	benchHandoverPeerConfig(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
+}
+
+// BenchmarkHandoverGenericPlans is BenchmarkHandoverPeerConfig on pools
+// whose sessions run prepared statements on their generic plans
+// (plan_cache_mode force_generic_plan), as docs/backends/postgres.md
+// suggests for a pool of Tenure's own.
+func BenchmarkHandoverGenericPlans(b *testing.B) {
+	benchHandoverPeerConfig(b, func(c *pgxpool.Config) {
+		c.MaxConns = 4
+		c.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	})
+}
+
+func benchHandoverPeerConfig(b *testing.B, configure func(*pgxpool.Config)) {
 	table := freshTable()
 	for b.Loop() {
 		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[storetest.Meta] {
-			st, err := pgstore.New[storetest.Meta](newPool(tb, func(c *pgxpool.Config) { c.MaxConns = 4 }), pgstore.WithTable(table))
+			st, err := pgstore.New[storetest.Meta](newPool(tb, configure), pgstore.WithTable(table))
 			if err != nil {
 				tb.Fatal(err)
 			}
 			return st
 		})
-		b.Logf("pgstore: %s", testcluster.HandoverReport(hs))
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.5).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(testcluster.Quantile(testcluster.Totals(hs), 0.9).Microseconds())/1000, "p90-ms")
+		testcluster.ReportHandover(b, "pgstore", hs)
 	}
 }

@@ -1,0 +1,131 @@
+package kubestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/tenure-go/tenure/internal/testcluster"
+)
+
+// BenchmarkHandoverFloor measures the least any library can take for
+// BenchmarkHandoverPeerConfig's handover on this API server: client-go
+// alone, no Tenure. Three clients of their own, each as the peer
+// benchmark's electors; the two followers watch the Lease. The leader
+// PUTs it released; each follower, on the watch event of the release,
+// PUTs itself as holder at that event's resourceVersion (one wins, the
+// other gets a conflict). A handover is the time from the release's PUT
+// to the winner's PUT returning. One op is 20 handovers; it reports p50
+// and p90 and the medians of the two PUTs.
+func BenchmarkHandoverFloor(b *testing.B) {
+	e := newEnv(b, "bench-floor")
+	for b.Loop() {
+		hs := handoverFloor(b, e, 20)
+		testcluster.ReportHandover(b, "client-go alone", hs)
+	}
+}
+
+// floorWin is a follower's successful acquiring PUT: who, when it
+// returned, and how long it took.
+type floorWin struct {
+	id   int
+	at   time.Time
+	took time.Duration
+}
+
+func handoverFloor(b *testing.B, e *env, n int) []testcluster.Handover {
+	b.Helper()
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	name := "floor-" + randomSuffix(b)
+	clients := make([]coordinationclient.LeaseInterface, 3)
+	for i := range clients {
+		clients[i] = e.k.Leases(b).Leases(e.ns)
+	}
+	holder := func(i int) *string { s := fmt.Sprintf("node-%d", i); return &s }
+	created, err := clients[0].Create(c, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: holder(0)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var leader atomic.Int32 // the stopped leader does not take part
+	wins := make(chan floorWin, 3)
+	errs := make(chan error, 3)
+	for i := range clients {
+		w, err := clients[i].Watch(c, metav1.ListOptions{
+			FieldSelector:   "metadata.name=" + name,
+			ResourceVersion: created.ResourceVersion,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Stop()
+		go followFloor(c, i, &leader, clients[i], w, wins, errs)
+	}
+	cur := created
+	out := make([]testcluster.Handover, 0, n)
+	for range n {
+		// Let the last handover's events and the loser's conflict pass.
+		settle := time.NewTimer(200 * time.Millisecond)
+		<-settle.C
+		released := cur.DeepCopy()
+		released.Spec.HolderIdentity = nil
+		start := time.Now()
+		if _, err := clients[leader.Load()].Update(c, released, metav1.UpdateOptions{}); err != nil {
+			b.Fatalf("release: %v", err)
+		}
+		releaseTook := time.Since(start)
+		var win floorWin
+		select {
+		case win = <-wins:
+		case err := <-errs:
+			b.Fatal(err)
+		case <-time.After(eventTimeout):
+			b.Fatal("nobody acquired within", eventTimeout)
+		}
+		out = append(out, testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took})
+		leader.Store(int32(win.id))
+		if cur, err = clients[win.id].Get(c, name, metav1.GetOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.SortFunc(out, func(a, b testcluster.Handover) int { return int(a.Total - b.Total) })
+	return out
+}
+
+// followFloor acquires the Lease on every watch event that shows it
+// released, at that event's resourceVersion, as a watching follower would
+// without reading first.
+func followFloor(c context.Context, id int, leader *atomic.Int32, leases coordinationclient.LeaseInterface, w watch.Interface, wins chan<- floorWin, errs chan<- error) {
+	for ev := range w.ResultChan() {
+		l, ok := ev.Object.(*coordinationv1.Lease)
+		if !ok || ev.Type != watch.Modified || l.Spec.HolderIdentity != nil || leader.Load() == int32(id) {
+			continue
+		}
+		mine := l.DeepCopy()
+		h := fmt.Sprintf("node-%d", id)
+		mine.Spec.HolderIdentity = &h
+		start := time.Now()
+		_, err := leases.Update(c, mine, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			wins <- floorWin{id: id, at: time.Now(), took: time.Since(start)}
+		case apierrors.IsConflict(err), errors.Is(err, context.Canceled):
+		default:
+			errs <- fmt.Errorf("follower %d: acquire: %w", id, err)
+			return
+		}
+	}
+}
