@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,16 +71,27 @@ func pgHandoverFloor(b *testing.B, n int) []testcluster.Handover {
 	var leader atomic.Int32 // the stopped leader does not take part
 	wins := make(chan floorWin, 3)
 	errs := make(chan error, 3)
+	// The followers end on c before their listening connections go back
+	// to their pools.
+	var followers sync.WaitGroup
+	listening := make([]*pgxpool.Conn, 0, len(pools))
+	defer func() {
+		cancel()
+		followers.Wait()
+		for _, conn := range listening {
+			conn.Release()
+		}
+	}()
 	for i, pool := range pools {
 		conn, err := pool.Acquire(c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer conn.Release()
+		listening = append(listening, conn)
 		if _, err := conn.Exec(c, "LISTEN "+channel); err != nil {
 			b.Fatal(err)
 		}
-		go followPgFloor(c, i, &leader, conn.Conn(), pool, acquire, wins, errs)
+		followers.Go(func() { followPgFloor(c, i, &leader, conn.Conn(), pool, acquire, wins, errs) })
 	}
 	out := make([]testcluster.Handover, 0, n)
 	for range n {
