@@ -171,19 +171,48 @@ func followPgFloor(c context.Context, id int, leader *atomic.Int32, listen *pgx.
 // release.
 func BenchmarkHandoverStoreAlone(b *testing.B) {
 	for b.Loop() {
-		hs := storeHandoverFloor(b, 20)
+		hs := storeHandoverFloor(b, 20, nil)
 		testcluster.ReportHandover(b, "pgstore alone", hs)
 	}
 }
 
-func storeHandoverFloor(b *testing.B, n int) []testcluster.Handover {
+// BenchmarkHandoverStoreAloneIdlePools is BenchmarkHandoverStoreAlone on
+// pools that close a connection idle for 100ms (MaxConnIdleTime, checked
+// every 25ms), so that a follower's pool has closed its idle connections
+// by the time of the release (200ms after the last handover), as pgxpool's
+// defaults do to a follower that stayed quiet for 30 minutes; the leader
+// reads just before it releases, as its renewals would keep a connection
+// open. minconns=1 keeps one connection open in every pool (MinConns).
+func BenchmarkHandoverStoreAloneIdlePools(b *testing.B) {
+	for _, minConns := range []int32{0, 1} {
+		b.Run(fmt.Sprintf("minconns=%d", minConns), func(b *testing.B) {
+			for b.Loop() {
+				hs := storeHandoverFloor(b, 20, func(c *pgxpool.Config) {
+					c.MaxConnIdleTime, c.HealthCheckPeriod, c.MinConns = 100*time.Millisecond, 25*time.Millisecond, minConns
+				})
+				testcluster.ReportHandover(b, fmt.Sprintf("pgstore alone, idle pools, MinConns %d", minConns), hs)
+			}
+		})
+	}
+}
+
+// storeHandoverFloor runs n handovers among three Stores, each on a pool of
+// 4 connections that idle (if not nil) configures further; with idle, the
+// leader reads just before each release.
+func storeHandoverFloor(b *testing.B, n int, idle func(*pgxpool.Config)) []testcluster.Handover {
 	b.Helper()
 	c, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	table := freshTable()
 	stores := make([]*pgstore.Store[storetest.Meta], 3)
 	for i := range stores {
-		st, err := pgstore.New[storetest.Meta](newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 }), pgstore.WithTable(table))
+		pool := newPool(b, func(c *pgxpool.Config) {
+			c.MaxConns = 4
+			if idle != nil {
+				idle(c)
+			}
+		})
+		st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(table))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -238,6 +267,11 @@ func storeHandoverFloor(b *testing.B, n int) []testcluster.Handover {
 		settle := time.NewTimer(200 * time.Millisecond)
 		<-settle.C
 		id := leader.Load()
+		if idle != nil {
+			if _, _, err := stores[id].Get(c, name); err != nil {
+				b.Fatal(err)
+			}
+		}
 		released := cur
 		released.Holder = ""
 		start := time.Now()
