@@ -402,7 +402,7 @@ func testCorruptRecord(t *testing.T, viaFunc bool) {
 	if ev := nextEvent(t, w2); !errors.Is(ev.Err, store.ErrCorruptRecord) || ev.Revision != 0 {
 		t.Fatalf("first event of a corrupt record: %+v", ev)
 	}
-	if n := terminate(t, "LISTEN %"); n != 1 {
+	if n := terminate(t, listening(st)); n != 1 {
 		t.Fatalf("terminated %d listening sessions, want 1", n)
 	}
 	if ev := nextEvent(t, w); !errors.Is(ev.Err, store.ErrCorruptRecord) || ev.Revision != 0 {

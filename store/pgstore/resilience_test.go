@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,14 @@ func terminate(t *testing.T, like string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// listening is the LIKE pattern of st's listening session, whose last query
+// is its LISTEN: terminate(t, listening(st)) ends that session alone, and
+// not the session of an earlier test's Store that is still closing.
+func listening(st *pgstore.Store[storetest.Meta]) string {
+	q := "LISTEN " + pgx.Identifier{st.Channel()}.Sanitize()
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q)
 }
 
 // renew rewrites the record of name at rev with a new RenewedAt; it must
@@ -128,7 +137,7 @@ func TestWatchRereadsAfterReconnect(t *testing.T) {
 func testWatchRereadsAfterReconnect(t *testing.T, viaFunc bool) {
 	pool, st, w, _ := watched(t, viaFunc)
 	silent := handEdit(t, pool, st, "job", "holder = 'edited'")
-	if n := terminate(t, "LISTEN %"); n != 1 {
+	if n := terminate(t, listening(st)); n != 1 {
 		t.Fatalf("terminated %d listening sessions, want 1", n)
 	}
 	if ev := eventAt(t, w, silent); ev.Record.Holder != "edited" {
@@ -245,7 +254,7 @@ func testWatchRetriesFailedRead(t *testing.T, viaFunc bool) {
 		t.Fatal(err)
 	}
 	// The listener reconnects and the watcher reads, which fails.
-	if n := terminate(t, "LISTEN %"); n != 1 {
+	if n := terminate(t, listening(st)); n != 1 {
 		t.Fatalf("terminated %d listening sessions, want 1", n)
 	}
 	select {
