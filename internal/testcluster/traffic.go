@@ -188,8 +188,29 @@ func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int,
 		start(leader.ID)
 		leader = next
 	}
-	slices.SortFunc(out, func(a, b Handover) int { return cmp.Compare(a.Total, b.Total) })
+	slices.SortFunc(out, byTotal)
 	return out
+}
+
+// byTotal orders handovers by Total.
+func byTotal(a, b Handover) int { return cmp.Compare(a.Total, b.Total) }
+
+// Await returns the next value of ch, failing tb on a value of errs, or when
+// neither comes within d: for a benchmark's goroutines that report a result
+// or a failure.
+func Await[T any](tb testing.TB, ch <-chan T, errs <-chan error, d time.Duration) T {
+	tb.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case err := <-errs:
+		tb.Fatal(err)
+	case <-timer.C:
+		tb.Fatalf("nothing within %v", d)
+	}
+	panic("unreachable: Fatal returned")
 }
 
 // HandoverReport sums up handovers (sorted by Total): p50 and p90 of the
@@ -219,9 +240,11 @@ func HandoverReport(hs []Handover) string {
 }
 
 // ReportHandover logs HandoverReport(hs) after label and reports the p50
-// and p90 of the totals as the benchmark's metrics p50-ms and p90-ms.
+// and p90 of the totals as the benchmark's metrics p50-ms and p90-ms. hs
+// may be in any order; it is left as it is.
 func ReportHandover(b *testing.B, label string, hs []Handover) {
 	b.Helper()
+	hs = slices.SortedFunc(slices.Values(hs), byTotal)
 	b.Logf("%s: %s", label, HandoverReport(hs))
 	totals := Totals(hs)
 	b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, "p50-ms")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +63,15 @@ func handoverFloor(b *testing.B, e *env, n int) []testcluster.Handover {
 	var leader atomic.Int32 // the stopped leader does not take part
 	wins := make(chan floorWin, 3)
 	errs := make(chan error, 3)
+	// The watches stop, and with them the followers, before this returns.
+	var followers sync.WaitGroup
+	var watches []watch.Interface
+	defer func() {
+		for _, w := range watches {
+			w.Stop()
+		}
+		followers.Wait()
+	}()
 	for i := range clients {
 		w, err := clients[i].Watch(c, metav1.ListOptions{
 			FieldSelector:   "metadata.name=" + name,
@@ -71,8 +80,8 @@ func handoverFloor(b *testing.B, e *env, n int) []testcluster.Handover {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer w.Stop()
-		go followFloor(c, i, &leader, clients[i], w, wins, errs)
+		watches = append(watches, w)
+		followers.Go(func() { followFloor(c, i, &leader, clients[i], w, wins, errs) })
 	}
 	cur := created
 	out := make([]testcluster.Handover, 0, n)
@@ -87,21 +96,13 @@ func handoverFloor(b *testing.B, e *env, n int) []testcluster.Handover {
 			b.Fatalf("release: %v", err)
 		}
 		releaseTook := time.Since(start)
-		var win floorWin
-		select {
-		case win = <-wins:
-		case err := <-errs:
-			b.Fatal(err)
-		case <-time.After(eventTimeout):
-			b.Fatal("nobody acquired within", eventTimeout)
-		}
+		win := testcluster.Await(b, wins, errs, eventTimeout)
 		out = append(out, testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took})
 		leader.Store(int32(win.id))
 		if cur, err = clients[win.id].Get(c, name, metav1.GetOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	slices.SortFunc(out, func(a, b testcluster.Handover) int { return int(a.Total - b.Total) })
 	return out
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,27 +105,11 @@ func pgHandoverFloor(b *testing.B, n int) []testcluster.Handover {
 			b.Fatalf("release: %v", err)
 		}
 		releaseTook := time.Since(start)
-		win := nextWin(b, wins, errs)
+		win := testcluster.Await(b, wins, errs, 10*time.Second)
 		out = append(out, testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took})
 		leader.Store(int32(win.id))
 	}
-	slices.SortFunc(out, func(a, b testcluster.Handover) int { return int(a.Total - b.Total) })
 	return out
-}
-
-// nextWin returns the next follower's acquire, failing on a follower's
-// error or when none comes within 10s.
-func nextWin[W any](b *testing.B, wins <-chan W, errs <-chan error) W {
-	b.Helper()
-	select {
-	case w := <-wins:
-		return w
-	case err := <-errs:
-		b.Fatal(err)
-	case <-time.After(10 * time.Second):
-		b.Fatal("nobody acquired within 10s")
-	}
-	panic("unreachable: b.Fatal returned")
 }
 
 // followPgFloor takes the row on every notification that shows it free,
@@ -232,12 +215,17 @@ func storeHandoverFloor(b *testing.B, n int, idle func(*pgxpool.Config)) []testc
 	}
 	wins := make(chan win, 3)
 	errs := make(chan error, 3)
+	var followers sync.WaitGroup
+	defer func() {
+		cancel() // the watches end, and with them the followers
+		followers.Wait()
+	}()
 	for i, st := range stores {
 		evs, err := st.Watch(c, name)
 		if err != nil {
 			b.Fatal(err)
 		}
-		go func() {
+		followers.Go(func() {
 			for ev := range evs {
 				if ev.Err != nil || ev.Absent || ev.Record.Holder != "" || leader.Load() == int32(i) {
 					continue
@@ -260,7 +248,7 @@ func storeHandoverFloor(b *testing.B, n int, idle func(*pgxpool.Config)) []testc
 					return
 				}
 			}
-		}()
+		})
 	}
 	out := make([]testcluster.Handover, 0, n)
 	for range n {
@@ -279,11 +267,10 @@ func storeHandoverFloor(b *testing.B, n int, idle func(*pgxpool.Config)) []testc
 			b.Fatalf("release: %v", err)
 		}
 		releaseTook := time.Since(start)
-		w := nextWin(b, wins, errs)
+		w := testcluster.Await(b, wins, errs, 10*time.Second)
 		out = append(out, testcluster.Handover{Total: w.at.Sub(start), Release: releaseTook, Acquire: w.took})
 		leader.Store(int32(w.id))
 		cur, rev = w.rec, w.rev
 	}
-	slices.SortFunc(out, func(a, b testcluster.Handover) int { return int(a.Total - b.Total) })
 	return out
 }
