@@ -21,8 +21,21 @@ import (
 	"github.com/tenure-go/tenure/store/storetest"
 )
 
-// queryCounter is a pgx tracer that counts the queries sent.
+// queryCounter is a pgx tracer that counts the queries sent, a batch as
+// one (the first read on a connection runs the swap statement there in a
+// batch: see warmSwap).
 type queryCounter struct{ n atomic.Int64 }
+
+var _ pgx.BatchTracer = (*queryCounter)(nil)
+
+func (q *queryCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (q *queryCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	q.n.Add(1)

@@ -23,12 +23,19 @@ import (
 // on a table of the test's own.
 func pipeStore(t *testing.T, mode pgx.QueryExecMode) *Store[string] {
 	t.Helper()
+	return internalStore(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.DefaultQueryExecMode = mode })
+}
+
+// internalStore returns a Store on a pool of its own, configured by
+// configure, on a table of the test's own, created.
+func internalStore(t *testing.T, configure func(*pgxpool.Config)) *Store[string] {
+	t.Helper()
 	pg := testcluster.PackagePostgres(t)
 	cfg, err := pgxpool.ParseConfig(pg.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.DefaultQueryExecMode = mode
+	configure(cfg)
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -210,8 +210,35 @@ func testWatchStopsListening(t *testing.T, viaFunc bool) {
 	}
 }
 
-// failedQueries is a pgx tracer that signals each query that fails.
+// failedQueries is a pgx tracer that signals each query that fails, in a
+// batch too (the first read on a connection runs the swap statement there
+// in a batch: see warmSwap).
 type failedQueries struct{ failed chan struct{} }
+
+var _ pgx.BatchTracer = (*failedQueries)(nil)
+
+func (f *failedQueries) fail() {
+	select {
+	case f.failed <- struct{}{}:
+	default:
+	}
+}
+
+func (f *failedQueries) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (f *failedQueries) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if d.Err != nil {
+		f.fail()
+	}
+}
+
+func (f *failedQueries) TraceBatchEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchEndData) {
+	if d.Err != nil {
+		f.fail()
+	}
+}
 
 func (f *failedQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	return ctx
@@ -219,10 +246,7 @@ func (f *failedQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.
 
 func (f *failedQueries) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
 	if d.Err != nil {
-		select {
-		case f.failed <- struct{}{}:
-		default:
-		}
+		f.fail()
 	}
 }
 
