@@ -436,7 +436,13 @@ func (r *raw) parse() (parsed, error) {
 
 // decimal parses s as the script writes numbers: a canonical decimal (no
 // sign, no leading zero) that fits a uint64.
+// ParseUint in base 10 takes digits alone (no sign, no underscore), so
+// only a leading zero is left to refuse; nothing is allocated for a good
+// one, and a watch parses four in every message.
 func decimal(s string) (uint64, bool) {
+	if len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil && strconv.FormatUint(n, 10) == s
+	return n, err == nil
 }

@@ -50,25 +50,83 @@ func (r *raw) checksum() string {
 	return string(sum[:])
 }
 
-func TestMessageRoundTrip(t *testing.T) {
-	r := raw{"123", "op", "holder with: colons", "18446744073709551615", "", "2025-01-01T00:00:00Z", "0", "7", "1:2:\x00binary{}", ""}
-	r[9] = r.checksum()
+// message is the message the script publishes for r: every field as its
+// length in decimal, a colon, and the field.
+func message(r raw) string {
 	var b strings.Builder
 	for _, f := range r {
 		b.WriteString(strconv.Itoa(len(f)))
 		b.WriteByte(':')
 		b.WriteString(f)
 	}
-	got, err := rawFromMessage(b.String())
+	return b.String()
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	r := raw{"123", "op", "holder with: colons", "18446744073709551615", "", "2025-01-01T00:00:00Z", "0", "7", "1:2:\x00binary{}", ""}
+	r[9] = r.checksum()
+	msg := message(r)
+	got, err := rawFromMessage(msg)
 	if err != nil || got != r {
 		t.Fatalf("rawFromMessage = %q, %v; want %q", got, err, r)
 	}
 	if _, err := got.parse(); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	for _, bad := range []string{"", "3:abc", b.String() + "x", "x:" + b.String(), "99999999999:a", "-1:" + b.String()} {
+	for _, bad := range []string{"", "3:abc", msg + "x", "x:" + msg, "99999999999:a", "-1:" + msg} {
 		if _, err := rawFromMessage(bad); err == nil {
 			t.Errorf("rawFromMessage(%.40q) succeeded", bad)
+		}
+	}
+}
+
+func TestDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		n  uint64
+		ok bool
+	}{
+		{"0", 0, true},
+		{"7", 7, true},
+		{"1000", 1000, true},
+		{"18446744073709551615", 1<<64 - 1, true},
+		{"18446744073709551616", 0, false}, // above uint64
+		{"99999999999999999999", 0, false},
+		{"", 0, false},
+		{"00", 0, false},
+		{"01", 0, false},
+		{"+1", 0, false},
+		{"-1", 0, false},
+		{"-0", 0, false},
+		{"1_000", 0, false},
+		{" 1", 0, false},
+		{"1 ", 0, false},
+		{"1a", 0, false},
+		{"0x10", 0, false},
+		{"1e3", 0, false},
+		{"\u0663", 0, false}, // an Arabic-Indic digit three
+	} {
+		n, ok := decimal(tc.s)
+		if ok != tc.ok || (ok && n != tc.n) {
+			t.Errorf("decimal(%q) = %d, %v; want %d, %v", tc.s, n, ok, tc.n, tc.ok)
+		}
+	}
+}
+
+// BenchmarkParseMessage parses one published record, as a watch does for
+// every message: Hub.dispatch's share of a follower's CPU.
+func BenchmarkParseMessage(b *testing.B) {
+	r := raw{"1733150000000001", "op-nonce", "node-1", "1733150000000000", "2026-12-02T21:00:00.123456Z", "2026-12-02T22:00:00.123456Z", "15000000000", "3", `{}`, ""}
+	r[9] = r.checksum()
+	msg := message(r)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := rawFromMessage(msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := got.parse(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
