@@ -19,6 +19,7 @@ type Answer[A any] struct {
 type Runner[Q, A any] struct {
 	run    func(ctx context.Context, qs []Q) []Answer[A]
 	limit  int
+	size   int              // the most questions in one batch; 0: no bound
 	inline bool             // a call that finds the Runner idle runs alone, on its own goroutine and context
 	settle func()           // called before a batch takes the calls waiting; nil: none
 	now    func() time.Time // with settle: a batch takes the calls made before settle returned
@@ -104,6 +105,14 @@ func NewInline[Q, A any](limit int, run func(ctx context.Context, qs []Q) []Answ
 	return r
 }
 
+// Cap bounds the questions of one batch to n (no bound when n < 1, the
+// default) and returns r: the calls waiting beyond n go in the next batch,
+// in the order asked. Set it before the first call.
+func (r *Runner[Q, A]) Cap(n int) *Runner[Q, A] {
+	r.size = max(n, 0)
+	return r
+}
+
 // Settle makes r call wait before each batch takes the calls waiting, and
 // then take only those made before the instant now gives when wait
 // returns; it returns r. The simulator passes its clock and a wait for its
@@ -179,6 +188,11 @@ func (r *Runner[Q, A]) serve() {
 		r.waiting = nil
 		if r.settle != nil {
 			calls, r.waiting = splitBefore(calls, cut)
+		}
+		if r.size > 0 && len(calls) > r.size {
+			rest := append([]*pending[Q, A](nil), calls[r.size:]...)
+			r.waiting = append(rest, r.waiting...)
+			calls = calls[:r.size:r.size]
 		}
 		r.mu.Unlock()
 		if len(calls) > 0 {

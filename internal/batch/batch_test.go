@@ -83,6 +83,31 @@ func TestRunnerBatchesCallsMadeWhileBusy(t *testing.T) {
 	})
 }
 
+func TestRunnerCapsItsBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{gate: make(chan struct{})}
+		r := New(1, rec.run).Cap(3)
+		got := make([]int, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() { got[i], errs[i] = r.Do(context.Background(), i) })
+			synctest.Wait() // in the order asked
+		}
+		close(rec.gate)
+		wg.Wait()
+		want := [][]int{{0}, {1, 2, 3}, {4, 5, 6}, {7}}
+		if !slices.EqualFunc(rec.batches, want, slices.Equal) {
+			t.Fatalf("batches %v, want %v: at most 3 a batch, in the order asked", rec.batches, want)
+		}
+		for i := range 8 {
+			if errs[i] != nil || got[i] != i*10 {
+				t.Errorf("call %d: %d, %v; want %d, nil", i, got[i], errs[i], i*10)
+			}
+		}
+	})
+}
+
 func TestRunnerKeepsToItsLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{gate: make(chan struct{})}

@@ -39,9 +39,17 @@ type pgAnswer struct {
 // reads.
 const pipeLimit = 2
 
+// pipeSize is the most statements one pipeline carries. When a pipeline
+// took every call waiting (up to the 256 operations a Group runs at once
+// by default), three Groups of 10,000 elections on one server got 1,100–
+// 1,400 renewals a second written, against 3,600–4,300 with pipelines of
+// 16 (2 cores; docs/benchmarks.md), and their leaders lost their terms
+// waiting.
+const pipeSize = 16
+
 // newPipe returns the batch runner of s's swaps.
 func (s *Store[M]) newPipe() *batch.Runner[pgCall, pgAnswer] {
-	return batch.NewInline(pipeLimit, s.runPipe)
+	return batch.NewInline(pipeLimit, s.runPipe).Cap(pipeSize)
 }
 
 // stmtName is the name under which the Store prepares sql on a connection
