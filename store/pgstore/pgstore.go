@@ -718,10 +718,12 @@ func (s *Store[M]) warmSwap(ctx context.Context, c *pgxpool.Conn) error {
 	if data[s.sqlUpdate] != nil {
 		return nil
 	}
+	// The statement and arguments of a swap of "" from a revision above
+	// any stored (sent as -1), as swapCall makes them.
+	call := s.swapCall("", math.MaxUint64, nil, 0, lease.Record[[]byte]{Metadata: []byte{}})
 	var b pgx.Batch
 	for range warmRuns {
-		b.Queue(s.sqlUpdate, "", int64(-1), "", uint64(0), time.Time{}, time.Time{}, int64(0), uint64(0), []byte{}, s.seqText, s.channel,
-			false, uint64(0), uint64(0), int64(0))
+		b.Queue(call.sql, call.args...)
 	}
 	if err := c.SendBatch(ctx, &b).Close(); err != nil {
 		return err
