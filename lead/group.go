@@ -22,9 +22,13 @@ import (
 //
 // Each elector keeps its own safety: its own machine, term context,
 // watchdog and fencing token, exactly as with Run. Electors on the Group's
-// clock share its wake timers, one per 10 ms instant with a wake due: a
-// wake may come up to 10 ms late (never a leader's at its deadline), as a
-// slow step would. The loop is shared, so
+// clock share its wake timers, one per instant of a grid with a wake due:
+// a twentieth of RetryInterval (100 ms at the default timings), from 10 to
+// 100 ms, and at most a quarter of the time a renewal has to spare before
+// the deadline (RenewDeadline - RetryInterval*(1+RetryJitter); with less
+// than 40 ms to spare, an elector's wakes are its own). A wake may come up
+// to a grain late (never a leader's at its deadline), as a slow step
+// would. The loop is shared, so
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
 // loop, as with Run (except on a store that says it never waits,

@@ -609,11 +609,13 @@ func (c *countingClock) AfterFunc(d time.Duration, f func()) lead.Timer {
 }
 
 // The electors of a Group on the Group's clock share its wake timers, one
-// per 10 ms instant that has any wake due, where electors with a clock of
-// their own (given to Add) ask one timer per wake: 500 names leading and
-// renewing for 5 s ask fewer timers of the Group's clock than of their
-// own (about 5,700 against 10,000, of which about 5,000 are the terms'
-// watchdogs, moved at each renewal either way). Both keep every name led.
+// per instant of their grid (20 ms here: a twentieth of RetryInterval,
+// 25 ms, in steps of 10) that has any wake due, where electors with a
+// clock of their own (given to Add) ask one timer per wake: 500 names
+// leading and renewing for 5 s ask fewer timers of the Group's clock than
+// of their own (about 5,600 against 10,000, of which about 5,000 are the
+// terms' watchdogs, moved at each renewal either way). Both keep every
+// name led.
 func TestGroupSharesWakeTimers(t *testing.T) {
 	timers := map[bool]int64{}
 	for _, shared := range []bool{true, false} {
@@ -676,9 +678,10 @@ func (s *stallingStore) CompareAndSwap(ctx context.Context, name string, expecte
 }
 
 // A Group's leader whose renewals stop getting through steps down at its
-// deadline (within its clock's microsecond), as IsLeader turns false then: its wakes share
-// the Group's 10 ms timers, but not that one (observers told a grain
-// late disagreed with Term, which the runtime sweep caught).
+// deadline (within its clock's microsecond), as IsLeader turns false
+// then: its wakes share the Group's timers, on a 20 ms grid, but not that
+// one (observers told a grain late disagreed with Term, which the runtime
+// sweep caught).
 func TestGroupLeaderStepsDownAtItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &stallingStore{Store: memstore.New[meta]()}
@@ -705,12 +708,12 @@ func TestGroupLeaderStepsDownAtItsDeadline(t *testing.T) {
 			time.Sleep(fastConfig().RetryInterval)
 			synctest.Wait()
 		}
-		time.Sleep(1234 * time.Millisecond) // off the 10 ms grid
+		time.Sleep(1234 * time.Millisecond) // off the 20 ms grid
 		synctest.Wait()
 		st.stall.Store(true)
 		deadline := e.Status().Deadline
 		at := <-stopped
-		// The clock's own microsecond is allowed; the grid's 10 ms is not.
+		// The clock's own microsecond is allowed; the grid's 20 ms is not.
 		if late := at.Sub(deadline); late < 0 || late >= time.Millisecond {
 			t.Errorf("observers told Stopped at %v, %v after the deadline %v", at, late, deadline)
 		}
@@ -754,4 +757,141 @@ func TestGroupAddWithNilClockKeepsTheGroupsClock(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// swapTimes is a store that records the instant of every CompareAndSwap
+// (the bubble's clock, under synctest).
+type swapTimes struct {
+	store.Store[meta]
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (s *swapTimes) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	s.mu.Lock()
+	s.times = append(s.times, time.Now())
+	s.mu.Unlock()
+	return s.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// since returns the instants of the swaps made at or after t.
+func (s *swapTimes) since(t time.Time) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Time
+	for _, at := range s.times {
+		if !at.Before(t) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// At the default timings (RetryInterval 2 s) a Group's shared wakes are
+// rounded up to a 100 ms grid, a twentieth of RetryInterval: the renewals
+// of its 300 names go to the store together, at instants 100 ms apart at
+// least, where on the 10 ms grid they went at hundreds of instants
+// (the loop woke, and the store was called, ten times as often).
+func TestGroupRenewalsShareTheCoarseGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &swapTimes{Store: memstore.New[meta]()}
+		cfg := lease.DefaultConfig()
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var els []*lead.Elector[meta]
+		for i := range 300 {
+			e, err := grp.Add(fmt.Sprintf("job-%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			els = append(els, e)
+		}
+		stop := runGroup(t, grp)
+		defer stop()
+		for range 20 {
+			if allLead(els) {
+				break
+			}
+			time.Sleep(cfg.RetryInterval)
+			synctest.Wait()
+		}
+		if !allLead(els) {
+			t.Fatal("not every name led after 20 RetryIntervals")
+		}
+		from := time.Now()
+		time.Sleep(10 * cfg.RetryInterval)
+		synctest.Wait()
+		swaps := st.since(from)
+		if len(swaps) < 300*9 {
+			t.Fatalf("%d swaps in 10 RetryIntervals of 300 leaders: want about 300 per RetryInterval", len(swaps))
+		}
+		var instants []time.Time
+		for _, at := range swaps {
+			if len(instants) == 0 || !at.Equal(instants[len(instants)-1]) {
+				instants = append(instants, at)
+			}
+		}
+		for i := 1; i < len(instants); i++ {
+			if gap := instants[i].Sub(instants[i-1]); gap < 100*time.Millisecond {
+				t.Fatalf("swaps at %v and %v, %v apart: want the renewals on a 100 ms grid", instants[i-1].Sub(from), instants[i].Sub(from), gap)
+			}
+		}
+		t.Logf("%d renewals at %d instants in %v", len(swaps), len(instants), 10*cfg.RetryInterval)
+	})
+}
+
+// A Config whose renewals have little time to spare gets a grid fine
+// enough to keep that margin, or none. With no jitter, each renewal is due
+// RetryInterval after the one before and goes at the next instant of the
+// grid at or after that:
+//   - 40 ms to spare (RetryInterval 1.81 s): on a grid of a twentieth of
+//     RetryInterval (90.5 ms, rounded to 90) renewals would go 1.89 s
+//     apart, after the deadline; on the 10 ms grid they go on time;
+//   - 4 ms to spare (RetryInterval 1.801 s): on the 10 ms grid they would
+//     go 1.81 s apart, after the deadline; these wakes are not shared.
+//
+// 100 names keep their leader for a minute.
+func TestGroupGridKeepsTheRenewalMargin(t *testing.T) {
+	for _, tc := range []struct{ retry, deadline time.Duration }{
+		{1810 * time.Millisecond, 1850 * time.Millisecond},
+		{1801 * time.Millisecond, 1805 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprint("spare=", tc.deadline-tc.retry), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := lease.Config{
+					LeaseDuration:  3 * time.Second,
+					RenewDeadline:  tc.deadline,
+					RetryInterval:  tc.retry,
+					BackendTimeout: time.Second,
+					ErrorInterval:  10 * time.Second,
+				}
+				grp, err := lead.NewGroup[meta](memstore.New[meta](), lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stops atomic.Int64
+				var els []*lead.Elector[meta]
+				for i := range 100 {
+					e, err := grp.Add(fmt.Sprintf("job-%d", i), lead.WithObserver(func(c lead.Change) {
+						if c.Kind == lead.Stopped {
+							stops.Add(1)
+						}
+					}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					els = append(els, e)
+				}
+				stop := runGroup(t, grp)
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n := stops.Load(); n != 0 || !allLead(els) {
+					t.Errorf("%d terms ended in a minute (every name leads: %v): want none", n, allLead(els))
+				}
+				stop()
+			})
+		})
+	}
 }

@@ -50,8 +50,12 @@ type loop[M any] struct {
 	slots     map[int64]*wakeSlot[M]
 }
 
-// wakeGrain is the grid a Group's shared wakes are rounded up to.
-const wakeGrain = 10 * time.Millisecond
+// wakeGrain is the finest grid a Group's shared wakes are rounded up to,
+// and maxWakeGrain the coarsest (see runner.wakeGrains).
+const (
+	wakeGrain    = 10 * time.Millisecond
+	maxWakeGrain = 100 * time.Millisecond
+)
 
 // wakeSlot is one instant of the grid: a timer, and the runners to wake
 // then (those that re-armed elsewhere since are skipped).
@@ -60,24 +64,23 @@ type wakeSlot[M any] struct {
 	rs    []*runner[M]
 }
 
-// wakeAt wakes r (msgWake) at the first instant of the grid at or after
-// t, on clock c (the Group's, which every runner that calls this shares).
-// One timer serves every runner due at that instant: with thousands of
-// electors, a timer each (and the goroutine each starts when it fires)
-// was the largest part of an idle Group's CPU. A wake comes at most
-// wakeGrain late, which the machine takes as any slow step: it reads the
-// clock when it steps, and a term's watchdog has a timer of its own.
-func (l *loop[M]) wakeAt(r *runner[M], c Clock, t time.Time) {
-	now := c.Now() // the clock is the caller's code: never called under mu
+// wakeAt wakes r (msgWake) at the first instant at or after t that is a
+// multiple of grains instants of the grid (grains >= 1), on clock c (the
+// Group's, which every runner that calls this shares), now being c's time
+// now. One timer serves every runner due at that instant: with thousands
+// of electors, a timer each (and the goroutine each starts when it fires)
+// was the largest part of an idle Group's CPU, and the coarser the grid,
+// the more electors each wake of the loop serves and the more calls go to
+// the store together. A wake comes at most grains*wakeGrain late, which
+// the machine takes as any slow step: it reads the clock when it steps,
+// and a term's watchdog has a timer of its own.
+func (l *loop[M]) wakeAt(r *runner[M], c Clock, now, t time.Time, grains int64) {
 	l.mu.Lock()
 	if l.wakeClock == nil {
 		l.wakeClock, l.wakeBase = c, now
 	}
 	d := t.Sub(l.wakeBase)
-	n := int64(d / wakeGrain)
-	if d%wakeGrain > 0 {
-		n++
-	}
+	n := ceilDiv(ceilDiv(int64(d), int64(wakeGrain)), max(grains, 1)) * max(grains, 1)
 	if r.slotted && r.slot == n {
 		l.mu.Unlock()
 		return
@@ -107,6 +110,15 @@ func (l *loop[M]) wakeAt(r *runner[M], c Clock, t time.Time) {
 	} else if timer != nil {
 		timer.Stop() // it fired already, or stopWakes came first
 	}
+}
+
+// ceilDiv is a/b rounded up, for b > 0 and any a.
+func ceilDiv(a, b int64) int64 {
+	q := a / b // rounded towards zero: up for a < 0
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 // unwake cancels r's shared wake, if it has one.

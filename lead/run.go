@@ -333,14 +333,15 @@ func (r *runner[M]) arm() {
 		r.disarm()
 		return
 	}
-	now := r.now()
+	clockNow := r.e.clock.Now()
+	now := clockNow.Sub(r.e.epoch)
 	if r.sharesWakes(at, now) {
 		if r.timer != nil {
 			r.timer.Stop()
 			r.timer = nil
 		}
 		r.timerAt = at
-		r.loop.wakeAt(r, r.e.clock, r.e.epoch.Add(at))
+		r.loop.wakeAt(r, r.e.clock, clockNow, r.e.epoch.Add(at), r.wakeGrains())
 		return
 	}
 	if r.timer != nil && at == r.timerAt && at > now {
@@ -358,13 +359,31 @@ func (r *runner[M]) arm() {
 
 // sharesWakes reports whether the wake at (now is now) is one the Group's
 // loop serves (loop.wakeAt): for an elector of a Group on the Group's
-// clock whose RetryInterval is ten times the grid at least (the wake may
-// come a grain late), a wake within the hour (the grid's arithmetic stays
-// small), and not a leader's deadline: the term ends for IsLeader at that
-// instant, and its observers must be told then, not a grain later.
+// clock whose RetryInterval is ten times the finest grid at least and
+// whose renewals have four grains to spare before the deadline (the wake
+// may come late: see wakeGrains), a wake within the hour (the grid's
+// arithmetic stays small), and not a leader's deadline: the term ends for
+// IsLeader at that instant, and its observers must be told then, not a
+// grain later.
 func (r *runner[M]) sharesWakes(at, now time.Duration) bool {
-	return r.loop.grouped && r.e.groupClock && r.cfg.RetryInterval >= 10*wakeGrain && at-now < time.Hour &&
+	return r.loop.grouped && r.e.groupClock && r.cfg.RetryInterval >= 10*wakeGrain &&
+		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() >= 4*wakeGrain && at-now < time.Hour &&
 		(r.m.State() != fsm.Leader || at < r.m.LeaderUntil())
+}
+
+// wakeGrains is the grid, in instants of wakeGrain, that r's shared wakes
+// are rounded up to: a twentieth of RetryInterval (a wake then comes at
+// most half the default jitter late, and the 10,000 elections of a Group at
+// the default timings wake their loop and send their renewals ten times a
+// second, not a hundred), at most maxWakeGrain, and at most a quarter of
+// the time a leader's renewal has to spare before its deadline
+// (RenewDeadline - MaxRetryInterval), so that a late wake never eats the
+// margin a Config leaves (with less than four of the finest grains to
+// spare, wakes are not shared: sharesWakes). At least one.
+func (r *runner[M]) wakeGrains() int64 {
+	c := r.cfg
+	g := min(c.RetryInterval/20, maxWakeGrain, (c.RenewDeadline-c.MaxRetryInterval())/4)
+	return max(int64(g/wakeGrain), 1)
 }
 
 // disarm stops the wake, shared or not.
