@@ -824,8 +824,10 @@ func TestGroupRenewalsShareTheCoarseGrid(t *testing.T) {
 		time.Sleep(10 * cfg.RetryInterval)
 		synctest.Wait()
 		swaps := st.since(from)
-		if len(swaps) < 300*9 {
-			t.Fatalf("%d swaps in 10 RetryIntervals of 300 leaders: want about 300 per RetryInterval", len(swaps))
+		// Each renews at most 2.3 s after the last (RetryInterval, its
+		// jitter, a grain): 8 times at least in 20 s.
+		if len(swaps) < 300*8 {
+			t.Fatalf("%d swaps in 10 RetryIntervals of 300 leaders: want 8 renewals of each at least", len(swaps))
 		}
 		var instants []time.Time
 		for _, at := range swaps {
