@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -787,6 +788,20 @@ func (s *swapTimes) since(t time.Time) []time.Time {
 	return out
 }
 
+// awaitAllLead waits, in a synctest bubble, until every one of els leads,
+// for 20 pauses at most.
+func awaitAllLead(t *testing.T, els []*lead.Elector[meta], pause time.Duration) {
+	t.Helper()
+	for range 20 {
+		if allLead(els) {
+			return
+		}
+		time.Sleep(pause)
+		synctest.Wait()
+	}
+	t.Fatalf("not every name led after 20 pauses of %v", pause)
+}
+
 // At the default timings (RetryInterval 2 s) a Group's shared wakes are
 // rounded up to a 100 ms grid, a twentieth of RetryInterval: the renewals
 // of its 300 names go to the store together, at instants 100 ms apart at
@@ -810,16 +825,7 @@ func TestGroupRenewalsShareTheCoarseGrid(t *testing.T) {
 		}
 		stop := runGroup(t, grp)
 		defer stop()
-		for range 20 {
-			if allLead(els) {
-				break
-			}
-			time.Sleep(cfg.RetryInterval)
-			synctest.Wait()
-		}
-		if !allLead(els) {
-			t.Fatal("not every name led after 20 RetryIntervals")
-		}
+		awaitAllLead(t, els, cfg.RetryInterval)
 		from := time.Now()
 		time.Sleep(10 * cfg.RetryInterval)
 		synctest.Wait()
@@ -896,4 +902,190 @@ func TestGroupGridKeepsTheRenewalMargin(t *testing.T) {
 			})
 		})
 	}
+}
+
+// failingStore fails every swap at once, once told to.
+type failingStore struct {
+	store.Store[meta]
+	fail atomic.Bool
+}
+
+func (s *failingStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if s.fail.Load() {
+		return lease.Record[meta]{}, 0, errors.New("failingStore: refused")
+	}
+	return s.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+// Leaders of a Group whose renewals fail at once (an error, not a hang)
+// step down at their deadline, within the clock's microsecond: the
+// retries before it go on the Group's grid, each a grain late at most, so
+// one due within a grain of the deadline would wake the machine past it;
+// such a wake is the elector's own. The default timings, with
+// RenewDeadlines from 8.01 to 9.21 s, off their 100 ms grid.
+func TestGroupLeadersStepDownAtTheirDeadlineWhenRenewalsFail(t *testing.T) {
+	for d := 8010 * time.Millisecond; d < 9300*time.Millisecond; d += 100 * time.Millisecond {
+		t.Run(fmt.Sprint("RenewDeadline=", d), func(t *testing.T) { leadersStepDownAtTheirDeadline(t, d) })
+	}
+}
+
+func leadersStepDownAtTheirDeadline(t *testing.T, renewDeadline time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &failingStore{Store: memstore.New[meta]()}
+		cfg := lease.DefaultConfig()
+		cfg.RenewDeadline = renewDeadline
+		grp, err := lead.NewGroup[meta](st, lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 300
+		els := make([]*lead.Elector[meta], n)
+		stopped := make([]atomic.Int64, n) // UnixNano of the Stopped change
+		for i := range n {
+			e, err := grp.Add(fmt.Sprintf("job-%d", i), lead.WithObserver(func(c lead.Change) {
+				if c.Kind == lead.Stopped {
+					stopped[i].CompareAndSwap(0, time.Now().UnixNano())
+				}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			els[i] = e
+		}
+		stop := runGroup(t, grp)
+		defer stop()
+		awaitAllLead(t, els, cfg.RetryInterval)
+		time.Sleep(3 * cfg.RetryInterval) // renewals spread over the grid
+		synctest.Wait()
+		st.fail.Store(true)
+		deadlines := make([]time.Time, n)
+		for i, e := range els {
+			deadlines[i] = e.Status().Deadline
+		}
+		time.Sleep(cfg.RenewDeadline + time.Second)
+		synctest.Wait()
+		late := 0
+		var worst time.Duration
+		for i := range n {
+			at := stopped[i].Load()
+			if at == 0 {
+				t.Fatalf("job-%d: no Stopped %v after its renewals began to fail", i, cfg.RenewDeadline+time.Second)
+			}
+			d := time.Unix(0, at).Sub(deadlines[i])
+			if d < 0 || d >= time.Millisecond {
+				late++
+				worst = max(worst, d)
+			}
+		}
+		if late > 0 {
+			t.Errorf("%d of %d leaders told Stopped off their deadline, up to %v after it; want each within its clock's microsecond", late, n, worst)
+		}
+	})
+}
+
+// opTimes is a store that records, for each name, the instants of its
+// reads and swaps (the bubble's clock, under synctest).
+type opTimes struct {
+	store.Store[meta]
+	mu    sync.Mutex
+	reads map[string][]time.Time
+	swaps map[string][]time.Time // successful ones
+}
+
+func newOpTimes(st store.Store[meta]) *opTimes {
+	return &opTimes{Store: st, reads: map[string][]time.Time{}, swaps: map[string][]time.Time{}}
+}
+
+func (s *opTimes) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	s.mu.Lock()
+	s.reads[name] = append(s.reads[name], time.Now())
+	s.mu.Unlock()
+	return s.Store.Get(ctx, name)
+}
+
+func (s *opTimes) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	rec, rev, err := s.Store.CompareAndSwap(ctx, name, expected, next)
+	if err == nil {
+		s.mu.Lock()
+		s.swaps[name] = append(s.swaps[name], time.Now())
+		s.mu.Unlock()
+	}
+	return rec, rev, err
+}
+
+// times returns a copy of name's instants in m.
+func (s *opTimes) times(m map[string][]time.Time, name string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(m[name])
+}
+
+// When a Group's leaders crash, the followers of another Group take each
+// name over a LeaseDuration after they first saw its last revision, on
+// time: the wake of a takeover is the elector's own, not one of the
+// grid's (which would come up to a grain, 100 ms at the default timings,
+// late). LeaseDuration 15.05 s puts the takeovers off the grid. Each
+// takeover is checked to come a LeaseDuration after an instant at which
+// the follower could have first seen the record: one of the dead leader's
+// writes (heard on the watch) or one of the follower's reads.
+func TestGroupFollowersTakeOverOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New[meta]()
+		leaders, followers := newOpTimes(mem), newOpTimes(mem)
+		cfg := lease.DefaultConfig()
+		cfg.LeaseDuration = 15050 * time.Millisecond
+		const n = 100
+		start := func(st store.Store[meta], id string, opts ...lead.Option) (*lead.Group[meta], []*lead.Elector[meta], func()) {
+			grp, err := lead.NewGroup[meta](st, append([]lead.Option{lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity(id)}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var els []*lead.Elector[meta]
+			for i := range n {
+				e, err := grp.Add(fmt.Sprintf("job-%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				els = append(els, e)
+			}
+			return grp, els, runGroup(t, grp)
+		}
+		_, leadEls, crash := start(leaders, "p0", lead.WithReleaseOnStop(false))
+		awaitAllLead(t, leadEls, cfg.RetryInterval)
+		_, folEls, stop := start(followers, "p1")
+		defer stop()
+		time.Sleep(2 * cfg.LeaseDuration) // the followers settle: quiet, on the grid
+		synctest.Wait()
+		crash()
+		crashed := time.Now()
+		time.Sleep(2 * cfg.LeaseDuration)
+		synctest.Wait()
+		if !allLead(folEls) {
+			t.Fatal("p1 does not lead every name two LeaseDurations after p0 crashed")
+		}
+		off := 0
+		var example string
+		for i := range n {
+			name := fmt.Sprintf("job-%d", i)
+			var took time.Time
+			for _, at := range followers.times(followers.swaps, name) {
+				if at.After(crashed) {
+					took = at
+					break
+				}
+			}
+			seen := append(leaders.times(leaders.swaps, name), followers.times(followers.reads, name)...)
+			onTime := slices.ContainsFunc(seen, func(at time.Time) bool {
+				d := took.Sub(at) - cfg.LeaseDuration
+				return d >= 0 && d < time.Millisecond
+			})
+			if !onTime {
+				off++
+				example = fmt.Sprintf("%s taken over %v after the crash", name, took.Sub(crashed))
+			}
+		}
+		if off > 0 {
+			t.Errorf("%d of %d takeovers came off a LeaseDuration after any instant the record could have been first seen (%s)", off, n, example)
+		}
+	})
 }

@@ -361,25 +361,36 @@ func (r *runner[M]) arm() {
 // loop serves (loop.wakeAt): for an elector of a Group on the Group's
 // clock whose RetryInterval is ten times the finest grid at least and
 // whose renewals have four grains to spare before the deadline (the wake
-// may come late: see wakeGrains), a wake within the hour (the grid's
-// arithmetic stays small), and not a leader's deadline: the term ends for
-// IsLeader at that instant, and its observers must be told then, not a
-// grain later.
+// may come a grain late: see wakeGrains), a wake within the hour (the
+// grid's arithmetic stays small), and not one that a grain late could
+// push to or past a leader's deadline (the term ends for IsLeader at that
+// instant, and its observers must be told then, not a grain later) or a
+// follower's takeover (when a dead leader's successor acts: see
+// fsm.Machine.TakeoverAt).
 func (r *runner[M]) sharesWakes(at, now time.Duration) bool {
-	return r.loop.grouped && r.e.groupClock && r.cfg.RetryInterval >= 10*wakeGrain &&
-		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() >= 4*wakeGrain && at-now < time.Hour &&
-		(r.m.State() != fsm.Leader || at < r.m.LeaderUntil())
+	if !r.loop.grouped || !r.e.groupClock || r.cfg.RetryInterval < 10*wakeGrain ||
+		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() < 4*wakeGrain || at-now >= time.Hour {
+		return false
+	}
+	late := at + time.Duration(r.wakeGrains())*wakeGrain // at-now < 1h: no overflow
+	switch r.m.State() {
+	case fsm.Leader:
+		return late < r.m.LeaderUntil()
+	case fsm.Follower:
+		return late < r.m.TakeoverAt()
+	}
+	return true
 }
 
 // wakeGrains is the grid, in instants of wakeGrain, that r's shared wakes
-// are rounded up to: a twentieth of RetryInterval (a wake then comes at
-// most half the default jitter late, and the 10,000 elections of a Group at
-// the default timings wake their loop and send their renewals ten times a
-// second, not a hundred), at most maxWakeGrain, and at most a quarter of
-// the time a leader's renewal has to spare before its deadline
-// (RenewDeadline - MaxRetryInterval), so that a late wake never eats the
-// margin a Config leaves (with less than four of the finest grains to
-// spare, wakes are not shared: sharesWakes). At least one.
+// are rounded up to: a twentieth of RetryInterval, rounded down to whole
+// instants (the 10,000 elections of a Group at the default timings then
+// wake their loop and send their renewals ten times a second, not a
+// hundred), at most maxWakeGrain, and at most a quarter of the time a
+// leader's renewal has to spare before its deadline (RenewDeadline -
+// MaxRetryInterval), so that the first renewal after a success never
+// loses the margin a Config leaves (with less than four of the finest
+// grains to spare, wakes are not shared: sharesWakes). At least one.
 func (r *runner[M]) wakeGrains() int64 {
 	c := r.cfg
 	g := min(c.RetryInterval/20, maxWakeGrain, (c.RenewDeadline-c.MaxRetryInterval())/4)
