@@ -176,18 +176,6 @@ func (m *Machine) Observed() (l Lease, rev lease.Revision, absent, ok bool) {
 // machine never saw a rollback.
 func (m *Machine) HoldUntil() time.Duration { return m.holdUntil }
 
-// TakeoverAt returns when a follower may start a term on the record it
-// follows, by its wait (it may read first: see NextWake), or Never when it
-// is not a follower or knows no record it could take over. A driver that
-// delays its wakes (lead's Group rounds them to a grid) keeps this one on
-// time: it is when a dead leader's successor acts.
-func (m *Machine) TakeoverAt() time.Duration {
-	if m.state != Follower || m.stopped {
-		return Never
-	}
-	return m.acquireAt()
-}
-
 // TokensExhausted reports whether the largest token the machine accepted is
 // lease.MaxToken: no new term can start (a term in progress may go on
 // renewing). The machine then keeps polling and reports

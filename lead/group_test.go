@@ -1022,12 +1022,15 @@ func (s *opTimes) times(m map[string][]time.Time, name string) []time.Time {
 
 // When a Group's leaders crash, the followers of another Group take each
 // name over a LeaseDuration after they first saw its last revision, on
-// time: the wake of a takeover is the elector's own, not one of the
-// grid's (which would come up to a grain, 100 ms at the default timings,
-// late). LeaseDuration 15.05 s puts the takeovers off the grid. Each
-// takeover is checked to come a LeaseDuration after an instant at which
-// the follower could have first seen the record: one of the dead leader's
-// writes (heard on the watch) or one of the follower's reads.
+// time: a follower's wakes are its own, not the grid's (which would come
+// up to a grain, 100 ms at the default timings, late). Each takeover is
+// checked to come a LeaseDuration (15.05 s: off the grid) after an
+// instant at which the follower could have first seen the record: one of
+// the dead leader's writes (heard on the watch) or one of the follower's
+// reads. And the reads themselves go at the instants their jittered
+// pauses give, not on a grid: a read that first shows the dead leader's
+// last revision starts the wait, so its lateness would be the
+// takeover's.
 func TestGroupFollowersTakeOverOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New[meta]()
@@ -1086,6 +1089,17 @@ func TestGroupFollowersTakeOverOnTime(t *testing.T) {
 		}
 		if off > 0 {
 			t.Errorf("%d of %d takeovers came off a LeaseDuration after any instant the record could have been first seen (%s)", off, n, example)
+		}
+		// On a 100 ms grid every read would fall on one instant modulo
+		// 100 ms (two, with the start's).
+		residues := map[int64]bool{}
+		for i := range n {
+			for _, at := range followers.times(followers.reads, fmt.Sprintf("job-%d", i)) {
+				residues[at.UnixNano()%int64(100*time.Millisecond)] = true
+			}
+		}
+		if len(residues) < 10 {
+			t.Errorf("the followers' reads fell on %d instants modulo 100 ms: want them at the instants their pauses give, not on a grid", len(residues))
 		}
 	})
 }

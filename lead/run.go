@@ -358,28 +358,25 @@ func (r *runner[M]) arm() {
 }
 
 // sharesWakes reports whether the wake at (now is now) is one the Group's
-// loop serves (loop.wakeAt): for an elector of a Group on the Group's
-// clock whose RetryInterval is ten times the finest grid at least and
-// whose renewals have four grains to spare before the deadline (the wake
-// may come a grain late: see wakeGrains), a wake within the hour (the
-// grid's arithmetic stays small), and not one that a grain late could
-// push to or past a leader's deadline (the term ends for IsLeader at that
-// instant, and its observers must be told then, not a grain later) or a
-// follower's takeover (when a dead leader's successor acts: see
-// fsm.Machine.TakeoverAt).
+// loop serves (loop.wakeAt): a leader's wake to renew, for an elector of a
+// Group on the Group's clock whose RetryInterval is ten times the finest
+// grid at least and whose renewals have four grains to spare before the
+// deadline (the wake may come a grain late: see wakeGrains), within the
+// hour (the grid's arithmetic stays small), and not one that a grain late
+// could push to or past the deadline: the term ends for IsLeader at that
+// instant, and its observers must be told then, not a grain later. Every
+// other wake is the elector's own. A follower's or an expiring leader's
+// wakes lead to a takeover, whose time the liveness bound counts from
+// them (a read that first shows a dead leader's last revision starts the
+// wait), and they are few: followers hearing renewals read once per
+// LeaseDuration.
 func (r *runner[M]) sharesWakes(at, now time.Duration) bool {
-	if !r.loop.grouped || !r.e.groupClock || r.cfg.RetryInterval < 10*wakeGrain ||
+	if !r.loop.grouped || !r.e.groupClock || r.m.State() != fsm.Leader || r.cfg.RetryInterval < 10*wakeGrain ||
 		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() < 4*wakeGrain || at-now >= time.Hour {
 		return false
 	}
 	late := at + time.Duration(r.wakeGrains())*wakeGrain // at-now < 1h: no overflow
-	switch r.m.State() {
-	case fsm.Leader:
-		return late < r.m.LeaderUntil()
-	case fsm.Follower:
-		return late < r.m.TakeoverAt()
-	}
-	return true
+	return late < r.m.LeaderUntil()
 }
 
 // wakeGrains is the grid, in instants of wakeGrain, that r's shared wakes
