@@ -21,14 +21,16 @@ import (
 // kubestore) delivers watch events without a goroutine per name.
 //
 // Each elector keeps its own safety: its own machine, term context,
-// watchdog and fencing token, exactly as with Run. Electors on the Group's
-// clock share its wake timers, one per instant of a grid with a wake due:
-// a twentieth of RetryInterval (100 ms at the default timings), from 10 to
-// 100 ms, and at most a quarter of the time a renewal has to spare before
-// the deadline (RenewDeadline - RetryInterval*(1+RetryJitter); with less
-// than 40 ms to spare, an elector's wakes are its own). A wake may come up
-// to a grain late (never a leader's at its deadline), as a slow step
-// would. The loop is shared, so
+// watchdog and fencing token, exactly as with Run. Leaders on the Group's
+// clock share its wake timers for their renewals, one per instant of a
+// grid with a renewal due: a twentieth of RetryInterval (100 ms at the
+// default timings), from 10 to 100 ms, and at most a quarter of the time
+// a renewal has to spare before the deadline (RenewDeadline -
+// RetryInterval*(1+RetryJitter); with less than 40 ms to spare, a
+// leader's wakes are its own). A renewal may go up to a grain late, as
+// after a slow step, but never so late that the leader would step down
+// past its deadline; a follower's wakes, which lead to takeovers, are
+// always its own. The loop is shared, so
 // an elector whose observers or store are slow never delays another:
 // observers run on goroutines of their own and store operations off the
 // loop, as with Run (except on a store that says it never waits,
