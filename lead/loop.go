@@ -80,7 +80,8 @@ func (l *loop[M]) wakeAt(r *runner[M], c Clock, now, t time.Time, grains int64) 
 		l.wakeClock, l.wakeBase = c, now
 	}
 	d := t.Sub(l.wakeBase)
-	n := ceilDiv(ceilDiv(int64(d), int64(wakeGrain)), max(grains, 1)) * max(grains, 1)
+	k := max(grains, 1)
+	n := ceilDiv(ceilDiv(int64(d), int64(wakeGrain)), k) * k
 	if r.slotted && r.slot == n {
 		l.mu.Unlock()
 		return

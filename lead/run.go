@@ -335,13 +335,13 @@ func (r *runner[M]) arm() {
 	}
 	clockNow := r.e.clock.Now()
 	now := clockNow.Sub(r.e.epoch)
-	if r.sharesWakes(at, now) {
+	if grains, ok := r.sharesWakes(at, now); ok {
 		if r.timer != nil {
 			r.timer.Stop()
 			r.timer = nil
 		}
 		r.timerAt = at
-		r.loop.wakeAt(r, r.e.clock, clockNow, r.e.epoch.Add(at), r.wakeGrains())
+		r.loop.wakeAt(r, r.e.clock, clockNow, r.e.epoch.Add(at), grains)
 		return
 	}
 	if r.timer != nil && at == r.timerAt && at > now {
@@ -358,10 +358,11 @@ func (r *runner[M]) arm() {
 }
 
 // sharesWakes reports whether the wake at (now is now) is one the Group's
-// loop serves (loop.wakeAt): a leader's wake to renew, for an elector of a
-// Group on the Group's clock whose RetryInterval is ten times the finest
-// grid at least and whose renewals have four grains to spare before the
-// deadline (the wake may come a grain late: see wakeGrains), within the
+// loop serves (loop.wakeAt), and on which grid (wakeGrains): a leader's
+// wake to renew, for an elector of a Group on the Group's clock whose
+// RetryInterval is ten times the finest grid at least and whose renewals
+// have four grains to spare before the deadline (the wake may come a
+// grain late: see wakeGrains), within the
 // hour (the grid's arithmetic stays small), and not one that a grain late
 // could push to or past the deadline: the term ends for IsLeader at that
 // instant, and its observers must be told then, not a grain later. Every
@@ -370,13 +371,14 @@ func (r *runner[M]) arm() {
 // them (a read that first shows a dead leader's last revision starts the
 // wait), and they are few: followers hearing renewals read once per
 // LeaseDuration.
-func (r *runner[M]) sharesWakes(at, now time.Duration) bool {
+func (r *runner[M]) sharesWakes(at, now time.Duration) (grains int64, ok bool) {
 	if !r.loop.grouped || !r.e.groupClock || r.m.State() != fsm.Leader || r.cfg.RetryInterval < 10*wakeGrain ||
 		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() < 4*wakeGrain || at-now >= time.Hour {
-		return false
+		return 0, false
 	}
-	late := at + time.Duration(r.wakeGrains())*wakeGrain // at-now < 1h: no overflow
-	return late < r.m.LeaderUntil()
+	grains = r.wakeGrains()
+	late := at + time.Duration(grains)*wakeGrain // at-now < 1h: no overflow
+	return grains, late < r.m.LeaderUntil()
 }
 
 // wakeGrains is the grid, in instants of wakeGrain, that r's shared wakes
