@@ -50,12 +50,12 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 
 // BenchmarkHandoverPeerConfig measures, on memstore, the handover after a
 // release among three electors with issue 13's timings: p50 and p90 of the
-// time from the leader's stop to its successor leading. One op is 20
-// handovers.
+// time from the leader's stop to its successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says).
 func BenchmarkHandoverPeerConfig(b *testing.B) {
 	shared := memstore.New[meta]()
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(testing.TB) store.Store[meta] { return shared })
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(testing.TB) store.Store[meta] { return shared })
 		testcluster.ReportHandover(b, "memstore", hs)
 	}
 }

@@ -3,7 +3,9 @@ package testcluster
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,6 +192,24 @@ func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int,
 	}
 	slices.SortFunc(out, byTotal)
 	return out
+}
+
+// Handovers is how many handovers one op of a handover benchmark takes:
+// TENURE_HANDOVERS, 20 when it is unset. The p90 of 20 handovers is
+// their third slowest, so a run of 20 says little about the tail; set it
+// to 100 or more to measure one. It fails tb when the variable is not a
+// number from 1 to 100000.
+func Handovers(tb testing.TB) int {
+	tb.Helper()
+	v := os.Getenv("TENURE_HANDOVERS")
+	if v == "" {
+		return 20
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100000 {
+		tb.Fatalf("TENURE_HANDOVERS: %q is not a number from 1 to 100000", v)
+	}
+	return n
 }
 
 // byTotal orders handovers by Total.

@@ -246,12 +246,13 @@ func BenchmarkHandoverAfterRelease(b *testing.B) {
 // BenchmarkHandoverPeerConfig measures the handover after a release among
 // three Tenure electors, each on a client of its own, with issue 13's
 // timings: p50 and p90 of the time from the leader's stop to its successor
-// leading, and the median of each step. One op is 20 handovers.
+// leading, and the median of each step. One op is testcluster.Handovers
+// (20 unless TENURE_HANDOVERS says) handovers.
 func BenchmarkHandoverPeerConfig(b *testing.B) {
 	e := testcluster.PackageEtcd(b)
 	prefix := uniquePrefix(b)
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
 			st, err := etcdstore.New[meta](newClient(tb, e), etcdstore.WithPrefix(prefix))
 			if err != nil {
 				tb.Fatal(err)

@@ -28,12 +28,13 @@ import (
 // PUTs it released; each follower, on the watch event of the release,
 // PUTs itself as holder at that event's resourceVersion (one wins, the
 // other gets a conflict). A handover is the time from the release's PUT
-// to the winner's PUT returning. One op is 20 handovers; it reports p50
+// to the winner's PUT returning. One op is testcluster.Handovers (20 unless
+// TENURE_HANDOVERS says) handovers; it reports p50
 // and p90 and the medians of the two PUTs.
 func BenchmarkHandoverFloor(b *testing.B) {
 	e := newEnv(b, "bench-floor")
 	for b.Loop() {
-		hs := handoverFloor(b, e, 20)
+		hs := handoverFloor(b, e, testcluster.Handovers(b))
 		testcluster.ReportHandover(b, "client-go alone", hs)
 	}
 }

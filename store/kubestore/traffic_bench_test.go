@@ -55,11 +55,12 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 // BenchmarkHandoverPeerConfig measures the handover after a release among
 // three Tenure electors, each on a client of its own, with issue 13's
 // timings: p50 and p90 of the time from the leader's stop to its successor
-// leading. One op is 20 handovers.
+// leading. One op is testcluster.Handovers (20 unless
+// TENURE_HANDOVERS says) handovers.
 func BenchmarkHandoverPeerConfig(b *testing.B) {
 	e := newEnv(b, "bench-handover-peer")
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
 			return newStore[meta](tb, e.k.Client(tb), e.ns)
 		})
 		testcluster.ReportHandover(b, "kubestore", hs)

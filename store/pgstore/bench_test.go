@@ -235,7 +235,8 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 // BenchmarkHandoverPeerConfig measures the handover after a release among
 // three electors, each on a pool of its own, with issue 13's timings: p50
 // and p90 of the time from the leader's stop to its successor leading. One
-// op is 20 handovers.
+// op is testcluster.Handovers (20 unless
+// TENURE_HANDOVERS says) handovers.
 func BenchmarkHandoverPeerConfig(b *testing.B) {
 	benchHandoverPeerConfig(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
 }
@@ -254,7 +255,7 @@ func BenchmarkHandoverGenericPlans(b *testing.B) {
 func benchHandoverPeerConfig(b *testing.B, configure func(*pgxpool.Config)) {
 	table := freshTable()
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[storetest.Meta] {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[storetest.Meta] {
 			st, err := pgstore.New[storetest.Meta](newPool(tb, configure), pgstore.WithTable(table))
 			if err != nil {
 				tb.Fatal(err)

@@ -30,11 +30,11 @@ import (
 // the row in one statement guarded by the revision and an empty holder,
 // which NOTIFYs too (one wins, the other updates nothing). A handover is
 // the time from the release's statement to the winner's returning. One op
-// is 20 handovers; it reports p50 and p90 and the medians of the two
-// statements.
+// is testcluster.Handovers (20 unless TENURE_HANDOVERS says)
+// handovers; it reports p50 and p90 and the medians of the two statements.
 func BenchmarkHandoverFloor(b *testing.B) {
 	for b.Loop() {
-		hs := pgHandoverFloor(b, 20)
+		hs := pgHandoverFloor(b, testcluster.Handovers(b))
 		testcluster.ReportHandover(b, "pgx alone", hs)
 	}
 }

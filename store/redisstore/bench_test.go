@@ -575,12 +575,13 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 // BenchmarkHandoverPeerConfig measures the handover after a release among
 // three electors, each on a client of its own, with issue 13's timings:
 // p50 and p90 of the time from the leader's stop to its successor leading.
-// One op is 20 handovers.
+// One op is testcluster.Handovers (20 unless
+// TENURE_HANDOVERS says) handovers.
 func BenchmarkHandoverPeerConfig(b *testing.B) {
 	srv := testcluster.PackageRedis(b)
 	prefix := uniquePrefix(b)
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), 20, func(tb testing.TB) store.Store[meta] {
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
 			st, err := redisstore.New[meta](srv.Client(tb), redisstore.WithPrefix(prefix))
 			if err != nil {
 				tb.Fatal(err)
