@@ -39,6 +39,9 @@ type Change struct {
 // Electors runs the electors of one election for a backend test, each on a
 // store from NewStore (a store and client of its own, as separate processes
 // would have, or one shared store), and collects the changes they report.
+// What NewStore registers with its tb's Cleanup (a client's Close, say)
+// belongs to that elector: it runs when Start replaces the elector, as a
+// restarted process's connections close, or when the test ends.
 //
 // Start, Stop and the waits must be called from the test's goroutine.
 type Electors[M any] struct {
@@ -55,22 +58,59 @@ type Electors[M any] struct {
 
 	mu     sync.Mutex
 	nodes  map[string]*electorRun[M]
-	tokens []fence.Token // of every Started, in the order received
+	runs   []*electorRun[M] // every elector started
+	tokens []fence.Token    // of every Started, in the order received
 }
 
 type electorRun[M any] struct {
 	e      *lead.Elector[M]
 	cancel context.CancelFunc
 	done   chan error
+	store  *storeTB // what its store registered with Cleanup
+}
+
+// storeTB is the testing.TB an elector's store is made with: it keeps the
+// functions registered with Cleanup for closeStore, not the test's end.
+type storeTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+// Cleanup keeps f for closeStore.
+func (s *storeTB) Cleanup(f func()) {
+	s.mu.Lock()
+	s.cleanups = append(s.cleanups, f)
+	s.mu.Unlock()
+}
+
+// closeStore runs the functions kept, last registered first, once.
+func (s *storeTB) closeStore() {
+	s.mu.Lock()
+	fs := s.cleanups
+	s.cleanups = nil
+	s.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
 }
 
 // NewElectors returns an empty set of electors of the election name, whose
 // stores newStore makes. timeout bounds Stop and NextLeader.
 func NewElectors[M any](tb testing.TB, name string, timeout time.Duration, newStore func(tb testing.TB) store.Store[M]) *Electors[M] {
-	return &Electors[M]{
+	c := &Electors[M]{
 		tb: tb, name: name, timeout: timeout, newStore: newStore,
 		changes: make(chan Change, 1000), nodes: map[string]*electorRun[M]{},
 	}
+	// Registered first, so run last: after every elector has stopped.
+	tb.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range c.runs {
+			n.store.closeStore()
+		}
+	})
+	return c
 }
 
 // Name is the name of the election.
@@ -78,12 +118,24 @@ func (c *Electors[M]) Name() string { return c.name }
 
 // Start starts an elector with identity id, timings cfg and opts (which
 // come after, and so win over, the ones Start sets), on a new store. It
-// replaces a stopped elector of the same identity. The elector stops when
-// the test ends, if not before.
+// replaces an elector of the same identity; if that one has stopped, what
+// its store registered with Cleanup runs now (otherwise when the test
+// ends). The elector stops when the test ends, if not before.
 func (c *Electors[M]) Start(id string, cfg lease.Config, opts ...lead.Option) *lead.Elector[M] {
 	t := c.tb
 	t.Helper()
-	st := c.newStore(t)
+	c.mu.Lock()
+	old := c.nodes[id]
+	c.mu.Unlock()
+	if old != nil {
+		select {
+		case <-old.e.Done():
+			old.store.closeStore()
+		default:
+		}
+	}
+	stb := &storeTB{TB: t}
+	st := c.newStore(stb)
 	opts = append([]lead.Option{
 		lead.WithIdentity(id),
 		lead.WithConfig(cfg),
@@ -105,11 +157,12 @@ func (c *Electors[M]) Start(id string, cfg lease.Config, opts ...lead.Option) *l
 		c.BeforeRun(e)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &electorRun[M]{e: e, cancel: cancel, done: make(chan error, 1)}
+	n := &electorRun[M]{e: e, cancel: cancel, done: make(chan error, 1), store: stb}
 	go func() { n.done <- e.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-e.Done() })
 	c.mu.Lock()
 	c.nodes[id] = n
+	c.runs = append(c.runs, n)
 	c.mu.Unlock()
 	return e
 }

@@ -1,0 +1,62 @@
+package testcluster
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// TestStartClosesTheStoreOfAStoppedElector checks that what an elector's
+// store registers with Cleanup runs, last registered first, when Start
+// replaces that elector after it stopped (as a restarted process's
+// connections close), and otherwise when the test ends: so a benchmark
+// that restarts electors a hundred times does not hold a hundred clients.
+func TestStartClosesTheStoreOfAStoppedElector(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	record := func(format string, args ...any) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	logged := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(log)
+	}
+	shared := memstore.New[string]()
+	made := 0
+	t.Run("electors", func(t *testing.T) {
+		c := NewElectors(t, "job", 10*time.Second, func(tb testing.TB) store.Store[string] {
+			made++
+			n := made
+			record("open %d", n)
+			tb.Cleanup(func() { record("close %d, first registered", n) })
+			tb.Cleanup(func() { record("close %d, last registered", n) })
+			return shared
+		})
+		cfg := FastConfig()
+		c.Start("a", cfg)
+		c.NextLeader()
+		c.Stop("a")
+		c.Start("a", cfg) // a stopped: its store closes first
+		c.Start("b", cfg)
+		c.Start("b", cfg) // the first b still runs: its store stays open
+		want := []string{"open 1", "close 1, last registered", "close 1, first registered", "open 2", "open 3", "open 4"}
+		if got := logged(); !slices.Equal(got, want) {
+			t.Errorf("while the test runs:\n got %q\nwant %q", got, want)
+		}
+	})
+	want := []string{"open 1", "close 1, last registered", "close 1, first registered", "open 2", "open 3", "open 4",
+		"close 2, last registered", "close 2, first registered",
+		"close 3, last registered", "close 3, first registered",
+		"close 4, last registered", "close 4, first registered"}
+	if got := logged(); !slices.Equal(got, want) {
+		t.Errorf("after the test:\n got %q\nwant %q", got, want)
+	}
+}
