@@ -499,6 +499,13 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			m.becomeExpiring(ev.Lease.Token)
 			return
 		}
+		if m.pendingGuard {
+			// A guarded swap left the retry schedule where it was (see
+			// takeHeardRelease): a quiet follower's, often long past, as
+			// the renewals it heard postponed its reads. Renew a retry
+			// pause after the acquire, as after any other, not at once.
+			m.nextOp = sat(m.pendingSent, m.retryPause())
+		}
 		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
 	case SwapConflict:
 		if ev.Absent && v != refused && m.pendingSwap == Acquire && m.pendingExp == 0 {

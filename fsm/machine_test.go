@@ -14,6 +14,7 @@ const (
 	ms = time.Millisecond
 	s  = time.Second
 	ns = time.Nanosecond
+	us = time.Microsecond
 )
 
 // testConfig has no jitter so that every time in the tables is exact:
@@ -527,6 +528,33 @@ func TestTransitions(t *testing.T) {
 			{watched(2*s+4*ms, me(5, 3), 12), nil, Leader},
 			{tick(4*s + 1*ms - ns), nil, Leader},
 		})},
+		{"the event of its own acquire, come before the answer, costs a new leader no renewal", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{watched(1*ms+500*us, me(5, 3), 11), nil, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms)}, Leader},
+			{tick(2*s + 1*ms - ns), nil, Leader},
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+		}},
+		{"an event during the acquire at another revision than the answer's costs a renewal", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{watched(1*ms+500*us, me(5, 3), 12), nil, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
+		}},
+		{"an event during the acquire showing another record costs a renewal", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{watched(1*ms+500*us, other(6, 4), 11), nil, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
+		}},
+		{"an event claiming the acquire's record before it was sent is not confirmed by it: hints muted", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{watched(500*us, me(5, 3), 11), nil, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms)}, Leader},
+			{watched(3*ms, other(6, 4), 12), nil, Leader},
+		}},
 		{"a read showing no record after one, in a store that keeps records, is a rollback", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{readAbsent(9*s + 1*ms), []Action{rolledBack(0, 10, 24*s+1*ms, 15*s)}, Follower},
@@ -1198,6 +1226,23 @@ func TestGuardedRelease(t *testing.T) {
 			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
 			// The same event again, late: old news.
 			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
+		})},
+		{"the event of its own guarded acquire, come before the answer, costs a new leader no renewal", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{watched(1*s+500*us, me(5, 3), 12), nil, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+			{tick(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
+		{"a quiet follower's guarded acquire renews a retry pause after it, not at once", true, false, join(followOther(), []step{
+			// Its scheduled read was due at 2s+1ms; renewals heard
+			// postponed it.
+			{watched(2*s, other(4, 2), 11), nil, Follower},
+			{watched(4*s, other(4, 2), 12), nil, Follower},
+			{watched(5*s, released(4, 2), 13), []Action{guardedAcquire(13, released(4, 2), me(5, 3))}, Candidate},
+			{done(5*s+1*ms, me(5, 3), 14), []Action{started(5, 5*s)}, Leader},
+			{tick(7*s - ns), nil, Leader},
+			{tick(7 * s), []Action{renew(14, me(5, 3))}, Leader},
 		})},
 		{"without the guard a release event makes a read", false, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
