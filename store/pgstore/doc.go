@@ -65,7 +65,8 @@
 // # Watch
 //
 // A Store that has watchers holds one connection of its own (taken from the
-// pool, then detached from it) on which it LISTENs to [Store.Channel]. Every
+// pool, then detached from it) on which it LISTENs to [Store.Channel], and
+// keeps it for a second after the last watcher leaves. Every
 // write notifies once: with the whole record ("r1:...") when the metadata
 // takes at most 2 KiB, which the watchers of NAME receive as their event
 // without a read, otherwise with "REVISION:NAME", on which they read the

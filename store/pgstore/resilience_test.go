@@ -165,8 +165,9 @@ func TestWatchSurvivesSlowReceiver(t *testing.T) {
 	eventAt(t, w, rev) // checks that revisions increase on the way
 }
 
-// TestWatchStopsListening checks that the listening session ends with the
-// last watcher, so a Store without watchers holds no connection.
+// TestWatchStopsListening checks that the listening session ends after the
+// last watcher (once defaultListenLinger has passed), so a Store without
+// watchers holds no connection.
 func TestWatchStopsListening(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testWatchStopsListening(t, false) })
 	t.Run("WatchFunc", func(t *testing.T) { testWatchStopsListening(t, true) })

@@ -26,6 +26,20 @@ const defaultListenIdle = 10 * time.Second
 // tests.
 var listenIdle atomic.Int64
 
+// defaultListenLinger is how long the listening connection stays open after
+// the last watcher of its Store left; a watcher that comes meanwhile takes
+// it as it is. While PostgreSQL ends a session that was listening, the
+// commits that notify and the delivery of notifications wait: closing it
+// as an elector stops, the moment its release has gone through, made the
+// successor's acquiring write take about 3 ms longer in 12 to 38 handovers
+// of 100 (docs/benchmarks.md, 2026-12-03, ninth session). A second puts
+// the close after the handover.
+const defaultListenLinger = time.Second
+
+// listenLinger, in nanoseconds, replaces defaultListenLinger when not zero:
+// for tests.
+var listenLinger atomic.Int64
+
 // Timings of the listening connection.
 const (
 	// listenOpTimeout bounds connecting, LISTEN and the ping.
@@ -38,7 +52,8 @@ const (
 	readBackoff = 200 * time.Millisecond
 )
 
-// hub is the one listening connection a Store keeps while it has watchers.
+// hub is the one listening connection a Store keeps while it has watchers
+// (and for defaultListenLinger after the last one left).
 // It LISTENs on the Store's channel, and on each notification wakes the
 // watchers of the name it carries; each watcher then delivers the record
 // the notification carried, or reads it. After
@@ -56,6 +71,8 @@ type hub[M any] struct {
 	failures int                // connection attempts that failed so far
 	lastErr  error              // why the last attempt failed
 	changed  chan struct{}      // closed and replaced when up or failures change
+	linger   *time.Timer        // stops the listener once no watcher is left for a while; nil when not set
+	lingers  uint64             // counts the lingers set: a timer of an earlier one does nothing
 }
 
 func newHub[M any](s *Store[M]) *hub[M] {
@@ -118,6 +135,12 @@ func (h *hub[M]) add(w *watch[M]) int {
 	defer h.mu.Unlock()
 	h.subs[w.name] = append(h.subs[w.name], w)
 	h.nsubs++
+	if h.linger != nil {
+		// The listener was about to stop: it serves w instead.
+		h.linger.Stop()
+		h.linger = nil
+		h.lingers++
+	}
 	if h.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		h.gen++
@@ -127,7 +150,8 @@ func (h *hub[M]) add(w *watch[M]) int {
 	return h.failures
 }
 
-// remove unregisters w and stops the listener when no watcher is left.
+// remove unregisters w and, when no watcher is left, stops the listener
+// after defaultListenLinger unless a watcher comes meanwhile.
 func (h *hub[M]) remove(w *watch[M]) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -144,14 +168,32 @@ func (h *hub[M]) remove(w *watch[M]) {
 		h.subs[w.name] = set[:len(set)-1]
 	}
 	h.nsubs--
-	if h.nsubs == 0 && h.cancel != nil {
-		// The listener winds down by itself; from now on its generation
-		// is stale and it changes nothing here.
-		h.cancel()
-		h.cancel, h.up = nil, false
-		h.gen++
-		h.broadcast()
+	if h.nsubs == 0 && h.cancel != nil && h.linger == nil {
+		d := time.Duration(listenLinger.Load())
+		if d == 0 {
+			d = defaultListenLinger
+		}
+		h.lingers++
+		n := h.lingers
+		h.linger = time.AfterFunc(d, func() { h.stopListening(n) })
 	}
+}
+
+// stopListening stops the listener if the linger n is still the current
+// one (no watcher came since it was set).
+func (h *hub[M]) stopListening(n uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n != h.lingers || h.linger == nil || h.nsubs != 0 || h.cancel == nil {
+		return
+	}
+	h.linger = nil
+	// The listener winds down by itself; from now on its generation is
+	// stale and it changes nothing here.
+	h.cancel()
+	h.cancel, h.up = nil, false
+	h.gen++
+	h.broadcast()
 }
 
 // broadcast signals a change of up or failures. h.mu is held.
@@ -367,7 +409,10 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 // as from Get, no revision).
 //
 // Changes are learned through LISTEN on Channel, over one connection per
-// Store shared by all its watchers, taken from the pool. A write announces
+// Store shared by all its watchers, taken from the pool. It is closed a
+// second after the last watcher leaves, not at once: while the server ends
+// a listening session, notifying commits wait, and an elector that stops
+// releases its lease just before its watch ends, as its successor writes. A write announces
 // its whole record when its metadata takes at most 2 KiB, and watchers
 // deliver it as it came, without a read; otherwise (or when the record in
 // the notification does not check out) the watchers of its name read the
