@@ -25,6 +25,15 @@ func testConfig() lease.Config {
 	return c
 }
 
+// slowRetries is a valid config whose retries are slower than
+// testConfig's RenewDeadline: LeaseDuration 60s, RenewDeadline 40s,
+// RetryInterval 12s.
+func slowRetries() lease.Config {
+	c := testConfig()
+	c.LeaseDuration, c.RenewDeadline, c.RetryInterval = 60*s, 40*s, 12*s
+	return c
+}
+
 func other(token, trans uint64) Lease {
 	return Lease{Holder: "other", Token: token, Transitions: trans, LeaseDuration: 15 * s}
 }
@@ -546,6 +555,12 @@ func TestTransitions(t *testing.T) {
 			{tick(0), []Action{aRead()}, Follower},
 			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
 			{watched(1*ms+500*us, other(6, 4), 11), nil, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
+		}},
+		{"an unreadable record watched at the acquire's revision costs a renewal", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{Event{Kind: Watched, Now: 1*ms + 500*us, Lease: me(5, 3), Revision: 11, Corrupt: true}, nil, Candidate},
 			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
 		}},
 		{"an event claiming the acquire's record before it was sent is not confirmed by it: hints muted", false, false, []step{
@@ -1227,7 +1242,7 @@ func TestGuardedRelease(t *testing.T) {
 			// The same event again, late: old news.
 			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
 		})},
-		{"the event of its own guarded acquire, come before the answer, costs a new leader no renewal", true, false, join(followOther(), []step{
+		{"a guarded acquire, its own event before the answer: the renewal comes a retry pause after the acquire", true, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
 			{watched(1*s+500*us, me(5, 3), 12), nil, Candidate},
 			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
@@ -1243,6 +1258,13 @@ func TestGuardedRelease(t *testing.T) {
 			{done(5*s+1*ms, me(5, 3), 14), []Action{started(5, 5*s)}, Leader},
 			{tick(7*s - ns), nil, Leader},
 			{tick(7 * s), []Action{renew(14, me(5, 3))}, Leader},
+		})},
+		{"a guarded acquire answered after a Reconfigure renews on the pause drawn when it was sent", true, false, join(followOther(), []step{
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{reconfigure(1*s+500*us, slowRetries()), nil, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+			{tick(3*s - ns), nil, Leader},
+			{tick(3 * s), []Action{renew(12, Lease{Holder: "me", Token: 5, Transitions: 3, LeaseDuration: 60 * s})}, Leader},
 		})},
 		{"without the guard a release event makes a read", false, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
