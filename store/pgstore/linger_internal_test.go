@@ -39,6 +39,14 @@ func TestListenerOutlivesItsLastWatcher(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	st := internalStore(t, func(*pgxpool.Config) {})
+	t.Cleanup(func() {
+		// If the test failed midway, do not leave a listener lingering
+		// for an hour.
+		st.hub.mu.Lock()
+		n := st.hub.lingers
+		st.hub.mu.Unlock()
+		st.hub.stopListening(n)
+	})
 
 	first, stop := context.WithCancel(ctx)
 	w, err := st.Watch(first, "job")

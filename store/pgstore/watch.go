@@ -31,9 +31,9 @@ var listenIdle atomic.Int64
 // it as it is. While PostgreSQL ends a session that was listening, the
 // commits that notify and the delivery of notifications wait: closing it
 // as an elector stops, the moment its release has gone through, made the
-// successor's acquiring write take about 3 ms longer in 12 to 38 handovers
-// of 100 (docs/benchmarks.md, 2026-12-03, ninth session). A second puts
-// the close after the handover.
+// successor's acquiring write take 2–3 ms longer in 12 to 38 handovers of
+// 100 (docs/benchmarks.md, 2026-12-03, ninth session). A second puts the
+// close after the handover.
 const defaultListenLinger = time.Second
 
 // listenLinger, in nanoseconds, replaces defaultListenLinger when not zero:
