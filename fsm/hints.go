@@ -164,13 +164,8 @@ func (m *Machine) hear(rev lease.Revision) {
 // answered settles the watch hint with the answer to the request that just
 // returned. The answer confirms the hint if it shows the record the hint
 // claimed (same revision and record), or a newer revision that someone else
-// wrote. The node's own successful write confirms a hint only if it was
-// sent before the hint arrived and stored exactly what the hint claimed:
-// the event of that very write, come before its answer (a store's
-// notification often outruns the reply to the write), which would
-// otherwise cost a new leader a renewal at once. A write sent after the
-// hint confirms nothing, or a forged event claiming the next revision
-// would be confirmed by the renewal it caused.
+// wrote: the node's own successful write confirms nothing, or a forged event
+// claiming the next revision would be confirmed by the renewal it caused.
 // The hint is settled if the answer confirms it or if the request was sent
 // after the hint arrived; in that second case an answer that does not
 // confirm it proves it stale or forged, and hints are ignored for a
@@ -203,13 +198,11 @@ func (m *Machine) answered(ev Event) {
 	if !m.hint {
 		return
 	}
-	after := m.pendingSeq > m.hintSeq
-	same := ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease
 	// A guarded swap that went through confirms the release it was
 	// guarded by: the store held it.
-	confirmed := !m.hintAbsent && !ev.Absent &&
-		((ev.Kind != SwapDone || m.pendingGuard) && (ev.Revision > m.hintRev || same) ||
-			ev.Kind == SwapDone && !after && same)
+	confirmed := (ev.Kind != SwapDone || m.pendingGuard) && !m.hintAbsent && !ev.Absent &&
+		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
+	after := m.pendingSeq > m.hintSeq
 	if !confirmed && !after {
 		return // sent before the hint: a request follows
 	}
