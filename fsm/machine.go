@@ -96,7 +96,6 @@ type Machine struct {
 	pendingExp   lease.Revision // the revision the swap expects
 	pendingGuard bool           // the swap is guarded (takeHeardRelease): it expects pendingWas, released, at pendingExp
 	pendingWas   Lease
-	pendingOp    time.Duration // for a guarded swap: the schedule it would have set (see takeHeardRelease)
 	pendingRD    time.Duration // RenewDeadline in force when it was sent
 
 	// The current term (Leader), or the last one (Expiring).
@@ -499,15 +498,6 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			// Too late to lead (or no longer wanted): give it back.
 			m.becomeExpiring(ev.Lease.Token)
 			return
-		}
-		if m.pendingGuard {
-			// A guarded swap left the retry schedule where it was (see
-			// takeHeardRelease): a quiet follower's, often long past, as
-			// the renewals it heard postponed its reads. Renew a retry
-			// pause after the acquire, as after any other, not at once:
-			// the pause drawn when it was sent, with the timings then in
-			// force, as the deadline (pendingRD).
-			m.nextOp = m.pendingOp
 		}
 		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
 	case SwapConflict:

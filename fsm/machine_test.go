@@ -25,15 +25,6 @@ func testConfig() lease.Config {
 	return c
 }
 
-// slowRetries is a valid config whose retries are slower than
-// testConfig's RenewDeadline: LeaseDuration 60s, RenewDeadline 40s,
-// RetryInterval 12s.
-func slowRetries() lease.Config {
-	c := testConfig()
-	c.LeaseDuration, c.RenewDeadline, c.RetryInterval = 60*s, 40*s, 12*s
-	return c
-}
-
 func other(token, trans uint64) Lease {
 	return Lease{Holder: "other", Token: token, Transitions: trans, LeaseDuration: 15 * s}
 }
@@ -1233,30 +1224,6 @@ func TestGuardedRelease(t *testing.T) {
 			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
 			// The same event again, late: old news.
 			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
-		})},
-		{"a guarded acquire, its own event before the answer: the renewal comes a retry pause after the acquire", true, false, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
-			{watched(1*s+500*us, me(5, 3), 12), nil, Candidate},
-			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
-			{tick(3*s - ns), nil, Leader},
-			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
-		})},
-		{"a quiet follower's guarded acquire renews a retry pause after it, not at once", true, false, join(followOther(), []step{
-			// Its scheduled read was due at 2s+1ms; renewals heard
-			// postponed it.
-			{watched(2*s, other(4, 2), 11), nil, Follower},
-			{watched(4*s, other(4, 2), 12), nil, Follower},
-			{watched(5*s, released(4, 2), 13), []Action{guardedAcquire(13, released(4, 2), me(5, 3))}, Candidate},
-			{done(5*s+1*ms, me(5, 3), 14), []Action{started(5, 5*s)}, Leader},
-			{tick(7*s - ns), nil, Leader},
-			{tick(7 * s), []Action{renew(14, me(5, 3))}, Leader},
-		})},
-		{"a guarded acquire answered after a Reconfigure renews on the pause drawn when it was sent", true, false, join(followOther(), []step{
-			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
-			{reconfigure(1*s+500*us, slowRetries()), nil, Candidate},
-			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
-			{tick(3*s - ns), nil, Leader},
-			{tick(3 * s), []Action{renew(12, Lease{Holder: "me", Token: 5, Transitions: 3, LeaseDuration: 60 * s})}, Leader},
 		})},
 		{"without the guard a release event makes a read", false, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},

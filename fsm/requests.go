@@ -93,8 +93,7 @@ func (m *Machine) takeHeardRelease() bool {
 	sched := m.nextOp
 	m.state = Candidate
 	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hintRev, Next: next, Guarded: true, Was: h})
-	// Until the swap succeeds (see answerCandidate).
-	m.pendingOp, m.nextOp = m.nextOp, sched
+	m.nextOp = sched
 	return true
 }
 

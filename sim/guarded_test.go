@@ -63,3 +63,20 @@ func TestSimGuardedReleaseIgnored(t *testing.T) {
 		o.Store.GuardedRelease, o.Store.guardIgnored = false, true
 	})
 }
+
+// TestSimGuardedReleaseSeeds replays adversary schedules of
+// TestSimGuardedReleaseSweep that a change to the machine once failed:
+// 96164, with a new leader that renewed a retry pause after its guarded
+// acquire instead of at once, whose acquire the store then rolled back
+// while a follower that had only heard of it took over (reverted).
+func TestSimGuardedReleaseSeeds(t *testing.T) {
+	for _, seed := range []uint64{96164} {
+		res, err := RunSeed(guardedOptions(advSweepOptions)(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Errorf("seed %d: %v", seed, res.Violation)
+		}
+	}
+}
