@@ -168,7 +168,7 @@ func (h *hub[M]) remove(w *watch[M]) {
 		h.subs[w.name] = set[:len(set)-1]
 	}
 	h.nsubs--
-	if h.nsubs == 0 && h.cancel != nil && h.linger == nil {
+	if h.nsubs == 0 && h.cancel != nil {
 		d := time.Duration(listenLinger.Load())
 		if d == 0 {
 			d = defaultListenLinger
@@ -180,11 +180,12 @@ func (h *hub[M]) remove(w *watch[M]) {
 }
 
 // stopListening stops the listener if the linger n is still the current
-// one (no watcher came since it was set).
+// one and not yet spent: no watcher came since it was set (add cancels it
+// and counts it), so none is left and the listener it was set for runs.
 func (h *hub[M]) stopListening(n uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n != h.lingers || h.linger == nil || h.nsubs != 0 || h.cancel == nil {
+	if n != h.lingers || h.linger == nil {
 		return
 	}
 	h.linger = nil
@@ -412,11 +413,11 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 // Store shared by all its watchers, taken from the pool. It is closed a
 // second after the last watcher leaves, not at once: while the server ends
 // a listening session, notifying commits wait, and an elector that stops
-// releases its lease just before its watch ends, as its successor writes. A write announces
-// its whole record when its metadata takes at most 2 KiB, and watchers
-// deliver it as it came, without a read; otherwise (or when the record in
-// the notification does not check out) the watchers of its name read the
-// record.
+// releases its lease just before its watch ends, as its successor writes.
+// A write announces its whole record when its metadata takes at most 2
+// KiB, and watchers deliver it as it came, without a read; otherwise (or
+// when the record in the notification does not check out) the watchers of
+// its name read the record.
 // Anyone who may NOTIFY on the channel can make up a notification: treat
 // an event as a hint, as package lead does, and read before acting on it.
 // When that connection breaks it is opened again, and then every watcher
