@@ -590,7 +590,7 @@ func (s *Cluster) excused(o, n *node) bool {
 	}
 	// A node that heard a renewal newer than the record it took over was
 	// told of the history the rollback lost: it could have known.
-	return !n.adv.acqHeard && (n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r)
+	return !n.adv.acqHeard && n.adv.acqContra < r && n.adv.acqWaited && (n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r)
 }
 
 // overlapExcused reports whether the terms of a and b may overlap: one

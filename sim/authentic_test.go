@@ -35,6 +35,30 @@ func TestSimAuthenticWatchSweep(t *testing.T) {
 	variantSweep(t, "with authentic watch events", authenticOptions)
 }
 
+// TestSimAuthenticWatchSeeds replays adversary schedules of
+// TestSimAuthenticWatchSweep that failed with the checker:
+//   - 10678, 39262 and 81161: a follower heard renewals, a rollback lost
+//     them, a read contradicted them and it waited that out; a restore it
+//     could not see then wiped a newer leader's acquire and made the
+//     follower's stale record current again. Excused: what it heard
+//     before the contradiction no longer counts against it (contraAt);
+//   - 70440: a restore the nodes saw only as a revision below one they
+//     kept across a data loss (ProblemRollback), whose wait the recovery
+//     bound did not count;
+//   - 80745: the request budget, for late watch events from before a
+//     rollback (as TestSimGuardedReleaseSeeds's 54649).
+func TestSimAuthenticWatchSeeds(t *testing.T) {
+	for _, seed := range []uint64{10678, 39262, 81161, 70440, 80745} {
+		res, err := RunSeed(authenticOptions(advSweepOptions)(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Errorf("seed %d: %v", seed, res.Violation)
+		}
+	}
+}
+
 // The broken variant: nodes that take watch events as authentic on a
 // store where anyone can publish them. A forged "released at revision r"
 // while r is the live leader's record has a follower swap from r at once

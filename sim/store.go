@@ -111,6 +111,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 			// The gate: a create is vouched for once the marker is known
 			// to have stood for the new record's LeaseDuration.
 			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
+			s.acquiredOverRelease(ev)
 			s.write(ev.lease, int(ev.node))
 			reply.result = resDone
 		} else {
@@ -140,6 +141,18 @@ func (s *Cluster) guardHolds(ev *simEvent) bool {
 	}
 	w := ev.was
 	return st.present && st.rec.Holder == "" && st.rec.Token == w.Token && st.rec.Transitions == w.Transitions && st.rec.LeaseDuration == w.LeaseDuration
+}
+
+// acquiredOverRelease notes, before the store writes swap ev, a guarded
+// acquire that replaces a release the store holds: the term it starts
+// rests on that release (for excused), whatever the node observed.
+func (s *Cluster) acquiredOverRelease(ev *simEvent) {
+	st := &s.store
+	n := s.nodes[ev.node]
+	a := &n.adv
+	if ev.guarded && n.gen == ev.gen && a.acqGuarded && ev.lease == a.acqNext && st.present && st.rec.Holder == "" {
+		a.acqFree, a.acqHeard = true, a.acqHeardNewer
+	}
 }
 
 // write stores next as a new revision and tells every watcher.
