@@ -234,7 +234,26 @@ func (c *Electors[M]) Handover(id string) (Change, time.Duration) {
 	stopping := time.Now()
 	c.Stop(id)
 	next := c.NextLeader(id)
+	// Run delivered every change of id before it returned, but its
+	// Stopped may come after the successor's Started (its observer's
+	// goroutine ran late): take it now, or a later wait would take it for
+	// a loss.
+	c.takeStopped(id)
 	return next, next.At.Sub(stopping)
+}
+
+// takeStopped drops the Stopped changes of id among those received and
+// not yet taken; the others stay, in order.
+func (c *Electors[M]) takeStopped(id string) {
+	for drained := false; !drained; {
+		select {
+		case ch := <-c.changes:
+			c.pending = append(c.pending, ch)
+		default:
+			drained = true
+		}
+	}
+	c.pending = slices.DeleteFunc(c.pending, func(ch Change) bool { return ch.ID == id && ch.Kind == lead.Stopped })
 }
 
 // Next returns the next change any elector reports within d; with d <= 0

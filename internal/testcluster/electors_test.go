@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
@@ -58,5 +59,35 @@ func TestStartClosesTheStoreOfAStoppedElector(t *testing.T) {
 		"close 4, last registered", "close 4, first registered"}
 	if got := logged(); !slices.Equal(got, want) {
 		t.Errorf("after the test:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestHandoverTakesALateStopped checks that a handover takes the stopped
+// leader's Stopped also when it comes after its successor's Started (the
+// stopped elector's observer ran late), where the next handover's wait
+// took it for the new leader's loss and failed; the changes of others stay
+// for later waits, in order.
+func TestHandoverTakesALateStopped(t *testing.T) {
+	c := NewElectors(t, "job", time.Second, func(tb testing.TB) store.Store[string] { return memstore.New[string]() })
+	for _, ch := range []Change{
+		{ID: "b", Change: lead.Change{Kind: lead.Started}},
+		{ID: "a", Change: lead.Change{Kind: lead.Stopped}},
+		{ID: "c", Change: lead.Change{Kind: lead.Stopped}},
+	} {
+		c.changes <- ch
+	}
+	c.pending = []Change{{ID: "a", Change: lead.Change{Kind: lead.Stopped}}, {ID: "d", Change: lead.Change{Kind: lead.Started}}}
+	c.takeStopped("a")
+	var got []string
+	for {
+		ch, ok := c.Next(0)
+		if !ok {
+			break
+		}
+		got = append(got, ch.ID+" "+ch.Kind.String())
+	}
+	want := []string{"d started", "b started", "c stopped"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes left: got %q, want %q", got, want)
 	}
 }
