@@ -94,3 +94,43 @@ func TestSimGuardedReleaseSeeds(t *testing.T) {
 		}
 	}
 }
+
+// A follower that saw the store go back takes no release over, guarded or
+// not, before the rollback's wait is over: a leader whose term the
+// rollback wiped may still believe it leads. The schedule builds that
+// case, which no random schedule reached (docs/design.md, "Four
+// corrections to the checker"): n0 leads and is stopped at 5 s, and a
+// follower takes its release over; at 5.02 s the new leader is cut off (it
+// believes it leads until its RenewDeadline runs out, at 6.5 s), and at
+// 5.05 s the store goes back to the release. The other follower, which had
+// read the new term, reads the release again and waits; n3, cut off from
+// its answers since before the handover, reads the release as news and
+// takes it over at once (it could not know), and is stopped at 6 s. Its
+// release, at a revision newer than any the waiting follower saw, must not
+// be taken over before the wait ends. Without the wait in takeHeardRelease,
+// the waiting follower leads at 6.004 s, beside the cut-off leader, on
+// every seed.
+func TestSimGuardedTakeoverWaitsOutARollback(t *testing.T) {
+	ms := time.Millisecond
+	for seed := uint64(1); seed <= 10; seed++ {
+		o := Options{Seed: seed, Nodes: 4, Config: issueConfig(), Duration: 20 * time.Second,
+			Store: StoreModel{GuardedRelease: true, Latency: Latency{Min: ms, Max: ms}},
+			Schedule: []Fault{
+				{At: 4500 * ms, Kind: FaultPartition, Node: 3, Responses: true, Dur: time.Second},
+				{At: 5000 * ms, Kind: FaultRelease, AtLeader: true, Dur: 10 * time.Second},
+				{At: 5020 * ms, Kind: FaultPartition, AtLeader: true, Requests: true, Responses: true, Dur: 3 * time.Second},
+				{At: 5050 * ms, Kind: FaultRollback, Revision: 2},
+				{At: 6000 * ms, Kind: FaultRelease, Node: 3, Dur: 10 * time.Second},
+			}}
+		res, err := RunSeed(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Violation != nil {
+			t.Errorf("seed %d: %v", seed, res.Violation)
+		}
+		if res.Terms < 3 {
+			t.Errorf("seed %d: %d terms, want n0's, its successor's and n3's: the schedule missed its case", seed, res.Terms)
+		}
+	}
+}
