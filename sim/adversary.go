@@ -571,15 +571,31 @@ func (s *Cluster) madeUp(rev lease.Revision, l fsm.Lease) bool {
 // rewound reports whether a rollback or restore made rev current again.
 func (s *Cluster) rewound(rev lease.Revision) bool { return s.adv.back[rev] }
 
+// wentBackTo reports whether a machine may see the store go back to rev:
+// a rollback or restore made rev current again; or, for absence (0), in
+// a store that does not admit losing records, after an action of the
+// adversary (absence where a record stood is a rollback to the machines
+// there; in a store that may lose records it is a loss they expect).
+func (s *Cluster) wentBackTo(rev lease.Revision) bool {
+	if rev != 0 {
+		return s.rewound(rev)
+	}
+	return !s.lossy && s.adv.backAt >= 0
+}
+
 // excused reports whether o may still believe it leads while another
 // node starts a term: o's term started before the last rollback or
 // restore (its record was wiped behind its back), and the new leader n
 // (nil for a fenced write) could not have known better: it acquired on an
 // observation it had before that action (a stale revision made current
 // again), or on a released record without having seen the store go back
-// since that action. A node that did see it go back must wait a lease
-// before it acquires; one that acquires a held record waits out its
-// patience, which outlasts o's belief.
+// since that action. A guarded acquire the store wrote over a release it
+// held rests on that release (acquiredOverRelease). Renewals heard since
+// the node's last contradiction, or a contradiction at or after that
+// action, or an acquire sent before the contradiction's wait was over,
+// withhold the excuse. A node that did see the store go back must wait a
+// lease before it acquires; one that acquires a held record waits out
+// its patience, which outlasts o's belief.
 func (s *Cluster) excused(o, n *node) bool {
 	r := s.adv.releasedAt
 	if r < 0 || o.adv.termStart >= r {

@@ -12,7 +12,9 @@ package sim
 //     showing the record the node itself last wrote, adds budgetNews; a
 //     watch event that claims something newer than the machine accepted
 //     (a higher revision the node did not write, absence, a corrupt
-//     record) adds one, for the read that may check it; a Stop or a
+//     record; after the node followed the store back, any revision above
+//     the record it observes now, even of a write of its own from before
+//     the rollback) adds one, for the read that may check it; a Stop or a
 //     Reconfigure adds one. So over any window W of local
 //     time a node sends at most
 //
@@ -69,6 +71,7 @@ type nodeAdv struct {
 	holdEnd                   int64          // real time it may lead again after that (holdEnd)
 	maxToken                  uint64         // largest valid token the store answered with
 	lastLease                 time.Duration  // LeaseDuration of the last valid record it accepted
+	prevLease                 time.Duration  // lastLease before that record
 	// Tokens and terms.
 	proposed  uint64
 	bootLocal time.Duration
@@ -172,7 +175,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 					a.sawBackAt, a.holdEnd = s.now, max(a.holdEnd, s.holdEnd(n, a.lastLease))
 				}
 				if l.LeaseDuration > 0 && l.LeaseDuration <= lease.MaxDuration {
-					a.lastLease = l.LeaseDuration
+					a.prevLease, a.lastLease = a.lastLease, l.LeaseDuration
 				}
 			}
 		}
@@ -253,22 +256,29 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			// heard are settled: it was told the store lost them.
 			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
 			n.adv.heardPast, n.adv.heardRev, n.adv.contraAt = false, 0, s.now
-			end, wait := n.local(s.now), max(a.Wait, n.m.Config().LeaseDuration)
+			// The wait the machine reports, and never less than a lease of
+			// its own and of what it accepted: a machine that shortens
+			// the wait and says so is not taken at its word.
+			end, wait := n.local(s.now), max(a.Wait, n.m.Config().LeaseDuration, n.adv.lastLease)
 			if wait > fsm.Never-end {
 				end = fsm.Never
 			} else {
 				end += wait
 			}
 			n.adv.contraEnd = max(n.adv.contraEnd, n.realAt(end))
-		case a.Problem == fsm.ProblemRollback && s.adv.backAt < 0:
+		case a.Problem == fsm.ProblemRollback && !s.wentBackTo(a.Revision):
 			// The store's revisions never go down but for a rollback or a
-			// restore (a data loss keeps its counter).
-			s.fail("hints", "%s reports a revision rollback to %d with no rollback or restore", n.id, a.Revision)
+			// restore: a data loss keeps its counter (absence then comes
+			// with a revision), and a record a rollback or restore made
+			// current again is the only older one a read can show.
+			s.fail("hints", "%s reports a revision rollback to %d, which no rollback or restore made current", n.id, a.Revision)
 		case a.Problem == fsm.ProblemRollback:
 			// The machine saw the store go back below a revision it keeps
 			// across absence (which the observation above forgets): it
-			// waits as after any rollback it saw.
-			n.adv.sawBackAt, n.adv.holdEnd = s.now, max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
+			// waits as after any rollback it saw, a lease of the record
+			// it had accepted before.
+			l := max(n.adv.lastLease, n.adv.prevLease)
+			n.adv.sawBackAt, n.adv.holdEnd = s.now, max(n.adv.holdEnd, s.holdEnd(n, l))
 		}
 	case fsm.StartedLeading:
 		if a.Token == 0 || a.Token > lease.MaxToken || a.Token < n.adv.proposed {
