@@ -48,15 +48,7 @@ func TestSimAuthenticWatchSweep(t *testing.T) {
 //   - 80745: the request budget, for late watch events from before a
 //     rollback (as TestSimGuardedReleaseSeeds's 54649).
 func TestSimAuthenticWatchSeeds(t *testing.T) {
-	for _, seed := range []uint64{10678, 39262, 81161, 70440, 80745} {
-		res, err := RunSeed(authenticOptions(advSweepOptions)(seed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Violation != nil {
-			t.Errorf("seed %d: %v", seed, res.Violation)
-		}
-	}
+	replaySeeds(t, authenticOptions(advSweepOptions), 10678, 39262, 81161, 70440, 80745)
 }
 
 // The broken variant: nodes that take watch events as authentic on a

@@ -128,14 +128,16 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 	case fsm.Stop, fsm.Reconfigure:
 		a.credit(1)
 	case fsm.Watched:
+		// A record the store really held at that revision, not forged.
 		st := &s.store
-		if !ev.Absent && !ev.Corrupt && a.obsOK && !a.obsAbsent && ev.Revision > a.obsRev &&
-			uint64(ev.Revision) < uint64(len(st.history)) && st.history[ev.Revision] == ev.Lease && !s.adv.forgedRev[ev.Revision] &&
+		real := !ev.Absent && !ev.Corrupt && uint64(ev.Revision) < uint64(len(st.history)) &&
+			st.history[ev.Revision] == ev.Lease && !s.adv.forgedRev[ev.Revision]
+		if real {
+			a.heardRev = max(a.heardRev, ev.Revision)
+		}
+		if real && a.obsOK && !a.obsAbsent && ev.Revision > a.obsRev &&
 			ev.Lease.Holder == a.obsLease.Holder && ev.Lease.Token == a.obsLease.Token {
 			a.heardPast = true
-		}
-		if !ev.Absent && !ev.Corrupt && uint64(ev.Revision) < uint64(len(st.history)) && st.history[ev.Revision] == ev.Lease && !s.adv.forgedRev[ev.Revision] {
-			a.heardRev = max(a.heardRev, ev.Revision)
 		}
 	}
 	// The node's own write coming back on the watch feed.

@@ -84,8 +84,15 @@ func TestSimGuardedReleaseIgnored(t *testing.T) {
 //     before a rollback the node followed, of its own term's writes,
 //     each prompting a read, counted as its own writes coming back.
 func TestSimGuardedReleaseSeeds(t *testing.T) {
-	for _, seed := range []uint64{96164, 30615, 32110, 67790, 76795, 79345, 80740, 93811, 54649} {
-		res, err := RunSeed(guardedOptions(advSweepOptions)(seed))
+	replaySeeds(t, guardedOptions(advSweepOptions), 96164, 30615, 32110, 67790, 76795, 79345, 80740, 93811, 54649)
+}
+
+// replaySeeds runs the given seeds with opts, each of which must pass
+// every check.
+func replaySeeds(t *testing.T, opts func(uint64) Options, seeds ...uint64) {
+	t.Helper()
+	for _, seed := range seeds {
+		res, err := RunSeed(opts(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
