@@ -162,6 +162,22 @@ func (o *opLog) get(op string) time.Duration {
 // handovers, sorted by Total.
 func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) []Handover {
 	tb.Helper()
+	out := MeasureHandoverPaired(tb, name, cfg, n, newStore, nil)
+	slices.SortFunc(out, byTotal)
+	return out
+}
+
+// MeasureHandoverPaired is MeasureHandover that calls pair (if not nil)
+// before each handover, once the followers have settled: for a benchmark
+// that alternates the electors' handovers with another's (the client
+// library's alone), so that both meet the machine at the same moments.
+// A host that takes CPU from the machine for a minute and not the next
+// would otherwise fall on one benchmark's run and not the other's. pair
+// should leave the machine as quiet as it found it (let its own writes
+// and notifications pass) before it returns. It returns the handovers in
+// the order taken.
+func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M], pair func()) []Handover {
+	tb.Helper()
 	c := NewElectors(tb, name, time.Minute, newStore)
 	logs := map[string]*opLog{}
 	start := func(id string) {
@@ -177,6 +193,9 @@ func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int,
 		// Let the followers settle on the new term (watching, read).
 		settle := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
 		<-settle.C
+		if pair != nil {
+			pair()
+		}
 		old := logs[leader.ID]
 		for _, l := range logs {
 			// Only the operations of this handover count: a successor
@@ -190,8 +209,33 @@ func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int,
 		start(leader.ID)
 		leader = next
 	}
-	slices.SortFunc(out, byTotal)
 	return out
+}
+
+// FloorSettle is how long a floor benchmark (the client library alone)
+// lets one handover's events and the loser's write pass before the next.
+const FloorSettle = 200 * time.Millisecond
+
+// FloorHandovers takes n handovers with handover, each FloorSettle after
+// the last, and returns them in the order taken.
+func FloorHandovers(n int, handover func() Handover) []Handover {
+	out := make([]Handover, 0, n)
+	for range n {
+		settle := time.NewTimer(FloorSettle)
+		<-settle.C
+		out = append(out, handover())
+	}
+	return out
+}
+
+// PairWith returns MeasureHandoverPaired's pair for a floor: it takes one
+// handover with handover, appends it to out, and lets FloorSettle pass.
+func PairWith(out *[]Handover, handover func() Handover) func() {
+	return func() {
+		*out = append(*out, handover())
+		settle := time.NewTimer(FloorSettle)
+		<-settle.C
+	}
 }
 
 // Handovers is how many handovers one op of a handover benchmark takes:
@@ -234,8 +278,19 @@ func Await[T any](tb testing.TB, ch <-chan T, errs <-chan error, d time.Duration
 }
 
 // HandoverReport sums up handovers (sorted by Total): p50 and p90 of the
-// total, and the median of each step.
+// total, and the median of each step. With -test.v it first prints each
+// handover on a line of its own.
 func HandoverReport(hs []Handover) string {
+	if testing.Verbose() {
+		for _, h := range hs {
+			printHandover("handover", h)
+		}
+	}
+	return handoverSummary(hs)
+}
+
+// handoverSummary is HandoverReport without the lines.
+func handoverSummary(hs []Handover) string {
 	med := func(f func(Handover) time.Duration) time.Duration {
 		ds := make([]time.Duration, len(hs))
 		for i, h := range hs {
@@ -247,11 +302,6 @@ func HandoverReport(hs []Handover) string {
 	totals := make([]time.Duration, len(hs))
 	for i, h := range hs {
 		totals[i] = h.Total
-	}
-	if testing.Verbose() {
-		for _, h := range hs {
-			fmt.Printf("handover %v: release %v, read %v, acquire %v, rest %v\n", h.Total, h.Release, h.Read, h.Acquire, h.Rest())
-		}
 	}
 	return fmt.Sprintf("%d handovers: p50 %v, p90 %v; medians: release %v, successor's read %v, its acquire %v, the rest (watch delivery, goroutine hand-offs) %v",
 		len(hs), Quantile(totals, 0.5), Quantile(totals, 0.9),
@@ -269,6 +319,42 @@ func ReportHandover(b *testing.B, label string, hs []Handover) {
 	totals := Totals(hs)
 	b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, "p90-ms")
+}
+
+// ReportPairedHandover reports the two sides of MeasureHandoverPaired:
+// floor, the handovers pair took (the client library alone, say), and hs,
+// the electors', in the order taken, floor[i] just before hs[i]. It logs
+// HandoverReport of each after its label, and reports the p50 and p90 of
+// hs's totals as p50-ms and p90-ms, and floor's as floor-p50-ms and
+// floor-p90-ms. With -test.v it prints each pair in the order taken (the
+// floor's line first), so that a slow handover of one can be set beside
+// the other's at the same moment.
+func ReportPairedHandover(b *testing.B, floorLabel string, floor []Handover, label string, hs []Handover) {
+	b.Helper()
+	if len(floor) != len(hs) {
+		b.Fatalf("%d handovers of %s against %d of %s: not pairs", len(floor), floorLabel, len(hs), label)
+	}
+	if testing.Verbose() {
+		for i := range hs {
+			printHandover("floor", floor[i])
+			printHandover("handover", hs[i])
+		}
+	}
+	for _, side := range []struct {
+		label, prefix string
+		hs            []Handover
+	}{{floorLabel, "floor-", floor}, {label, "", hs}} {
+		sorted := slices.SortedFunc(slices.Values(side.hs), byTotal)
+		b.Logf("%s: %s", side.label, handoverSummary(sorted))
+		totals := Totals(sorted)
+		b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, side.prefix+"p50-ms")
+		b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, side.prefix+"p90-ms")
+	}
+}
+
+// printHandover prints h on one line after kind, for -test.v.
+func printHandover(kind string, h Handover) {
+	fmt.Printf("%s %v: release %v, read %v, acquire %v, rest %v\n", kind, h.Total, h.Release, h.Read, h.Acquire, h.Rest())
 }
 
 // Totals returns the Total of each handover, in order.

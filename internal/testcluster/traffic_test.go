@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
 )
 
 // fatalTB records the message of Fatalf and ends the goroutine, as a
@@ -56,5 +59,46 @@ func TestHandovers(t *testing.T) {
 				t.Fatalf("Handovers = %d (failure %q), want %d", got, tb.msg, tc.want)
 			}
 		})
+	}
+}
+
+// TestMeasureHandoverPairedCallsPairBetweenHandovers checks that pair runs
+// once before each handover, with a leader settled in the record, and
+// that every handover passes the lease to another holder between two
+// calls (and after the last); one handover comes back for each call.
+func TestMeasureHandoverPairedCallsPairBetweenHandovers(t *testing.T) {
+	shared := memstore.New[string]()
+	var holders []string
+	const n = 4
+	hs := MeasureHandoverPaired(t, "job", FastConfig(), n, func(testing.TB) store.Store[string] { return shared }, func() {
+		r, _, err := shared.Get(t.Context(), "job")
+		if err != nil {
+			t.Fatalf("pair: %v", err)
+		}
+		holders = append(holders, r.Holder)
+	})
+	if len(hs) != n || len(holders) != n {
+		t.Fatalf("%d handovers and %d calls of pair, want %d of each", len(hs), len(holders), n)
+	}
+	for i, h := range holders {
+		if h == "" {
+			t.Errorf("call %d of pair: the lease is free, want a settled leader", i)
+		}
+		if i > 0 && h == holders[i-1] {
+			t.Errorf("calls %d and %d of pair both saw %q lead: no handover between them", i-1, i, h)
+		}
+	}
+	// The last call came before the last handover.
+	last, _, err := shared.Get(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Holder == holders[n-1] {
+		t.Errorf("the last call of pair saw %q lead, who leads after the last handover", last.Holder)
+	}
+	for i, h := range hs {
+		if h.Total <= 0 {
+			t.Errorf("handover %d: Total %v", i, h.Total)
+		}
 	}
 }

@@ -49,65 +49,83 @@ type floorWin struct {
 
 func handoverFloor(b *testing.B, e *env, n int) []testcluster.Handover {
 	b.Helper()
+	f := newKubeFloor(b, e)
+	return testcluster.FloorHandovers(n, func() testcluster.Handover { return f.handover(b) })
+}
+
+// kubeFloor is BenchmarkHandoverFloor's three clients and their Lease.
+type kubeFloor struct {
+	name    string
+	clients []coordinationclient.LeaseInterface
+	cur     *coordinationv1.Lease // as the leader last wrote it
+	leader  atomic.Int32          // the stopped leader does not take part
+	wins    chan floorWin
+	errs    chan error
+}
+
+// newKubeFloor makes the floor's Lease in e's namespace, its three
+// clients, and a follower on each that watches the Lease until b's
+// Cleanup, which stops the watches and waits for the followers.
+func newKubeFloor(b *testing.B, e *env) *kubeFloor {
+	b.Helper()
 	c, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	name := "floor-" + randomSuffix(b)
-	clients := make([]coordinationclient.LeaseInterface, 3)
-	for i := range clients {
-		clients[i] = e.k.Leases(b).Leases(e.ns)
+	f := &kubeFloor{name: "floor-" + randomSuffix(b), clients: make([]coordinationclient.LeaseInterface, 3), wins: make(chan floorWin, 3), errs: make(chan error, 3)}
+	for i := range f.clients {
+		f.clients[i] = e.k.Leases(b).Leases(e.ns)
 	}
-	holder := func(i int) *string { s := fmt.Sprintf("node-%d", i); return &s }
-	created, err := clients[0].Create(c, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: holder(0)},
+	holder := "node-0"
+	created, err := f.clients[0].Create(c, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: f.name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		cancel()
 		b.Fatal(err)
 	}
-	var leader atomic.Int32 // the stopped leader does not take part
-	wins := make(chan floorWin, 3)
-	errs := make(chan error, 3)
-	// The watches stop, and with them the followers, before this returns.
+	f.cur = created
 	var followers sync.WaitGroup
 	var watches []watch.Interface
-	defer func() {
+	b.Cleanup(func() {
+		cancel()
 		for _, w := range watches {
 			w.Stop()
 		}
 		followers.Wait()
-	}()
-	for i := range clients {
-		w, err := clients[i].Watch(c, metav1.ListOptions{
-			FieldSelector:   "metadata.name=" + name,
+	})
+	for i := range f.clients {
+		w, err := f.clients[i].Watch(c, metav1.ListOptions{
+			FieldSelector:   "metadata.name=" + f.name,
 			ResourceVersion: created.ResourceVersion,
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		watches = append(watches, w)
-		followers.Go(func() { followFloor(c, i, &leader, clients[i], w, wins, errs) })
+		followers.Go(func() { followFloor(c, i, &f.leader, f.clients[i], w, f.wins, f.errs) })
 	}
-	cur := created
-	out := make([]testcluster.Handover, 0, n)
-	for range n {
-		// Let the last handover's events and the loser's conflict pass.
-		settle := time.NewTimer(200 * time.Millisecond)
-		<-settle.C
-		released := cur.DeepCopy()
-		released.Spec.HolderIdentity = nil
-		start := time.Now()
-		if _, err := clients[leader.Load()].Update(c, released, metav1.UpdateOptions{}); err != nil {
-			b.Fatalf("release: %v", err)
-		}
-		releaseTook := time.Since(start)
-		win := testcluster.Await(b, wins, errs, eventTimeout)
-		out = append(out, testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took})
-		leader.Store(int32(win.id))
-		if cur, err = clients[win.id].Get(c, name, metav1.GetOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	return f
+}
+
+// handover releases the Lease as its leader and returns when a follower
+// took it.
+func (f *kubeFloor) handover(b *testing.B) testcluster.Handover {
+	b.Helper()
+	c := b.Context()
+	released := f.cur.DeepCopy()
+	released.Spec.HolderIdentity = nil
+	start := time.Now()
+	if _, err := f.clients[f.leader.Load()].Update(c, released, metav1.UpdateOptions{}); err != nil {
+		b.Fatalf("release: %v", err)
 	}
-	return out
+	releaseTook := time.Since(start)
+	win := testcluster.Await(b, f.wins, f.errs, eventTimeout)
+	f.leader.Store(int32(win.id))
+	cur, err := f.clients[win.id].Get(c, f.name, metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.cur = cur
+	return testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took}
 }
 
 // followFloor acquires the Lease on every watch event that shows it

@@ -252,6 +252,34 @@ func BenchmarkHandoverGenericPlans(b *testing.B) {
 	})
 }
 
+// BenchmarkHandoverPaired alternates BenchmarkHandoverFloor's handovers
+// (pgx alone) with BenchmarkHandoverPeerConfig's, one of each, in one run:
+// each of the electors' handovers comes testcluster.FloorSettle after one
+// of the floor's, so that both meet the machine at the same moments (a
+// host that takes CPU from this machine for a minute and not the next
+// falls on both alike). It reports the p50 and p90 of each, the floor's as
+// floor-p50-ms and floor-p90-ms; -test.v prints each pair in the order
+// taken.
+// Between two of its handovers the floor now idles about a second, as
+// the electors' followers do (so pgxpool pings its connections before
+// using them, as it does the followers'), where BenchmarkHandoverFloor
+// idles FloorSettle.
+func BenchmarkHandoverPaired(b *testing.B) {
+	table := freshTable()
+	for b.Loop() {
+		f := newPgFloor(b)
+		var floor []testcluster.Handover
+		hs := testcluster.MeasureHandoverPaired(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[storetest.Meta] {
+			st, err := pgstore.New[storetest.Meta](newPool(tb, func(c *pgxpool.Config) { c.MaxConns = 4 }), pgstore.WithTable(table))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		}, testcluster.PairWith(&floor, func() testcluster.Handover { return f.handover(b) }))
+		testcluster.ReportPairedHandover(b, "pgx alone", floor, "pgstore", hs)
+	}
+}
+
 func benchHandoverPeerConfig(b *testing.B, configure func(*pgxpool.Config)) {
 	table := freshTable()
 	for b.Loop() {

@@ -49,67 +49,81 @@ type floorWin struct {
 
 func pgHandoverFloor(b *testing.B, n int) []testcluster.Handover {
 	b.Helper()
+	f := newPgFloor(b)
+	return testcluster.FloorHandovers(n, func() testcluster.Handover { return f.handover(b) })
+}
+
+// pgFloor is BenchmarkHandoverFloor's three clients and their row.
+type pgFloor struct {
+	pools     []*pgxpool.Pool
+	release   string
+	leader    atomic.Int32 // the stopped leader does not take part
+	wins      chan floorWin
+	errs      chan error
+	followers sync.WaitGroup
+	listening []*pgxpool.Conn
+}
+
+// newPgFloor makes the floor's table and row, its three pools, and a
+// follower on each that LISTENs until b's Cleanup, which ends the
+// followers before their listening connections go back to their pools
+// (and before the pools close, which waits for them).
+func newPgFloor(b *testing.B) *pgFloor {
+	b.Helper()
 	c, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	table := freshTable()
 	channel := table + "_ch"
-	pools := make([]*pgxpool.Pool, 3)
-	for i := range pools {
-		pools[i] = newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	f := &pgFloor{pools: make([]*pgxpool.Pool, 3), wins: make(chan floorWin, 3), errs: make(chan error, 3)}
+	for i := range f.pools {
+		f.pools[i] = newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	}
+	b.Cleanup(func() {
+		cancel()
+		f.followers.Wait()
+		for _, conn := range f.listening {
+			conn.Release()
+		}
+	})
 	// Each statement NOTIFYs the revision it wrote and whether the row is
 	// now free, as one statement commits both.
-	release := fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET holder = '', rev = rev + 1 WHERE name = 'floor' AND holder = $1 RETURNING rev)
+	f.release = fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET holder = '', rev = rev + 1 WHERE name = 'floor' AND holder = $1 RETURNING rev)
 		SELECT rev, pg_notify('%[2]s', 'free:' || rev) FROM u`, table, channel)
 	acquire := fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET holder = $1, rev = rev + 1 WHERE name = 'floor' AND rev = $2 AND holder = '' RETURNING rev)
 		SELECT rev, pg_notify('%[2]s', 'held:' || rev) FROM u`, table, channel)
-	if _, err := pools[0].Exec(c, fmt.Sprintf(`CREATE TABLE %s (name text PRIMARY KEY, holder text NOT NULL, rev bigint NOT NULL);
+	if _, err := f.pools[0].Exec(c, fmt.Sprintf(`CREATE TABLE %s (name text PRIMARY KEY, holder text NOT NULL, rev bigint NOT NULL);
 		INSERT INTO %[1]s VALUES ('floor', 'node-0', 1)`, table)); err != nil {
 		b.Fatal(err)
 	}
-	var leader atomic.Int32 // the stopped leader does not take part
-	wins := make(chan floorWin, 3)
-	errs := make(chan error, 3)
-	// The followers end on c before their listening connections go back
-	// to their pools.
-	var followers sync.WaitGroup
-	listening := make([]*pgxpool.Conn, 0, len(pools))
-	defer func() {
-		cancel()
-		followers.Wait()
-		for _, conn := range listening {
-			conn.Release()
-		}
-	}()
-	for i, pool := range pools {
+	for i, pool := range f.pools {
 		conn, err := pool.Acquire(c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		listening = append(listening, conn)
+		f.listening = append(f.listening, conn)
 		if _, err := conn.Exec(c, "LISTEN "+channel); err != nil {
 			b.Fatal(err)
 		}
-		followers.Go(func() { followPgFloor(c, i, &leader, conn.Conn(), pool, acquire, wins, errs) })
+		f.followers.Go(func() { followPgFloor(c, i, &f.leader, conn.Conn(), pool, acquire, f.wins, f.errs) })
 	}
-	out := make([]testcluster.Handover, 0, n)
-	for range n {
-		// Let the last handover's notifications and the loser's statement pass.
-		settle := time.NewTimer(200 * time.Millisecond)
-		<-settle.C
-		id := leader.Load()
-		start := time.Now()
-		var rev int64
-		var sent string
-		if err := pools[id].QueryRow(c, release, fmt.Sprintf("node-%d", id)).Scan(&rev, &sent); err != nil {
-			b.Fatalf("release: %v", err)
-		}
-		releaseTook := time.Since(start)
-		win := testcluster.Await(b, wins, errs, 10*time.Second)
-		out = append(out, testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took})
-		leader.Store(int32(win.id))
+	return f
+}
+
+// handover releases the row as its leader and returns when a follower
+// took it.
+func (f *pgFloor) handover(b *testing.B) testcluster.Handover {
+	b.Helper()
+	c := b.Context()
+	id := f.leader.Load()
+	start := time.Now()
+	var rev int64
+	var sent string
+	if err := f.pools[id].QueryRow(c, f.release, fmt.Sprintf("node-%d", id)).Scan(&rev, &sent); err != nil {
+		b.Fatalf("release: %v", err)
 	}
-	return out
+	releaseTook := time.Since(start)
+	win := testcluster.Await(b, f.wins, f.errs, 10*time.Second)
+	f.leader.Store(int32(win.id))
+	return testcluster.Handover{Total: win.at.Sub(start), Release: releaseTook, Acquire: win.took}
 }
 
 // followPgFloor takes the row on every notification that shows it free,
