@@ -316,15 +316,21 @@ func ReportHandover(b *testing.B, label string, hs []Handover) {
 	b.Helper()
 	hs = slices.SortedFunc(slices.Values(hs), byTotal)
 	b.Logf("%s: %s", label, HandoverReport(hs))
+	reportQuantiles(b, "", hs)
+}
+
+// reportQuantiles reports the p50 and p90 of the totals of hs (sorted by
+// Total) as the metrics prefix+"p50-ms" and prefix+"p90-ms".
+func reportQuantiles(b *testing.B, prefix string, hs []Handover) {
 	totals := Totals(hs)
-	b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, "p90-ms")
+	b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, prefix+"p50-ms")
+	b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, prefix+"p90-ms")
 }
 
 // ReportPairedHandover reports the two sides of MeasureHandoverPaired:
 // floor, the handovers pair took (the client library alone, say), and hs,
 // the electors', in the order taken, floor[i] just before hs[i]. It logs
-// HandoverReport of each after its label, and reports the p50 and p90 of
+// the summary HandoverReport gives of each after its label, and reports the p50 and p90 of
 // hs's totals as p50-ms and p90-ms, and floor's as floor-p50-ms and
 // floor-p90-ms. With -test.v it prints each pair in the order taken (the
 // floor's line first), so that a slow handover of one can be set beside
@@ -346,9 +352,7 @@ func ReportPairedHandover(b *testing.B, floorLabel string, floor []Handover, lab
 	}{{floorLabel, "floor-", floor}, {label, "", hs}} {
 		sorted := slices.SortedFunc(slices.Values(side.hs), byTotal)
 		b.Logf("%s: %s", side.label, handoverSummary(sorted))
-		totals := Totals(sorted)
-		b.ReportMetric(float64(Quantile(totals, 0.5).Microseconds())/1000, side.prefix+"p50-ms")
-		b.ReportMetric(float64(Quantile(totals, 0.9).Microseconds())/1000, side.prefix+"p90-ms")
+		reportQuantiles(b, side.prefix, sorted)
 	}
 }
 
