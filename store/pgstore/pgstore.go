@@ -180,7 +180,7 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 	s.channel = channelName(o.table)
 	s.buildSQL()
 	s.hub = newHub(s)
-	s.pipe = s.newPipe()
+	s.pipe = newPipe(s.runPipe)
 	return s, nil
 }
 

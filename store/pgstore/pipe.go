@@ -47,9 +47,11 @@ const pipeLimit = 2
 // waiting.
 const pipeSize = 16
 
-// newPipe returns the batch runner of s's swaps.
-func (s *Store[M]) newPipe() *batch.Runner[pgCall, pgAnswer] {
-	return batch.NewInline(pipeLimit, s.runPipe).Cap(pipeSize)
+// newPipe returns the batch runner of a Store's swaps, which run runs
+// (runPipe; a test may wrap it): at most pipeLimit pipelines at once, of at
+// most pipeSize statements each.
+func newPipe(run func(context.Context, []pgCall) []batch.Answer[pgAnswer]) *batch.Runner[pgCall, pgAnswer] {
+	return batch.NewInline(pipeLimit, run).Cap(pipeSize)
 }
 
 // stmtName is the name under which the Store prepares sql on a connection

@@ -109,19 +109,26 @@ func TestPipelineStatementsStandAlone(t *testing.T) {
 	}
 }
 
-// Swaps made at once through the public API share pipelines, and each
-// stands alone: creates of distinct names all succeed, of 40 racers on one
-// name exactly one wins and the others get ErrConflict with its record.
+// Swaps made at once through the public API share pipelines, of at most
+// pipeSize statements, and each stands alone: creates of distinct names
+// all succeed, of 40 racers on one name exactly one wins and the others
+// get ErrConflict with its record.
 func TestConcurrentSwapsSharePipelines(t *testing.T) {
 	st := pipeStore(t, pgx.QueryExecModeCacheStatement)
 	ctx := t.Context()
-	var shared atomic.Int64
-	inner := st.runPipe
-	st.pipe = batch.NewInline(pipeLimit, func(ctx context.Context, calls []pgCall) []batch.Answer[pgAnswer] {
-		if len(calls) > 1 {
-			shared.Add(int64(len(calls)))
+	var shared, largest atomic.Int64
+	st.pipe = newPipe(func(ctx context.Context, calls []pgCall) []batch.Answer[pgAnswer] {
+		n := int64(len(calls))
+		if n > 1 {
+			shared.Add(n)
 		}
-		return inner(ctx, calls)
+		for {
+			m := largest.Load()
+			if n <= m || largest.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return st.runPipe(ctx, calls)
 	})
 	for round := range 5 {
 		race := fmt.Sprintf("race-%d", round)
@@ -164,5 +171,8 @@ func TestConcurrentSwapsSharePipelines(t *testing.T) {
 	if shared.Load() == 0 {
 		t.Fatal("no swap went out in a pipeline with others")
 	}
-	t.Logf("%d of 400 swaps shared a pipeline", shared.Load())
+	if n := largest.Load(); n > pipeSize {
+		t.Fatalf("a pipeline carried %d statements, more than pipeSize (%d)", n, pipeSize)
+	}
+	t.Logf("%d of 400 swaps shared a pipeline, at most %d in one", shared.Load(), largest.Load())
 }
