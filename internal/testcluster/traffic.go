@@ -162,21 +162,20 @@ func (o *opLog) get(op string) time.Duration {
 // handovers, sorted by Total.
 func MeasureHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) []Handover {
 	tb.Helper()
-	out := MeasureHandoverPaired(tb, name, cfg, n, newStore, nil)
+	out, _ := MeasureHandoverPaired(tb, name, cfg, n, newStore, nil)
 	slices.SortFunc(out, byTotal)
 	return out
 }
 
-// MeasureHandoverPaired is MeasureHandover that calls pair (if not nil)
-// before each handover, once the followers have settled: for a benchmark
-// that alternates the electors' handovers with another's (the client
-// library's alone), so that both meet the machine at the same moments.
-// A host that takes CPU from the machine for a minute and not the next
-// would otherwise fall on one benchmark's run and not the other's. pair
-// should leave the machine as quiet as it found it (let its own writes
-// and notifications pass) before it returns. It returns the handovers in
-// the order taken.
-func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M], pair func()) []Handover {
+// MeasureHandoverPaired is MeasureHandover that, before each handover and
+// once the followers have settled, takes one handover with floor (if not
+// nil; the client library's alone) and lets FloorSettle pass: so that
+// both meet the machine at the same moments, where a host that takes CPU
+// from the machine for a minute and not the next would fall on one
+// benchmark's run and not the other's. It returns the electors'
+// handovers and floor's, both in the order taken (floors[i] just before
+// hs[i]).
+func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M], floor func() Handover) (hs, floors []Handover) {
 	tb.Helper()
 	c := NewElectors(tb, name, time.Minute, newStore)
 	logs := map[string]*opLog{}
@@ -188,13 +187,16 @@ func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, 
 		start(id)
 	}
 	leader := c.NextLeader()
-	out := make([]Handover, 0, n)
+	hs = make([]Handover, 0, n)
 	for range n {
 		// Let the followers settle on the new term (watching, read).
 		settle := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
 		<-settle.C
-		if pair != nil {
-			pair()
+		if floor != nil {
+			floors = append(floors, floor())
+			// Let the floor's events and its loser's write pass.
+			settle := time.NewTimer(FloorSettle)
+			<-settle.C
 		}
 		old := logs[leader.ID]
 		for _, l := range logs {
@@ -205,11 +207,11 @@ func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, 
 		}
 		next, took := c.Handover(leader.ID)
 		succ := logs[next.ID]
-		out = append(out, Handover{Total: took, Release: old.get(lead.OpRelease), Read: succ.get(lead.OpRead), Acquire: succ.get(lead.OpAcquire)})
+		hs = append(hs, Handover{Total: took, Release: old.get(lead.OpRelease), Read: succ.get(lead.OpRead), Acquire: succ.get(lead.OpAcquire)})
 		start(leader.ID)
 		leader = next
 	}
-	return out
+	return hs, floors
 }
 
 // FloorSettle is how long a floor benchmark (the client library alone)
@@ -226,16 +228,6 @@ func FloorHandovers(n int, handover func() Handover) []Handover {
 		out = append(out, handover())
 	}
 	return out
-}
-
-// PairWith returns MeasureHandoverPaired's pair for a floor: it takes one
-// handover with handover, appends it to out, and lets FloorSettle pass.
-func PairWith(out *[]Handover, handover func() Handover) func() {
-	return func() {
-		*out = append(*out, handover())
-		settle := time.NewTimer(FloorSettle)
-		<-settle.C
-	}
 }
 
 // Handovers is how many handovers one op of a handover benchmark takes:
@@ -328,8 +320,8 @@ func reportQuantiles(b *testing.B, prefix string, hs []Handover) {
 }
 
 // ReportPairedHandover reports the two sides of MeasureHandoverPaired:
-// floor, the handovers pair took (the client library alone, say), and hs,
-// the electors', in the order taken, floor[i] just before hs[i]. It logs
+// floor, the floor's handovers (the client library alone), and hs, the
+// electors', in the order taken, floor[i] just before hs[i]. It logs
 // the summary HandoverReport gives of each after its label, and reports the p50 and p90 of
 // hs's totals as p50-ms and p90-ms, and floor's as floor-p50-ms and
 // floor-p90-ms. With -test.v it prints each pair in the order taken (the

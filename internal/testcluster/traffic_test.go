@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
@@ -62,30 +63,40 @@ func TestHandovers(t *testing.T) {
 	}
 }
 
-// TestMeasureHandoverPairedCallsPairBetweenHandovers checks that pair runs
-// once before each handover, with a leader settled in the record, and
-// that every handover passes the lease to another holder between two
-// calls (and after the last); one handover comes back for each call.
-func TestMeasureHandoverPairedCallsPairBetweenHandovers(t *testing.T) {
+// TestMeasureHandoverPairedCallsFloorBetweenHandovers checks that floor
+// runs once before each handover, with a leader settled in the record,
+// and that every handover passes the lease to another holder between two
+// calls (and after the last); each call's handover comes back, in order,
+// beside one of the electors'.
+func TestMeasureHandoverPairedCallsFloorBetweenHandovers(t *testing.T) {
 	shared := memstore.New[string]()
 	var holders []string
 	const n = 4
-	hs := MeasureHandoverPaired(t, "job", FastConfig(), n, func(testing.TB) store.Store[string] { return shared }, func() {
+	hs, floors := MeasureHandoverPaired(t, "job", FastConfig(), n, func(testing.TB) store.Store[string] { return shared }, func() Handover {
 		r, _, err := shared.Get(t.Context(), "job")
 		if err != nil {
-			t.Fatalf("pair: %v", err)
+			t.Fatalf("floor: %v", err)
 		}
 		holders = append(holders, r.Holder)
+		return Handover{Total: time.Duration(len(holders))}
 	})
 	if len(hs) != n || len(holders) != n {
-		t.Fatalf("%d handovers and %d calls of pair, want %d of each", len(hs), len(holders), n)
+		t.Fatalf("%d handovers and %d calls of floor, want %d of each", len(hs), len(holders), n)
+	}
+	for i, f := range floors {
+		if want := time.Duration(i + 1); f.Total != want {
+			t.Errorf("floor handover %d: Total %v, want %v (the %d-th call's, in order)", i, f.Total, want, i+1)
+		}
+	}
+	if len(floors) != n {
+		t.Errorf("%d floor handovers, want %d", len(floors), n)
 	}
 	for i, h := range holders {
 		if h == "" {
-			t.Errorf("call %d of pair: the lease is free, want a settled leader", i)
+			t.Errorf("call %d of floor: the lease is free, want a settled leader", i)
 		}
 		if i > 0 && h == holders[i-1] {
-			t.Errorf("calls %d and %d of pair both saw %q lead: no handover between them", i-1, i, h)
+			t.Errorf("calls %d and %d of floor both saw %q lead: no handover between them", i-1, i, h)
 		}
 	}
 	// The last call came before the last handover.
@@ -94,7 +105,7 @@ func TestMeasureHandoverPairedCallsPairBetweenHandovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if last.Holder == holders[n-1] {
-		t.Errorf("the last call of pair saw %q lead, who leads after the last handover", last.Holder)
+		t.Errorf("the last call of floor saw %q lead, who leads after the last handover", last.Holder)
 	}
 	for i, h := range hs {
 		if h.Total <= 0 {

@@ -68,24 +68,23 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 }
 
 // BenchmarkHandoverPaired alternates BenchmarkHandoverFloor's handovers
-// (client-go alone) with BenchmarkHandoverPeerConfig's, one of each, in one run:
-// each of the electors' handovers comes testcluster.FloorSettle after one
-// of the floor's, so that both meet the machine at the same moments (a
+// (client-go alone) with BenchmarkHandoverPeerConfig's, one of each, in one
+// run: each of the electors' handovers comes testcluster.FloorSettle after
+// one of the floor's, so that both meet the machine at the same moments (a
 // host that takes CPU from this machine for a minute and not the next
 // falls on both alike). It reports the p50 and p90 of each, the floor's as
 // floor-p50-ms and floor-p90-ms; -test.v prints each pair in the order
 // taken.
-// Between two of its handovers the floor now idles about a second, as
-// the electors' followers do, where BenchmarkHandoverFloor idles
-// FloorSettle.
+//
+// Between two of its handovers the floor idles about a second, as the
+// electors' followers do, where BenchmarkHandoverFloor idles FloorSettle.
 func BenchmarkHandoverPaired(b *testing.B) {
 	e := newEnv(b, "bench-handover-paired")
 	for b.Loop() {
 		f := newKubeFloor(b, e)
-		var floor []testcluster.Handover
-		hs := testcluster.MeasureHandoverPaired(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
+		hs, floor := testcluster.MeasureHandoverPaired(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
 			return newStore[meta](tb, e.k.Client(tb), e.ns)
-		}, testcluster.PairWith(&floor, func() testcluster.Handover { return f.handover(b) }))
+		}, func() testcluster.Handover { return f.handover(b) })
 		testcluster.ReportPairedHandover(b, "client-go alone", floor, "kubestore", hs)
 	}
 }

@@ -260,36 +260,39 @@ func BenchmarkHandoverGenericPlans(b *testing.B) {
 // falls on both alike). It reports the p50 and p90 of each, the floor's as
 // floor-p50-ms and floor-p90-ms; -test.v prints each pair in the order
 // taken.
-// Between two of its handovers the floor now idles about a second, as
-// the electors' followers do (so pgxpool pings its connections before
-// using them, as it does the followers'), where BenchmarkHandoverFloor
-// idles FloorSettle.
+//
+// Between two of its handovers the floor idles about a second, as the
+// electors' followers do (so pgxpool pings its connections before using
+// them, as it does the followers'), where BenchmarkHandoverFloor idles
+// FloorSettle.
 func BenchmarkHandoverPaired(b *testing.B) {
-	table := freshTable()
+	newStore := peerStores(func(c *pgxpool.Config) { c.MaxConns = 4 })
 	for b.Loop() {
 		f := newPgFloor(b)
-		var floor []testcluster.Handover
-		hs := testcluster.MeasureHandoverPaired(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[storetest.Meta] {
-			st, err := pgstore.New[storetest.Meta](newPool(tb, func(c *pgxpool.Config) { c.MaxConns = 4 }), pgstore.WithTable(table))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return st
-		}, testcluster.PairWith(&floor, func() testcluster.Handover { return f.handover(b) }))
+		hs, floor := testcluster.MeasureHandoverPaired(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), newStore,
+			func() testcluster.Handover { return f.handover(b) })
 		testcluster.ReportPairedHandover(b, "pgx alone", floor, "pgstore", hs)
 	}
 }
 
 func benchHandoverPeerConfig(b *testing.B, configure func(*pgxpool.Config)) {
-	table := freshTable()
+	newStore := peerStores(configure)
 	for b.Loop() {
-		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[storetest.Meta] {
-			st, err := pgstore.New[storetest.Meta](newPool(tb, configure), pgstore.WithTable(table))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return st
-		})
+		hs := testcluster.MeasureHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), newStore)
 		testcluster.ReportHandover(b, "pgstore", hs)
+	}
+}
+
+// peerStores returns the handover benchmarks' newStore: a Store on a
+// table of its own (the same for every Store it makes), each on a pool of
+// its own that configure sets up.
+func peerStores(configure func(*pgxpool.Config)) func(testing.TB) store.Store[storetest.Meta] {
+	table := freshTable()
+	return func(tb testing.TB) store.Store[storetest.Meta] {
+		st, err := pgstore.New[storetest.Meta](newPool(tb, configure), pgstore.WithTable(table))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return st
 	}
 }

@@ -47,9 +47,9 @@ const pipeLimit = 2
 // waiting.
 const pipeSize = 16
 
-// newPipe returns the batch runner of a Store's swaps, which run runs
-// (runPipe; a test may wrap it): at most pipeLimit pipelines at once, of at
-// most pipeSize statements each.
+// newPipe returns the batch runner of a Store's swaps, which sends each
+// batch through run (the Store's runPipe, which a test may wrap): at most
+// pipeLimit pipelines at once, of at most pipeSize statements each.
 func newPipe(run func(context.Context, []pgCall) []batch.Answer[pgAnswer]) *batch.Runner[pgCall, pgAnswer] {
 	return batch.NewInline(pipeLimit, run).Cap(pipeSize)
 }
