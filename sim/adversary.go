@@ -40,12 +40,14 @@ package sim
 //     rollback to the machines: see TestSimOpenDeletedLongLease.)
 //   - A rollback makes an earlier revision current again, with the record
 //     it held; a restore makes revision 1 current, holding a stale backup
-//     (the first record the nodes wrote) with the holder cleared. Neither is announced on the watch feed. The
-//     store's revision counter and token floor are not rewound (later
-//     writes get revisions above every one issued, and new terms tokens
-//     above every one stored, as redisstore's clock floor does): a store
-//     that reuses revisions breaks compare-and-swap itself. A rollback
-//     never lands on a record the forger wrote.
+//     (the first record the nodes wrote) with the holder cleared. Neither is
+//     announced on the watch feed. Both bring back the token floor of
+//     the copy they restore, as a real restore does; new terms' tokens
+//     stay above every earlier term's only through the store's clock
+//     floor (tokenClock). The revision counter is not rewound (later
+//     writes get revisions above every one issued): a store that reuses
+//     revisions breaks compare-and-swap itself. A rollback never lands on
+//     a record the forger wrote.
 //   - A rollback or restore can hand the lease to a node behind a live
 //     leader's back: a node whose stale observation becomes current again
 //     wins its swap (an ABA no elector can see), and a node that never saw
@@ -106,6 +108,8 @@ type adversary struct {
 	calmAt int64
 	// The last rollback, restore or forged watch event (-1: none).
 	backAt int64
+	// When the forged releases were stored (FaultForgeRelease).
+	forgedReleases []int64
 	// The last forged watch event that looked like a renewal of the stored
 	// record (-1: none): it may keep a follower quiet (see
 	// renewalForgeryExtra).
@@ -132,7 +136,7 @@ type forgeState struct {
 
 // adversarial reports whether the adversary's schedule is drawn.
 func (f Faults) adversarial() bool {
-	return f.Forge || f.ForgeWatch || f.Rollback || f.Restore || f.Targeted || f.Jitter || f.Extreme
+	return f.Forge || f.ForgeWatch || f.Rollback || f.Restore || f.Targeted || f.Jitter || f.Extreme || f.ForgeRelease
 }
 
 // AdversaryFaults returns AllFaults with every fault of the adversary on
@@ -239,6 +243,8 @@ func (s *Cluster) applyAdv(i int, end *simEvent) {
 		s.rollback(f)
 	case FaultRestore:
 		s.restore()
+	case FaultForgeRelease:
+		s.forgeRelease()
 	case FaultRenewCut, FaultHold:
 		s.adv.armed = append(s.adv.armed, i)
 	case FaultJitter:
@@ -444,6 +450,37 @@ func (s *Cluster) renewalForgeryExtra(from int64) int64 {
 	return extra
 }
 
+// forgeRelease stores the release of the live lease behind its holder's
+// back, exactly as the holder would (FaultForgeRelease).
+func (s *Cluster) forgeRelease() {
+	st := &s.store
+	if !st.present || st.rec.Holder == "" {
+		s.tracef(-1, "forged release: no live lease to release")
+		return
+	}
+	r := st.rec
+	r.Holder = ""
+	s.advWrite(r, "forged release")
+	s.adv.forgedReleases = append(s.adv.forgedReleases, s.now)
+}
+
+// releaseForged reports whether o may still believe it leads while
+// another node takes the lease: o's term started before a release someone
+// else stored (FaultForgeRelease), and o's belief ends within its
+// RenewDeadline of that forgery, by the slowest clock the drift allows.
+// That is the bound of the threat model: o learns of the forgery only at
+// its next renewal, and every renewal it sent before the forgery keeps its
+// belief for at most RenewDeadline; one sent after it conflicts.
+func (s *Cluster) releaseForged(o *node) bool {
+	bound := int64(float64(s.chk.maxRenew)/(1-s.rho)) + 1
+	for _, t := range s.adv.forgedReleases {
+		if o.adv.termStart < t && t <= s.now && o.beliefEnd <= t+bound {
+			return true
+		}
+	}
+	return false
+}
+
 // rollback rewinds the store to an earlier revision.
 func (s *Cluster) rollback(f Fault) {
 	s.rollbackTo(f, 0)
@@ -485,6 +522,7 @@ func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 		return
 	}
 	st.present, st.rec, st.rev = true, st.history[r0], r0
+	st.floor = st.restoredFloor(r0)
 	s.adv.corruptRev = 0
 	s.rewind(r0)
 	if s.tracing() {
@@ -509,6 +547,7 @@ func (s *Cluster) restore() {
 	r := st.history[first]
 	r.Holder = ""
 	st.present, st.rec, st.rev = true, r, 1
+	st.floor = st.restoredFloor(first)
 	s.adv.corruptRev = 0
 	if s.adv.madeUp == nil {
 		s.adv.madeUp = make(map[lease.Revision][]fsm.Lease)
@@ -614,7 +653,7 @@ func (s *Cluster) excused(o, n *node) bool {
 // not have known better (excused). The earlier term may start second, when
 // its acquire landed before the rollback and its reply came late.
 func (s *Cluster) overlapExcused(a, b *node) bool {
-	return s.excused(a, b) || s.excused(b, a)
+	return s.excused(a, b) || s.excused(b, a) || s.releaseForged(a)
 }
 
 // lateTerm reports whether n's term, starting now, was acquired before the
@@ -649,6 +688,8 @@ func advString(f Fault) string {
 		return fmt.Sprintf("roll the store back by %d revisions", f.Revision)
 	case FaultRestore:
 		return "restore a stale backup (revision 1, no holder)"
+	case FaultForgeRelease:
+		return "store the release of the live lease behind its holder's back"
 	case FaultRenewCut:
 		c := f.Config
 		return fmt.Sprintf("within %v: at the leader's next renewal, reconfigure it (L=%v R=%v I=%v) and cut it off for %v", ms(f.Window), c.LeaseDuration, c.RenewDeadline, c.RetryInterval, ms(f.Dur))

@@ -37,6 +37,7 @@ func advSchedule(s *Cluster) []Fault {
 	add(f.Targeted, FaultRenewCut, FaultHold)
 	add(f.Jitter, FaultJitter)
 	add(f.MuteWatch, FaultMuteWatch)
+	add(f.ForgeRelease, FaultForgeRelease)
 	if len(kinds) == 0 {
 		return []Fault{}
 	}

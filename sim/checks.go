@@ -12,28 +12,60 @@ import (
 type checker struct {
 	s          *Cluster
 	owners     map[uint64]owner // token → the term that started with it
-	maxStarted uint64           // largest token a term started with
+	terms      []owner          // terms[k] is the k-th term to start (terms[0] is none)
+	maxOnClock uint64           // largest token a term started with that the store issued at or below its clock
+	aheads     []owner          // the terms whose tokens the store issued above its clock
 	// Liveness.
-	active     int   // faults in force
-	calmFrom   int64 // no disturbance since
-	lastLeader int64 // the last real time some node believed it leads
-	bound      int64 // LivenessBound, in real time
-	handoverIn int64 // HandoverBound
-	settle     int64 // calm needed before a handover is checked: ops lost earlier have timed out
-	// Fencing.
+	active     int           // faults in force
+	calmFrom   int64         // no disturbance since
+	lastLeader int64         // the last real time some node believed it leads
+	bound      int64         // LivenessBound, in real time
+	handoverIn int64         // HandoverBound
+	settle     int64         // calm needed before a handover is checked: ops lost earlier have timed out
+	maxRenew   time.Duration // the largest RenewDeadline of the configs in use
+	// Fencing: the token and the term of the last write the resource
+	// accepted.
 	lastAccepted uint64
+	lastTerm     int
+	lastOwner    owner
 }
 
 // owner is one term: a node's incarnation and its token.
 type owner struct {
-	node int
-	gen  uint32
-	id   string
+	node   int
+	gen    uint32
+	id     string
+	token  uint64
+	ahead  bool  // the store issued its token above its clock
+	issued int64 // when it first issued it (if ahead)
 }
 
 func (c *checker) init(s *Cluster) {
 	c.s = s
 	c.owners = make(map[uint64]owner)
+	c.terms = []owner{{}}
+}
+
+// taken reports whether o's token may be reused or undercut by a later
+// term: the store issued it above its clock, and a rollback or restore
+// came after it did. Only a token someone else stored (a
+// forger, an operator) gets a floor past the clock; when a restore takes
+// that floor back, the clock floor no longer covers the tokens issued
+// over it (docs/design.md, the threat model).
+func (c *checker) taken(o owner) bool {
+	return o.ahead && c.s.adv.releasedAt > o.issued
+}
+
+// floorFor is the token every new term must exceed: the largest of the
+// terms that a restore has not taken (taken).
+func (c *checker) floorFor() uint64 {
+	f := c.maxOnClock
+	for _, o := range c.aheads {
+		if !c.taken(o) {
+			f = max(f, o.token)
+		}
+	}
+	return f
 }
 
 // setBounds computes the liveness bounds from every config the run uses.
@@ -54,6 +86,7 @@ func (c *checker) setBounds(cfgs []lease.Config) {
 	var t time.Duration
 	for _, cfg := range cfgs {
 		t = max(t, cfg.BackendTimeout)
+		c.maxRenew = max(c.maxRenew, cfg.RenewDeadline)
 	}
 	c.settle = int64(float64(t)/(1-c.s.rho)) + 4*int64(lat)
 }
@@ -137,17 +170,28 @@ func (c *checker) started(n *node, a fsm.Action) {
 				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
 		}
 	}
-	if prev, ok := c.owners[a.Token]; ok {
+	prev, used := c.owners[a.Token]
+	switch {
+	case used && !c.taken(prev):
 		s.fail(CheckTokens, "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
-	} else if a.Token <= c.maxStarted && !s.lateTerm(n) {
-		s.fail(CheckTokens, "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.maxStarted)
+	case used || s.lateTerm(n):
+	case a.Token <= c.floorFor():
+		s.fail(CheckTokens, "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.floorFor())
 	}
 	c.liveness(true)
-	c.owners[a.Token] = owner{node: n.idx, gen: n.gen, id: n.id}
-	c.maxStarted = max(c.maxStarted, a.Token)
+	issued, ahead := s.store.ahead[a.Token]
+	o := owner{node: n.idx, gen: n.gen, id: n.id, token: a.Token, ahead: ahead, issued: issued}
+	c.owners[a.Token] = o
+	c.terms = append(c.terms, o)
+	if o.ahead {
+		c.aheads = append(c.aheads, o)
+	} else {
+		c.maxOnClock = max(c.maxOnClock, a.Token)
+	}
 	n.token = a.Token
 	n.beliefEnd = n.realAt(n.m.LeaderUntil())
 	s.res.Terms++
+	n.term = s.res.Terms
 	if s.tl != nil {
 		s.tl.AddTerm(s.now, n.idx, a.Token)
 	}
@@ -190,9 +234,11 @@ func (c *checker) afterStep(n *node) {
 }
 
 // fenced is a write reaching the fenced resource (check 2): a register
-// never accepts a token lower than one it accepted, every accepted token
-// belongs to a term, and a leader that still believes it leads is never
-// refused.
+// never accepts a token lower than one it accepted, nor a write of
+// another term with the token it accepted last (two terms that share a
+// token), every accepted token belongs to a term, and a leader that still
+// believes it leads is never refused. A write's term is the one its node
+// led when it sent it (ev.count).
 func (c *checker) fenced(ev *simEvent) {
 	s := c.s
 	n := s.nodes[ev.node]
@@ -202,7 +248,7 @@ func (c *checker) fenced(ev *simEvent) {
 		if s.tracing() {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
-		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) {
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) && !c.aheadAccepted() && !s.releaseForged(n) {
 			s.fail(CheckFence, "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return
@@ -213,12 +259,20 @@ func (c *checker) fenced(ev *simEvent) {
 	}
 	if ev.token < c.lastAccepted {
 		s.fail(CheckFence, "the resource accepted token %d after token %d", ev.token, c.lastAccepted)
+	} else if ev.token == c.lastAccepted && ev.count != c.lastTerm && !c.aheadAccepted() {
+		s.fail(CheckFence, "the resource accepted a write of term %d (%s) with token %d after one of term %d with the same token", ev.count, n.id, ev.token, c.lastTerm)
 	}
 	if _, ok := c.owners[ev.token]; !ok {
 		s.fail(CheckFence, "the resource accepted token %d, which no term started with", ev.token)
 	}
-	c.lastAccepted = ev.token
+	c.lastAccepted, c.lastTerm = ev.token, ev.count
+	c.lastOwner = c.terms[ev.count]
 }
+
+// aheadAccepted reports whether the term of the last write the resource
+// accepted has a token a restore has taken since (taken): the resource
+// then rightly refuses the lower tokens of later terms.
+func (c *checker) aheadAccepted() bool { return c.taken(c.lastOwner) }
 
 // disturbed notes a fault event at real time t: liveness counts from the
 // last one.

@@ -32,7 +32,7 @@ func ExampleRunSeed_driftBeyondTheBound() {
 	fmt.Println(res.Violation)
 	// Output:
 	// one-leader
-	// 83.036s: one-leader check failed: n0 started leading (token 2) while n1 believes it leads (token 1) until 86.662s
+	// 83.036s: one-leader check failed: n0 started leading (token 83030990) while n1 believes it leads (token 12776) until 86.662s
 }
 
 // WriteTimeline draws a recorded run: one lane per node, the terms, the
@@ -58,12 +58,12 @@ func ExampleCluster_WriteTimeline() {
 	// n1      LLLLLLLLLLLLLLLLLLLLL         FFFFFFFFFFFFFFFFFFFFFFFFFFFFFF
 	//
 	// terms (2):
-	//       0.029s  n1 leads with token 1
-	//      37.285s  n0 leads with token 2
+	//       0.029s  n1 leads with token 26925
+	//      37.285s  n0 leads with token 37274834
 	//
 	// store (writes that change holder or token):
-	//       0.027s  rev 1 holder="n1" token=1 transitions=0 (written by n1)
-	//      37.275s  rev 11 holder="n0" token=2 transitions=1 (written by n0)
+	//       0.027s  rev 1 holder="n1" token=26925 transitions=0 (written by n1)
+	//      37.275s  rev 11 holder="n0" token=37274834 transitions=1 (written by n0)
 	//
 	// faults (1):
 	//      20.000s  crash n1 for 10s (new identity: false) [aimed at the leader]

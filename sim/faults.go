@@ -73,13 +73,19 @@ const (
 	// error, as a dead connection nobody noticed does. It is no
 	// disturbance: a leader must appear within the liveness bound anyway.
 	FaultMuteWatch
+	// FaultForgeRelease is an outside writer storing the release of the
+	// live lease: the stored record with its holder cleared, as the
+	// holder's own release stores it. Nobody can tell the two apart: the
+	// leader believes it leads until it next hears from the store (see
+	// adversary.go).
+	FaultForgeRelease
 )
 
 // lastFaultKind is the largest FaultKind.
-const lastFaultKind = FaultMuteWatch
+const lastFaultKind = FaultForgeRelease
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "forgerelease"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.

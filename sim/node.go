@@ -40,6 +40,7 @@ type node struct {
 	markerSeen time.Duration
 	beliefEnd  int64 // real time at which the current belief ends
 	token      uint64
+	term       int // the checker's number of the node's last term (1, 2, ...)
 	maxRev     lease.Revision
 	adv        nodeAdv // the checks of budget.go
 }
@@ -264,7 +265,7 @@ func (s *Cluster) work(n *node, ev *simEvent) {
 
 // fenceSend sends a fenced write with tok that lands after delay.
 func (s *Cluster) fenceSend(n *node, tok uint64, delay int64) {
-	s.push(simEvent{at: s.now + delay, kind: evFenceWrite, node: int32(n.idx), gen: n.gen, token: tok})
+	s.push(simEvent{at: s.now + delay, kind: evFenceWrite, node: int32(n.idx), gen: n.gen, token: tok, count: n.term})
 }
 
 // fenceWrite is a fenced write reaching the resource.

@@ -116,6 +116,15 @@ type Faults struct {
 	// the watch showed renewals must notice and read again. It is no
 	// disturbance: the liveness check runs through it.
 	MuteWatch bool
+	// ForgeRelease lets an outside writer store the release of the live
+	// lease (FaultForgeRelease), which nobody can tell from the holder's
+	// own: a follower takes it over while the leader still believes it
+	// leads, until its next renewal meets the new record. That overlap is
+	// the one two leaders the check allows, and only for at most the
+	// leader's RenewDeadline after the forged release (docs/design.md, the
+	// threat model); it is off in AdversaryFaults, so that the seeds of
+	// the adversary's sweep keep their schedules.
+	ForgeRelease bool
 
 	// The adversary (adversary.go, targeted.go). While any of Forge,
 	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
@@ -414,6 +423,11 @@ type Options struct {
 	// wrapper that does not pass the context on would: every create is a
 	// claim again.
 	vouchLost bool
+	// noClockFloor, the broken variant of the store's token floor: new
+	// terms' tokens rest on the stored data's floor alone, which a
+	// rollback or restore takes back, so a term after a restore can reuse
+	// the token of a term the restore lost (TestSimRestoreWithoutClockFloor).
+	noClockFloor bool
 	// markerAged starts the store with a marker attested long ago: a
 	// healthy dataset on which a brand-new name is created.
 	markerAged bool

@@ -11,15 +11,24 @@ import (
 // name, with the semantics of store.Store: a conflict returns the current
 // record, a zero expected revision creates the record only if it is absent,
 // revisions grow by one per write and never repeat, not even after the
-// record is lost. Like the Redis store, it raises the token of a record it
-// creates to above every token it ever issued (the floor survives a data
-// loss, as the Redis time floor does).
+// record is lost. A new term's token is above the floor the stored data
+// keeps (the largest token stored; a rollback or restore brings back the
+// floor of the copy it restores, as a PostgreSQL, etcd or Kubernetes
+// restore does) and at least the store's clock in microseconds (every
+// store in the repository floors new terms' tokens at a clock, which no
+// restore rolls back), so no two terms share a token across a restore.
 type simStore struct {
 	present bool
 	rec     fsm.Lease
 	rev     lease.Revision
 	counter lease.Revision // the last revision issued
-	floor   uint64         // the highest token ever stored
+	floor   uint64         // the highest token the stored data keeps
+	clock   uint64         // the store's clock at its last write, in µs (never rewound)
+	// ahead holds the tokens the store issued above its clock, with the
+	// real time it issued each: a new term over a floor someone else
+	// raised past it (a forged token, seen by the node that proposed it or
+	// stored), the only way a token gets there.
+	ahead   map[uint64]int64
 	history []fsm.Lease    // history[rev] is what revision rev stored
 	lostAt  lease.Revision // counter at the last data loss
 	// The marker of StoreModel.CreateGate: its identity (bumped by every
@@ -158,11 +167,20 @@ func (s *Cluster) acquiredOverRelease(ev *simEvent) {
 // write stores next as a new revision and tells every watcher.
 func (s *Cluster) write(next fsm.Lease, by int) {
 	st := &s.store
-	if (!st.present || next.Token != st.rec.Token) && next.Token <= st.floor {
-		// Created after a data loss, or a new term after a rollback or a
-		// forged lower token: the floor survives both (redisstore floors
-		// on its clock). Without an adversary only a create gets here.
-		next.Token = st.floor + 1
+	clk := s.tokenClock()
+	if !st.present || next.Token != st.rec.Token {
+		// A new term: above the data's floor (a create after a data loss,
+		// a forged lower token) and at least the store's clock, which a
+		// rollback or restore does not take back.
+		next.Token = max(next.Token, st.floor+1, clk)
+		if next.Token > clk && !s.opt.noClockFloor {
+			if st.ahead == nil {
+				st.ahead = make(map[uint64]int64)
+			}
+			if _, ok := st.ahead[next.Token]; !ok {
+				st.ahead[next.Token] = s.now
+			}
+		}
 	}
 	if st.present && next.Transitions < st.rec.Transitions {
 		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
@@ -184,6 +202,34 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		s.chk.released(by)
 	}
 	s.broadcast(simEvent{lease: next, rev: st.rev})
+}
+
+// tokenClock advances and returns the clock at which the store floors
+// new terms' tokens: the real time in microseconds (redisstore's TIME,
+// pgstore's clock_timestamp, the client's wall clock in kubestore and
+// etcdstore), at least one microsecond past the last write's (no store
+// writes one name twice within a microsecond). A rollback or restore does
+// not take it back. Zero for the broken variant Options.noClockFloor,
+// whose tokens rest on the stored data's floor alone.
+func (s *Cluster) tokenClock() uint64 {
+	if s.opt.noClockFloor {
+		return 0
+	}
+	st := &s.store
+	st.clock = max(st.clock+1, uint64(s.now/int64(time.Microsecond)))
+	return st.clock
+}
+
+// restoredFloor is the token floor the data of revision r0 keeps: the
+// largest token written up to it (a restored copy holds no later one).
+func (st *simStore) restoredFloor(r0 lease.Revision) uint64 {
+	var f uint64
+	for _, l := range st.history[:min(int(r0)+1, len(st.history))] {
+		if l.Token <= lease.MaxToken {
+			f = max(f, l.Token)
+		}
+	}
+	return f
 }
 
 // attest brings the marker into being if it is gone and records the age

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tenure-go/tenure/lease"
@@ -187,6 +188,33 @@ func NewToken(proposed, floor uint64) (uint64, error) {
 		return 0, fmt.Errorf("%w: token %d is above lease.MaxToken (%d)", ErrTokenExhausted, t, lease.MaxToken)
 	}
 	return t, nil
+}
+
+// ClockToken is the least token a store issues to a new term at wall-clock
+// time now: the microseconds since the Unix epoch (0 before it, at most
+// lease.MaxToken, which the clock reaches in the year 2255). A store passes
+// it to NewToken as part of the floor, so that every new term's token is
+// at least its clock:
+//
+//	token, err := store.NewToken(next.Token, max(floor, store.ClockToken(now)))
+//
+// A restore of the store's data (a PostgreSQL, etcd or Kubernetes backup, a
+// failover to a replica that lags) takes the stored floor back, and the
+// next term would otherwise reuse the token of a term the restore lost,
+// which every fence accepts as the same term. The clock is not restored: a
+// term issued after the restore gets a token above every token issued
+// before it, as long as the clock that floors them has not gone back by
+// more than the time between the two terms (redisstore and pgstore use the
+// server's clock; kubestore and etcdstore the writer's, so the bound there
+// is the clock offset between the machines that acquire), and no token
+// was raised past the clock by hand. docs/design.md, "The threat model",
+// says what follows when one is.
+func ClockToken(now time.Time) uint64 {
+	us := now.UnixMicro()
+	if us <= 0 {
+		return 0
+	}
+	return min(uint64(us), lease.MaxToken)
 }
 
 // ValidateStored checks a record read from a store, which anyone with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -68,6 +69,7 @@ type Store[M any] struct {
 	client *clientv3.Client
 	codec  store.Codec[M]
 	cfg    config
+	now    func() time.Time // the wall clock that floors new terms' tokens
 
 	mu    sync.Mutex
 	known map[string]known // the last state seen of each name
@@ -106,7 +108,7 @@ func NewWithCodec[M any](client *clientv3.Client, codec store.Codec[M], opts ...
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	return &Store[M]{client: client, cfg: cfg, codec: codec, known: map[string]known{}}, nil
+	return &Store[M]{client: client, cfg: cfg, codec: codec, now: time.Now, known: map[string]known{}}, nil
 }
 
 // MayLoseRecords reports whether the cluster may lose records; it
@@ -310,8 +312,10 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // writing nothing.
 //
 // A write that continues the stored term ([store.Renews]) keeps its token;
-// any other one gets a token above both the stored one and the token key
-// ([store.NewToken]), and raises the token key in the same transaction.
+// any other one gets a token above both the stored one and the token key,
+// and at least the wall clock in microseconds ([store.NewToken],
+// [store.ClockToken]: a restore of etcd takes the token key back, not the
+// clock), and raises the token key in the same transaction.
 // When that token would exceed lease.MaxToken, or the token key cannot be
 // read, a new term writes nothing and fails with [store.ErrTokenExhausted]
 // or [store.ErrCorruptRecord]. The Token of the returned record is the one
@@ -380,7 +384,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 				}
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: a new term needs the highest token issued: %w", name, st.floorErr)
 			}
-			floor := st.floor
+			// Above the wall clock too (store.ClockToken): a restore of
+			// etcd takes the token key back, the clock it does not.
+			floor := max(st.floor, store.ClockToken(s.now()))
 			if st.rev != 0 {
 				floor = max(floor, st.token)
 			}

@@ -78,11 +78,11 @@ func TestTokenSurvivesDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new term with a huge proposed token raises the token key.
-	r2, _, err := st.CompareAndSwap(ctx, "job", rev, rec("b", 1<<40))
+	r2, _, err := st.CompareAndSwap(ctx, "job", rev, rec("b", 1<<52))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.Token != 1<<40 || r2.Token <= r.Token {
+	if r2.Token != 1<<52 || r2.Token <= r.Token {
 		t.Fatalf("token %d after %d", r2.Token, r.Token)
 	}
 	if _, err := c.Delete(ctx, keyOf(t, st, "job")); err != nil {

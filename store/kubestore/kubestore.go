@@ -44,7 +44,8 @@ type Store[M any] struct {
 	namespace string
 	codec     store.Codec[M]
 
-	hub *hub[M] // the shared watch of the namespace
+	hub *hub[M]          // the shared watch of the namespace
+	now func() time.Time // the wall clock that floors new terms' tokens
 
 	mu   sync.Mutex
 	seen map[string]*seen // by name
@@ -95,6 +96,7 @@ func NewWithCodec[M any](client coordinationclient.LeasesGetter, namespace strin
 		leases:    client.Leases(namespace),
 		namespace: namespace,
 		codec:     codec,
+		now:       time.Now,
 		seen:      make(map[string]*seen),
 	}
 	s.hub = newHub(s)
@@ -158,9 +160,10 @@ func (s *Store[M]) Get(ctx context.Context, name string) (lease.Record[M], lease
 // A write that continues the term of a Lease Tenure wrote last
 // ([store.Renews]) keeps its token; any other write starts a new term, whose
 // Token is raised above the stored token annotation (which survives writes
-// of others, see the package documentation) and above every token this
-// Store saw under the name, even of a Lease deleted since
-// ([store.NewToken]). When no token up to lease.MaxToken is left, nothing
+// of others, see the package documentation), above every token this
+// Store saw under the name, even of a Lease deleted since, and to at least
+// the wall clock in microseconds ([store.NewToken], [store.ClockToken]), so
+// that a term after a restore of etcd never reuses a token. When no token up to lease.MaxToken is left, nothing
 // is written and the error wraps [store.ErrTokenExhausted]. A Lease outside
 // the bounds of [store.ValidateStored] is [store.ErrCorruptRecord] and is
 // not overwritten.
@@ -187,8 +190,9 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 func (s *Store[M]) create(ctx context.Context, name string, next lease.Record[M], meta []byte) (lease.Record[M], lease.Revision, error) {
 	const op = "CompareAndSwap"
 	// A create starts a term. If the Lease was deleted after this Store
-	// saw a token, the new term's token is above it.
-	token, err := store.NewToken(next.Token, s.seenToken(name))
+	// saw a token, the new term's token is above it, and it is above the
+	// wall clock (store.ClockToken) in any case.
+	token, err := store.NewToken(next.Token, max(s.seenToken(name), store.ClockToken(s.now())))
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: %w", op, name, err)
 	}
@@ -248,9 +252,10 @@ func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revis
 	if !cur.tenure || !store.Renews(cur.rec, next) {
 		// A new term (any write over a Lease someone else wrote last is
 		// one): its token goes above the token annotation, which survives
-		// writes of others, and above every token this Store saw under
-		// the name.
-		token, err := store.NewToken(next.Token, max(cur.floor, s.seenToken(name)))
+		// writes of others, above every token this Store saw under the
+		// name, and above the wall clock (store.ClockToken), which no
+		// restore of etcd takes back.
+		token, err := store.NewToken(next.Token, max(cur.floor, s.seenToken(name), store.ClockToken(s.now())))
 		if err != nil {
 			return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: nothing was written: %w", op, name, err)
 		}
@@ -267,7 +272,7 @@ func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revis
 		// The API server does not write an unchanged object: the
 		// resourceVersion would stay, and a renewal that leaves the
 		// revision unchanged would look like no renewal to the followers.
-		l.Annotations[AnnotationRewrite] = strconv.FormatInt(time.Now().UnixNano(), 10)
+		l.Annotations[AnnotationRewrite] = strconv.FormatInt(s.now().UnixNano(), 10)
 	}
 	got, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager})
 	switch {

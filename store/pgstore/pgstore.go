@@ -265,10 +265,16 @@ var sqlValid = `t.token BETWEEN 0 AND ` + sqlMaxToken + ` AND t.token = trunc(t.
 	AND t.revision BETWEEN 1 AND ` + sqlMaxRevision + ` - 1
 	AND isfinite(t.acquired_at) AND isfinite(t.renewed_at) AND t.metadata IS NOT NULL`
 
+// sqlClockToken is the server's clock in microseconds since the Unix
+// epoch (store.ClockToken): the least token a new term gets, so that a
+// term after a restore of the table never reuses a token the restore lost.
+const sqlClockToken = `trunc(extract(epoch FROM clock_timestamp()) * 1000000)`
+
 // sqlNextToken is the token an update of the row of alias t to holder $3
 // and token $4 writes: t.token when the write continues the stored term
-// (store.Renews), otherwise greatest($4, t.token+1) (store.NewToken).
-const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::text = t.holder) THEN t.token ELSE greatest($4::numeric, t.token + 1) END`
+// (store.Renews), otherwise greatest($4, t.token+1, the server's clock)
+// (store.NewToken over store.ClockToken).
+const sqlNextToken = `CASE WHEN $4::numeric = t.token AND ($3::text = '' OR $3::text = t.holder) THEN t.token ELSE greatest($4::numeric, t.token + 1, ` + sqlClockToken + `) END`
 
 // sqlReleased is the guard of CompareReleasedAndSwap on the row of alias
 // t: true when $12 is false (CompareAndSwap), otherwise only for a
@@ -326,7 +332,7 @@ func (s *Store[M]) buildSQL() {
 	s.sqlCreate = `WITH ` + r + ` AS (SELECT nextval($9::text::regclass) AS rev),
 ` + w + ` AS (
 	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata)
-	SELECT $1, $2, $3, ` + r + `.rev, $4, $5, $6, $7, $8 FROM ` + r + `
+	SELECT $1, $2, greatest($3::numeric, ` + sqlClockToken + `), ` + r + `.rev, $4, $5, $6, $7, $8 FROM ` + r + `
 	ON CONFLICT (name) DO UPDATE SET holder = t.holder
 	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata
 ),
@@ -745,8 +751,9 @@ func (s *Store[M]) warmSwap(ctx context.Context, c *pgxpool.Conn) error {
 // which has no later revision.
 //
 // A write that continues the stored term (store.Renews) keeps its token;
-// any other gets a token above the stored one and at least 1
-// (store.NewToken), and when that would exceed lease.MaxToken the swap
+// any other gets a token above the stored one and at least the server's
+// clock in microseconds (store.NewToken, store.ClockToken: a restore of
+// the table takes the stored token back, not the clock), and when that would exceed lease.MaxToken the swap
 // writes nothing and returns an error wrapping store.ErrTokenExhausted.
 // The new revision is above the stored one. It refuses a bad name
 // (store.ErrInvalidName), a record that breaks store.ValidateRecord
