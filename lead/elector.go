@@ -50,6 +50,12 @@ var (
 	// waited out a full lease of what it last saw; Err reports it until
 	// then.
 	ErrRevisionRollback = errors.New("lead: store revision went back")
+	// ErrLongWait: the store showed a lease longer than this elector's
+	// LeaseDuration (written by an elector configured with a longer one,
+	// or by hand), and the elector waits it out in full before it may
+	// take the election over; Err reports it until then, with the wait
+	// and how to end it sooner.
+	ErrLongWait = errors.New("lead: waiting out a longer lease")
 )
 
 // Term is one period of leadership.
@@ -137,6 +143,8 @@ type Elector[M any] struct {
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
 	holdUntil    time.Duration // rollbackErr stands until then (monotonic since epoch)
+	longWaitErr  error         // the last long wait reported, wrapping ErrLongWait
+	longUntil    time.Duration // longWaitErr stands until then (monotonic since epoch)
 	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
 	leaders      leaderFeed[M] // see Leaders
 }
@@ -446,7 +454,8 @@ func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 // a record out of bounds or unreadable), until the store next answers a read
 // or a write; or, when the last operation succeeded, what keeps this
 // elector from starting a term: an error wrapping ErrRevisionRollback while
-// it waits out a rollback of the store, or one wrapping
+// it waits out a rollback of the store, one wrapping ErrLongWait while it
+// waits out a lease longer than its own, or one wrapping
 // store.ErrTokenExhausted once the largest token seen is lease.MaxToken.
 // It returns nil otherwise. For a nil Elector, or one not made by New, it
 // returns an error wrapping ErrNilArgument.
@@ -466,6 +475,8 @@ func (e *Elector[M]) errLocked() error {
 		return e.lastErr
 	case e.rollbackErr != nil && e.sinceEpoch() < e.holdUntil:
 		return e.rollbackErr
+	case e.longWaitErr != nil && e.sinceEpoch() < e.longUntil:
+		return e.longWaitErr
 	}
 	return e.exhaustedErr
 }

@@ -36,8 +36,14 @@ func (r *runner[M]) report(a fsm.Action) {
 		}
 		r.logAt(slog.LevelError, "tokens", "fencing tokens exhausted", "token", a.Token, "error", err)
 	case fsm.ProblemLongWait:
+		err := fmt.Errorf("lead: %q: %w: the store showed a lease of %v, longer than this elector's LeaseDuration %v; no new term for %v. "+
+			"If no process holds the election under that lease (a record written by hand, say), delete the record and restart every elector of the election to end the wait now",
+			e.name, ErrLongWait, a.Wait, r.cfg.LeaseDuration, a.Wait)
+		e.mu.Lock()
+		e.longWaitErr, e.longUntil = err, a.Until
+		e.mu.Unlock()
 		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
-			"wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision))
+			"name", e.name, "wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision), "error", err)
 	case fsm.ProblemContradicted:
 		r.logAt(slog.LevelWarn, "contradicted", "the store shows an older revision than a renewal its watch announced: a forged watch event, or a store that went back in time; no new term until the wait ends",
 			"revision", uint64(a.Revision), "announced", uint64(a.Newest), "wait", a.Wait)
