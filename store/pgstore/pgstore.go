@@ -465,9 +465,50 @@ func (s *Store[M]) checkSequenceName(ctx context.Context, tx pgx.Tx) error {
 		ErrSchema, s.seqText, SequenceSuffix, what)
 }
 
+// schemaGone reports whether err is the server's refusal of a statement
+// because something the Store creates is not there (any more): the table
+// or the sequence (undefined_table), a schema (invalid_schema_name), a
+// function or a column (undefined_function, undefined_column). The
+// statement did not run.
+func schemaGone(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "42P01", // undefined_table
+		"3F000", // invalid_schema_name
+		"42883", // undefined_function
+		"42703": // undefined_column
+		return true
+	}
+	return false
+}
+
+// afterSchemaGone runs op, and when op fails because the table or the
+// sequence is gone (schemaGone: dropped after the Store created them, say)
+// it forgets that the schema was made, makes it again (ensureSchema) and
+// runs op once more: the server refused the statement, so it did not run,
+// and the records the table held are gone with it, as if deleted. The
+// normal path sends nothing more.
+func (s *Store[M]) afterSchemaGone(ctx context.Context, op func() error) error {
+	err := op()
+	if !schemaGone(err) || !s.autoMigrate {
+		return err
+	}
+	s.migrateMu.Lock()
+	s.migrated = false
+	s.migrateMu.Unlock()
+	if merr := s.ensureSchema(ctx); merr != nil {
+		return fmt.Errorf("%w (after: %w)", merr, err)
+	}
+	return op()
+}
+
 // ensureSchema runs Migrate once, before the first operation, when
-// automatic migration is on. A failed attempt is tried again by the next
-// operation.
+// automatic migration is on, and again after an operation found the table
+// or the sequence gone (afterSchemaGone). A failed attempt is tried again
+// by the next operation.
 func (s *Store[M]) ensureSchema(ctx context.Context) error {
 	if !s.autoMigrate {
 		return nil
@@ -672,21 +713,23 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 	}
 	var r row
 	found := true
-	err := s.retry(ctx, connectionLost, func() error {
-		c, err := s.pool.Acquire(ctx)
-		if err != nil {
+	err := s.afterSchemaGone(ctx, func() error {
+		return s.retry(ctx, connectionLost, func() error {
+			c, err := s.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Release()
+			if err := s.warmSwap(ctx, c); err != nil {
+				return err
+			}
+			err = c.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				found = false
+				return nil
+			}
 			return err
-		}
-		defer c.Release()
-		if err := s.warmSwap(ctx, c); err != nil {
-			return err
-		}
-		err = c.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			found = false
-			return nil
-		}
-		return err
+		})
 	})
 	if err != nil {
 		return row{}, false, fmt.Errorf("pgstore: Get %q: %w", name, withCtx(ctx, err))
@@ -809,7 +852,14 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, err)
 	}
-	r, written, found, err := s.swap(ctx, name, expected, was, created, enc)
+	var (
+		r              row
+		written, found bool
+	)
+	err = s.afterSchemaGone(ctx, func() (err error) {
+		r, written, found, err = s.swap(ctx, name, expected, was, created, enc)
+		return err
+	})
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, withCtx(ctx, s.explain(err)))
 	}
