@@ -42,9 +42,11 @@ const maxIdentBytes = 63
 var (
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("pgstore: invalid option")
-	// ErrSchema: the database holds something the Store cannot use, such
-	// as a relation other than a sequence under the name of the Store's
-	// sequence.
+	// ErrSchema: the database holds something the Store cannot use: a
+	// relation other than a sequence under the name of the Store's
+	// sequence, or one under the table's name that lacks a column the
+	// Store needs or has it of another type; or, with automatic creation
+	// off, no table at all.
 	ErrSchema = errors.New("pgstore: schema conflict")
 )
 
@@ -122,7 +124,7 @@ type Store[M any] struct {
 	nameCreate, nameUpdate       string // stmtName of sqlCreate and sqlUpdate
 
 	migrateMu sync.Mutex
-	migrated  bool // guarded by migrateMu
+	migrated  bool // guarded by migrateMu: the schema was made (Migrate) or found usable (checkTable)
 
 	hub  *hub[M]
 	pipe *batch.Runner[pgCall, pgAnswer] // CompareAndSwap's statements
@@ -407,7 +409,10 @@ func (s *Store[M]) lockKey() int64 {
 // (SchemaSQL shows the statements). It runs them in one transaction under a
 // transaction-scoped advisory lock, so that processes starting together do
 // not race to create the same table. It is safe to call at any time and
-// changes nothing that exists.
+// changes nothing that exists. It fails with an error wrapping ErrSchema
+// when a relation of the table's name exists but cannot hold the records
+// (naming each column missing or of a type the Store cannot use), or when
+// a relation other than a sequence has the sequence's name.
 func (s *Store[M]) Migrate(ctx context.Context) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("pgstore: Migrate: %w", err)
@@ -423,8 +428,10 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 			if err := s.checkSequenceName(ctx, tx); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, s.SchemaSQL())
-			return err
+			if _, err := tx.Exec(ctx, s.SchemaSQL()); err != nil {
+				return err
+			}
+			return s.checkTable(ctx, tx)
 		})
 	})
 	if err != nil {
@@ -434,6 +441,111 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 	s.migrated = true
 	s.migrateMu.Unlock()
 	return nil
+}
+
+// tableColumns are the columns the Store reads and writes: the type it
+// creates each with, and what it can use instead (a type of that category,
+// pg_type.typcategory, or that very type, pg_type.typname). A number of
+// another numeric type is read as text and checked, so a column retyped
+// that way still works.
+var tableColumns = []struct {
+	name, created string
+	category      string // "S" string, "N" numeric; "" when only typname will do
+	typname       string
+}{
+	{"name", "text", "S", ""},
+	{"holder", "text", "S", ""},
+	{"token", "numeric(20,0)", "N", ""},
+	{"revision", "bigint", "N", ""},
+	{"acquired_at", "timestamptz", "", "timestamptz"},
+	{"renewed_at", "timestamptz", "", "timestamptz"},
+	{"lease_duration_ns", "bigint", "N", ""},
+	{"transitions", "numeric(20,0)", "N", ""},
+	{"metadata", "bytea", "", "bytea"},
+}
+
+// sqlTableColumns lists the relation that the table's name ($1) stands for
+// in the search_path: its kind, then one row per column (NULL when it has
+// none) with its type's name and category, the type as SQL writes it, and
+// whether a unique index (non-partial, immediate: ON CONFLICT can use it)
+// has that column as its only key. No row: no relation has that name.
+const sqlTableColumns = `SELECT c.relkind::text, a.attname::text, t.typname::text, t.typcategory::text, format_type(a.atttypid, a.atttypmod),
+	coalesce(EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate
+		AND i.indpred IS NULL AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum), false)
+FROM pg_class c
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_type t ON t.oid = a.atttypid
+WHERE c.oid = to_regclass($1::text)`
+
+// querier is what checkTable needs of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// checkTable fails with ErrSchema, naming the table and each column that
+// is missing or of a type the Store cannot use, when the relation its
+// statements would use under the table's name cannot hold its records: a
+// table of someone else's of the same name, say, which CREATE TABLE IF NOT
+// EXISTS leaves as it is. Without it every statement would fail with the
+// server's "column t.revision does not exist".
+func (s *Store[M]) checkTable(ctx context.Context, q querier) error {
+	rows, err := q.Query(ctx, sqlTableColumns, s.table.Sanitize())
+	if err != nil {
+		return err
+	}
+	type column struct {
+		typname, category, sqlType string
+		unique                     bool
+	}
+	var (
+		kind  string
+		found bool
+		cols  = map[string]column{}
+	)
+	for rows.Next() {
+		var k string
+		var name, typname, category, sqlType *string
+		var unique bool
+		if err := rows.Scan(&k, &name, &typname, &category, &sqlType, &unique); err != nil {
+			rows.Close()
+			return err
+		}
+		found, kind = true, k
+		if name != nil && typname != nil && category != nil && sqlType != nil {
+			cols[*name] = column{*typname, *category, *sqlType, unique}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	t := s.table.Sanitize()
+	if !found {
+		return fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
+	}
+	var problems []string
+	if kind != "r" && kind != "p" {
+		what := relkinds[kind]
+		if what == "" {
+			what = "relation of kind " + strconv.Quote(kind)
+		}
+		problems = append(problems, "it is a "+what+", not a table")
+	}
+	for _, want := range tableColumns {
+		c, ok := cols[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("column %s is missing (the Store creates it %s)", want.name, want.created))
+		case want.category != "" && c.category != want.category, want.category == "" && c.typname != want.typname:
+			problems = append(problems, fmt.Sprintf("column %s is %s, which the Store cannot use (it creates it %s)", want.name, c.sqlType, want.created))
+		case want.name == "name" && !c.unique:
+			problems = append(problems, "column name has no unique index of its own (the Store creates it PRIMARY KEY)")
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
+		ErrSchema, t, strings.Join(problems, "; "))
 }
 
 // relkinds names the kinds of relation pg_class.relkind stands for.
@@ -465,12 +577,14 @@ func (s *Store[M]) checkSequenceName(ctx context.Context, tx pgx.Tx) error {
 		ErrSchema, s.seqText, SequenceSuffix, what)
 }
 
-// schemaGone reports whether err is the server's refusal of a statement
-// because something the Store creates is not there (any more): the table
-// or the sequence (undefined_table), a schema (invalid_schema_name), a
-// function or a column (undefined_function, undefined_column). The
-// statement did not run.
-func schemaGone(err error) bool {
+// schemaChanged reports whether err is the server's refusal of a
+// statement because the schema is not what the Store checked (checkTable)
+// and made: the table or the sequence is missing (undefined_table), or a
+// schema (invalid_schema_name), a column (undefined_column), an operator
+// or function for a column's type (undefined_function), or the unique
+// index on name (invalid_column_reference, from ON CONFLICT): dropped or
+// altered since. The statement did not run.
+func schemaChanged(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
@@ -478,22 +592,23 @@ func schemaGone(err error) bool {
 	switch pgErr.Code {
 	case "42P01", // undefined_table
 		"3F000", // invalid_schema_name
+		"42703", // undefined_column
 		"42883", // undefined_function
-		"42703": // undefined_column
+		"42P10": // invalid_column_reference
 		return true
 	}
 	return false
 }
 
-// afterSchemaGone runs op, and when op fails because the table or the
-// sequence is gone (schemaGone: dropped after the Store created them, say)
-// it forgets that the schema was made, makes it again (ensureSchema) and
-// runs op once more: the server refused the statement, so it did not run,
-// and the records the table held are gone with it, as if deleted. The
-// normal path sends nothing more.
-func (s *Store[M]) afterSchemaGone(ctx context.Context, op func() error) error {
+// afterSchemaChange runs op, and when op fails because the schema changed
+// (schemaChanged: the table or the sequence dropped after the Store
+// created them, say) it forgets that the schema was made and checked,
+// makes and checks it again (ensureSchema) and runs op once more: the
+// server refused the statement, so it did not run. Records dropped with
+// the table are gone, as if deleted. The normal path sends nothing more.
+func (s *Store[M]) afterSchemaChange(ctx context.Context, op func() error) error {
 	err := op()
-	if !schemaGone(err) || !s.autoMigrate {
+	if !schemaChanged(err) {
 		return err
 	}
 	s.migrateMu.Lock()
@@ -506,20 +621,28 @@ func (s *Store[M]) afterSchemaGone(ctx context.Context, op func() error) error {
 }
 
 // ensureSchema runs Migrate once, before the first operation, when
-// automatic migration is on, and again after an operation found the table
-// or the sequence gone (afterSchemaGone). A failed attempt is tried again
-// by the next operation.
+// automatic migration is on, and otherwise checks the table (checkTable);
+// and again after an operation found the schema changed
+// (afterSchemaChange). A failed attempt is tried again by the next
+// operation.
 func (s *Store[M]) ensureSchema(ctx context.Context) error {
-	if !s.autoMigrate {
-		return nil
-	}
 	s.migrateMu.Lock()
 	done := s.migrated
 	s.migrateMu.Unlock()
 	if done {
 		return nil
 	}
-	return s.Migrate(ctx)
+	if s.autoMigrate {
+		return s.Migrate(ctx)
+	}
+	err := s.retry(ctx, connectionLost, func() error { return s.checkTable(ctx, s.pool) })
+	if err != nil {
+		return fmt.Errorf("pgstore: %s: %w", s.table.Sanitize(), withCtx(ctx, err))
+	}
+	s.migrateMu.Lock()
+	s.migrated = true
+	s.migrateMu.Unlock()
+	return nil
 }
 
 // swapCall returns the statement of swap.
@@ -713,7 +836,7 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 	}
 	var r row
 	found := true
-	err := s.afterSchemaGone(ctx, func() error {
+	err := s.afterSchemaChange(ctx, func() error {
 		return s.retry(ctx, connectionLost, func() error {
 			c, err := s.pool.Acquire(ctx)
 			if err != nil {
@@ -856,7 +979,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		r              row
 		written, found bool
 	)
-	err = s.afterSchemaGone(ctx, func() (err error) {
+	err = s.afterSchemaChange(ctx, func() (err error) {
 		r, written, found, err = s.swap(ctx, name, expected, was, created, enc)
 		return err
 	})
