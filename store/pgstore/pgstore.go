@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -116,8 +117,8 @@ type Store[M any] struct {
 	codec       store.Codec[M]
 	table       pgx.Identifier
 	seq         pgx.Identifier
-	seqText     string // seq, quoted: passed as a parameter and cast to regclass
-	channel     string // the LISTEN/NOTIFY channel
+	seqText     string                 // seq, quoted: passed as a parameter and cast to regclass
+	channel     atomic.Pointer[string] // the LISTEN/NOTIFY channel; nil until the table's schema is known
 	autoMigrate bool
 
 	sqlGet, sqlCreate, sqlUpdate string
@@ -179,24 +180,36 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 	seq[len(seq)-1] += SequenceSuffix
 	s.seq = seq
 	s.seqText = seq.Sanitize()
-	s.channel = channelName(o.table)
+	if len(o.table) == 2 {
+		s.setChannel(o.table[0])
+	}
 	s.buildSQL()
 	s.hub = newHub(s)
 	s.pipe = newPipe(s.runPipe)
 	return s, nil
 }
 
-// channelName returns the notification channel of a table:
-// "tenure:" followed by the table's parts joined with ".", or, when that
-// exceeds PostgreSQL's 63-byte limit on channel names, "tenure:" followed by
-// a hash of it.
-func channelName(table []string) string {
-	c := "tenure:" + strings.Join(table, ".")
-	if len(c) <= maxIdentBytes {
+// channelName returns the notification channel of the table of schema
+// schema and name table: "tenure:SCHEMA.TABLE", or, when that would exceed
+// PostgreSQL's 63-byte limit on channel names or the schema's name holds a
+// dot (which would leave the channel's dot ambiguous), "tenure:" followed
+// by a hash of the quoted, qualified name.
+func channelName(schema, table string) string {
+	c := "tenure:" + schema + "." + table
+	if len(c) <= maxIdentBytes && !strings.Contains(schema, ".") {
 		return c
 	}
-	sum := sha256.Sum256([]byte(c))
+	sum := sha256.Sum256([]byte(pgx.Identifier{schema, table}.Sanitize()))
 	return "tenure:" + hex.EncodeToString(sum[:16])
+}
+
+// setChannel sets the channel, once, to that of the table in schema: the
+// schema the Store's statements find the table in, so that Stores of the
+// same table share a channel however they name it, and Stores of tables of
+// one name in different schemas do not.
+func (s *Store[M]) setChannel(schema string) {
+	c := channelName(schema, s.table[len(s.table)-1])
+	s.channel.CompareAndSwap(nil, &c)
 }
 
 // Table returns the table's name, quoted as an identifier (schema-qualified
@@ -221,13 +234,20 @@ func (s *Store[M]) Sequence() string {
 // Channel returns the name of the channel on which every write is announced
 // with one NOTIFY: with the whole record (a payload that starts with "r1:")
 // when the metadata takes at most 2 KiB, otherwise with the payload
-// "REVISION:NAME". To listen from psql, quote it as an identifier: LISTEN
-// "tenure:tenure_leases".
+// "REVISION:NAME". It is "tenure:" followed by the table's schema, a dot
+// and its name (see channelName for long names). For a table given
+// without a schema, the schema is the one the table is found in through
+// the search_path, known once the Store has used the table (Migrate or any
+// operation): until then Channel returns "". To listen from psql, quote it
+// as an identifier: LISTEN "tenure:public.tenure_leases".
 func (s *Store[M]) Channel() string {
 	if s == nil {
 		return ""
 	}
-	return s.channel
+	if c := s.channel.Load(); c != nil {
+		return *c
+	}
+	return ""
 }
 
 // columns are the columns of a record.
@@ -420,8 +440,9 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("pgstore: Migrate: %w: ctx is nil", store.ErrNilArgument)
 	}
+	var schema string
 	err := s.retry(ctx, connectionLost, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey()); err != nil {
 				return err
 			}
@@ -431,12 +452,14 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, s.SchemaSQL()); err != nil {
 				return err
 			}
-			return s.checkTable(ctx, tx)
+			schema, err = s.checkTable(ctx, tx)
+			return err
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("pgstore: Migrate %s: %w", s.table.Sanitize(), withCtx(ctx, err))
 	}
+	s.setChannel(schema)
 	s.migrateMu.Lock()
 	s.migrated = true
 	s.migrateMu.Unlock()
@@ -465,11 +488,11 @@ var tableColumns = []struct {
 }
 
 // sqlTableColumns lists the relation that the table's name ($1) stands for
-// in the search_path: its kind, then one row per column (NULL when it has
+// in the search_path: its kind and its schema, then one row per column (NULL when it has
 // none) with its type's name and category, the type as SQL writes it, and
 // whether a unique index (non-partial, immediate: ON CONFLICT can use it)
 // has that column as its only key. No row: no relation has that name.
-const sqlTableColumns = `SELECT c.relkind::text, a.attname::text, t.typname::text, t.typcategory::text, format_type(a.atttypid, a.atttypmod),
+const sqlTableColumns = `SELECT c.relkind::text, (SELECT n.nspname::text FROM pg_namespace n WHERE n.oid = c.relnamespace), a.attname::text, t.typname::text, t.typcategory::text, format_type(a.atttypid, a.atttypmod),
 	coalesce(EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate
 		AND i.indpred IS NULL AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum), false)
 FROM pg_class c
@@ -482,16 +505,18 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// checkTable fails with ErrSchema, naming the table and each column that
+// checkTable returns the schema of the table the Store's statements use,
+// found through the search_path when the Store's table has no schema. It
+// fails with ErrSchema, naming the table and each column that
 // is missing or of a type the Store cannot use, when the relation its
 // statements would use under the table's name cannot hold its records: a
 // table of someone else's of the same name, say, which CREATE TABLE IF NOT
 // EXISTS leaves as it is. Without it every statement would fail with the
 // server's "column t.revision does not exist".
-func (s *Store[M]) checkTable(ctx context.Context, q querier) error {
+func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, err error) {
 	rows, err := q.Query(ctx, sqlTableColumns, s.table.Sanitize())
 	if err != nil {
-		return err
+		return "", err
 	}
 	type column struct {
 		typname, category, sqlType string
@@ -503,24 +528,24 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) error {
 		cols  = map[string]column{}
 	)
 	for rows.Next() {
-		var k string
+		var k, nsp string
 		var name, typname, category, sqlType *string
 		var unique bool
-		if err := rows.Scan(&k, &name, &typname, &category, &sqlType, &unique); err != nil {
+		if err := rows.Scan(&k, &nsp, &name, &typname, &category, &sqlType, &unique); err != nil {
 			rows.Close()
-			return err
+			return "", err
 		}
-		found, kind = true, k
+		found, kind, schema = true, k, nsp
 		if name != nil && typname != nil && category != nil && sqlType != nil {
 			cols[*name] = column{*typname, *category, *sqlType, unique}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return "", err
 	}
 	t := s.table.Sanitize()
 	if !found {
-		return fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
+		return "", fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
 	}
 	var problems []string
 	if kind != "r" && kind != "p" {
@@ -542,9 +567,9 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) error {
 		}
 	}
 	if len(problems) == 0 {
-		return nil
+		return schema, nil
 	}
-	return fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
+	return "", fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
 		ErrSchema, t, strings.Join(problems, "; "))
 }
 
@@ -635,10 +660,15 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 	if s.autoMigrate {
 		return s.Migrate(ctx)
 	}
-	err := s.retry(ctx, connectionLost, func() error { return s.checkTable(ctx, s.pool) })
+	var schema string
+	err := s.retry(ctx, connectionLost, func() (err error) {
+		schema, err = s.checkTable(ctx, s.pool)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: %w", s.table.Sanitize(), withCtx(ctx, err))
 	}
+	s.setChannel(schema)
 	s.migrateMu.Lock()
 	s.migrated = true
 	s.migrateMu.Unlock()
@@ -650,7 +680,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	if expected == 0 {
 		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-			s.seqText, s.channel}}
+			s.seqText, s.Channel()}}
 	}
 	// No stored revision exceeds MaxInt64: a larger expected revision
 	// matches nothing, and neither does -1.
@@ -664,7 +694,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	}
 	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-		s.seqText, s.channel, was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
+		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the

@@ -123,12 +123,17 @@ func TestNewRefusesBadInput(t *testing.T) {
 		}
 	}
 	st, _ := pgstore.New[storetest.Meta](pool)
-	if st.Table() != `"tenure_leases"` || st.Channel() != "tenure:tenure_leases" {
-		t.Errorf("default table %s, channel %s", st.Table(), st.Channel())
+	// The channel of a table found through the search_path is known once
+	// the Store has used it; that of a schema-qualified one at once.
+	if st.Table() != `"tenure_leases"` || st.Channel() != "" {
+		t.Errorf("default table %s, channel %q before use", st.Table(), st.Channel())
+	}
+	if q, _ := pgstore.New[storetest.Meta](pool, pgstore.WithTable("ops", "leases")); q.Channel() != "tenure:ops.leases" {
+		t.Errorf("channel of ops.leases %q, want tenure:ops.leases", q.Channel())
 	}
 	long, _ := pgstore.New[storetest.Meta](pool, pgstore.WithTable(strings.Repeat("s", 63), "t"))
-	if n := len(long.Channel()); n > 63 {
-		t.Errorf("channel %q is %d bytes, PostgreSQL allows 63", long.Channel(), n)
+	if n := len(long.Channel()); n > 63 || n == 0 {
+		t.Errorf("channel %q is %d bytes, PostgreSQL allows 1 to 63", long.Channel(), n)
 	}
 }
 
