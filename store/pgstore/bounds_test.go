@@ -289,3 +289,68 @@ func TestSequenceNameTaken(t *testing.T) {
 	_, _, err = manual.CompareAndSwap(ctx, "job", 0, rec("a", 1))
 	want("CompareAndSwap without Migrate", err)
 }
+
+// A table of someone else's under the Store's table name, which CREATE
+// TABLE IF NOT EXISTS leaves as it is: Migrate and the first use fail with
+// ErrSchema naming the table and what it lacks, instead of the server's
+// "column t.revision does not exist" at each statement; so do they with
+// automatic creation off, and for a table that is missing then.
+func TestTableOfAnotherShape(t *testing.T) {
+	for _, c := range []struct {
+		label, ddl string
+		want       []string // in the error
+	}{
+		{"other columns", "CREATE TABLE %s (name text PRIMARY KEY, owner text, expires timestamptz)",
+			[]string{"column holder is missing", "column revision is missing", "column metadata is missing"}},
+		{"wrong types", "CREATE TABLE %s (name text PRIMARY KEY, holder text, token text, revision bigint, acquired_at timestamp, " +
+			"renewed_at timestamptz, lease_duration_ns bigint, transitions numeric, metadata jsonb)",
+			[]string{"column token is text", "column acquired_at is timestamp without time zone", "column metadata is jsonb"}},
+		{"no unique name", "CREATE TABLE %s (name text, holder text, token numeric, revision bigint, acquired_at timestamptz, " +
+			"renewed_at timestamptz, lease_duration_ns bigint, transitions numeric, metadata bytea)",
+			[]string{"column name has no unique index"}},
+		{"a view", "CREATE VIEW %s AS SELECT 1 AS one", []string{"it is a view, not a table"}},
+	} {
+		t.Run(c.label, func(t *testing.T) {
+			pool := newPool(t)
+			ctx := testCtx(t)
+			table := freshTable()
+			exec(t, pool, fmt.Sprintf(c.ddl, table))
+			want := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), `"`+table+`"`) {
+					t.Errorf("%s: error %v, want ErrSchema naming %s", what, err, table)
+					return
+				}
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: error %v, want it to say %q", what, err, w)
+					}
+				}
+			}
+			st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want("Migrate", st.Migrate(ctx))
+			_, _, err = st.Get(ctx, "job")
+			want("Get", err)
+			_, _, err = st.CompareAndSwap(ctx, "job", 0, rec("a", 1))
+			want("CompareAndSwap", err)
+
+			manual, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(table), pgstore.WithAutoMigrate(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = manual.CompareAndSwap(ctx, "job", 0, rec("a", 1))
+			want("CompareAndSwap without automatic creation", err)
+		})
+	}
+	t.Run("missing without automatic creation", func(t *testing.T) {
+		pool := newPool(t)
+		st := newStore(t, pool, pgstore.WithAutoMigrate(false))
+		_, _, err := st.Get(testCtx(t), "job")
+		if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), st.Table()) || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("Get: error %v, want ErrSchema saying %s does not exist", err, st.Table())
+		}
+	})
+}

@@ -40,6 +40,9 @@ var _ store.Validator = (*Store[struct{}])(nil)
 // Validate returns an error wrapping [store.ErrNilArgument] when s is nil
 // or was not made by New, and nil otherwise. It implements
 // [store.Validator]. The other methods of such a Store return that error.
+// It sends nothing to the server: Migrate and the first operation check
+// the table, and fail with an error wrapping ErrSchema when it cannot hold
+// the records.
 func (s *Store[M]) Validate() error {
 	switch {
 	case s == nil:

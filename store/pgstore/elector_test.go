@@ -198,3 +198,47 @@ func TestElectorTerminatedSessions(t *testing.T) {
 	}
 	c.CheckTokens()
 }
+
+// TestElectorAfterDropTable drops the table (and, in one case, the
+// sequence) under a leader: the Store creates them again at its next use,
+// the electors take the vanished row as a rollback (the leader steps down,
+// nobody leads before a full lease has passed), and a leader is elected
+// again, with a token above the dropped term's.
+func TestElectorAfterDropTable(t *testing.T) {
+	for _, c := range []struct {
+		label string
+		drop  func(st *pgstore.Store[storetest.Meta]) string
+	}{
+		{"table", func(st *pgstore.Store[storetest.Meta]) string { return "DROP TABLE " + st.Table() }},
+		{"table and sequence", func(st *pgstore.Store[storetest.Meta]) string {
+			return "DROP TABLE " + st.Table() + "; DROP SEQUENCE " + st.Sequence()
+		}},
+	} {
+		t.Run(c.label, func(t *testing.T) {
+			pool := newPool(t)
+			st := newStore(t, pool)
+			cfg := testcluster.FastConfig()
+			els := newElectors(t, st)
+			aTerm := leaderAndFollower(t, els, st, cfg)
+
+			dropped := time.Now()
+			exec(t, pool, c.drop(st))
+			stopped := els.WaitStopped(10*cfg.LeaseDuration, "a")
+			t.Logf("a stepped down %v after the drop: %v", time.Since(dropped), stopped.Reason)
+			term := els.WaitStarted(10*cfg.LeaseDuration+10*time.Second, "a", "b")
+			d := time.Since(dropped)
+			t.Logf("%s leads again %v after the drop, token %d", term.ID, d, term.Term.Token)
+			if d < cfg.LeaseDuration-cfg.RetryInterval*2 {
+				t.Errorf("%s led again %v after the drop, before the dropped %v lease could expire", term.ID, d, cfg.LeaseDuration)
+			}
+			if term.Term.Token <= aTerm.Token {
+				t.Errorf("the term after the drop has token %d, not above the dropped term's %d", term.Term.Token, aTerm.Token)
+			}
+			rec, _, err := st.Get(testCtx(t), els.Name())
+			if err != nil || rec.Holder != term.ID {
+				t.Errorf("record after the drop %+v, %v; want %s holding", rec, err, term.ID)
+			}
+			els.CheckTokens()
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -109,5 +110,52 @@ func TestOneNotificationPerWrite(t *testing.T) {
 		if !strings.HasPrefix(p, want[i]) {
 			t.Fatalf("notifications %q: want one per write, starting %q", got, want)
 		}
+	}
+}
+
+// TestChannelOfTheQualifiedTable: tables of one name in two schemas, each
+// found through the search_path, have channels of their own, so a write to
+// one wakes no watcher of the other; and a Store that names its table
+// through the search_path and one that names it with its schema have the
+// same channel, so each hears the other's writes.
+func TestChannelOfTheQualifiedTable(t *testing.T) {
+	pool := newPool(t)
+	ctx := testCtx(t)
+	table := freshTable()
+	schemas := []string{"chan_a_" + table, "chan_b_" + table}
+	var inPath []*pgstore.Store[storetest.Meta]
+	for _, schema := range schemas {
+		exec(t, pool, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+		p := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["search_path"] = schema })
+		st, err := pgstore.New[storetest.Meta](p, pgstore.WithTable(table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPath = append(inPath, st)
+	}
+	a, b := inPath[0], inPath[1]
+	qualified, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(schemas[0], table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, revA := mustSwap(t, a, "job", 0, rec("a", 1))
+	_, revB := mustSwap(t, b, "job", 0, rec("b", 1))
+	if a.Channel() == b.Channel() || a.Channel() != qualified.Channel() {
+		t.Errorf("channels %q (%s in the search_path), %q (%s in the search_path), %q (%s.%s): want the first and last alike, the second not",
+			a.Channel(), schemas[0], b.Channel(), schemas[1], qualified.Channel(), schemas[0], table)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := a.Watch(wctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventAt(t, w, revA)
+	mustSwap(t, b, "job", revB, rec("b", 1))
+	_, revA = mustSwap(t, qualified, "job", revA, rec("c", 2))
+	if ev := nextEvent(t, w); ev.Err != nil || ev.Revision != revA || ev.Record.Holder != "c" {
+		t.Fatalf("after a write to %s.%s, then one to %s.%s at revision %d: event %+v, want the latter",
+			schemas[1], table, schemas[0], table, revA, ev)
 	}
 }

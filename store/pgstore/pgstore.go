@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,9 +43,11 @@ const maxIdentBytes = 63
 var (
 	// ErrInvalidOption: an option was given a value it cannot take.
 	ErrInvalidOption = errors.New("pgstore: invalid option")
-	// ErrSchema: the database holds something the Store cannot use, such
-	// as a relation other than a sequence under the name of the Store's
-	// sequence.
+	// ErrSchema: the database holds something the Store cannot use: a
+	// relation other than a sequence under the name of the Store's
+	// sequence, or one under the table's name that lacks a column the
+	// Store needs or has it of another type; or, with automatic creation
+	// off, no table at all.
 	ErrSchema = errors.New("pgstore: schema conflict")
 )
 
@@ -114,15 +117,15 @@ type Store[M any] struct {
 	codec       store.Codec[M]
 	table       pgx.Identifier
 	seq         pgx.Identifier
-	seqText     string // seq, quoted: passed as a parameter and cast to regclass
-	channel     string // the LISTEN/NOTIFY channel
+	seqText     string                 // seq, quoted: passed as a parameter and cast to regclass
+	channel     atomic.Pointer[string] // the LISTEN/NOTIFY channel; nil until the table's schema is known
 	autoMigrate bool
 
 	sqlGet, sqlCreate, sqlUpdate string
 	nameCreate, nameUpdate       string // stmtName of sqlCreate and sqlUpdate
 
 	migrateMu sync.Mutex
-	migrated  bool // guarded by migrateMu
+	migrated  bool // guarded by migrateMu: the schema was made (Migrate) or found usable (checkTable)
 
 	hub  *hub[M]
 	pipe *batch.Runner[pgCall, pgAnswer] // CompareAndSwap's statements
@@ -177,24 +180,36 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 	seq[len(seq)-1] += SequenceSuffix
 	s.seq = seq
 	s.seqText = seq.Sanitize()
-	s.channel = channelName(o.table)
+	if len(o.table) == 2 {
+		s.setChannel(o.table[0])
+	}
 	s.buildSQL()
 	s.hub = newHub(s)
 	s.pipe = newPipe(s.runPipe)
 	return s, nil
 }
 
-// channelName returns the notification channel of a table:
-// "tenure:" followed by the table's parts joined with ".", or, when that
-// exceeds PostgreSQL's 63-byte limit on channel names, "tenure:" followed by
-// a hash of it.
-func channelName(table []string) string {
-	c := "tenure:" + strings.Join(table, ".")
-	if len(c) <= maxIdentBytes {
+// channelName returns the notification channel of the table of schema
+// schema and name table: "tenure:SCHEMA.TABLE", or, when that would exceed
+// PostgreSQL's 63-byte limit on channel names or the schema's name holds a
+// dot (which would leave the channel's dot ambiguous), "tenure:" followed
+// by a hash of the quoted, qualified name.
+func channelName(schema, table string) string {
+	c := "tenure:" + schema + "." + table
+	if len(c) <= maxIdentBytes && !strings.Contains(schema, ".") {
 		return c
 	}
-	sum := sha256.Sum256([]byte(c))
+	sum := sha256.Sum256([]byte(pgx.Identifier{schema, table}.Sanitize()))
 	return "tenure:" + hex.EncodeToString(sum[:16])
+}
+
+// setChannel sets the channel, once, to that of the table in schema: the
+// schema the Store's statements find the table in, so that Stores of the
+// same table share a channel however they name it, and Stores of tables of
+// one name in different schemas do not.
+func (s *Store[M]) setChannel(schema string) {
+	c := channelName(schema, s.table[len(s.table)-1])
+	s.channel.CompareAndSwap(nil, &c)
 }
 
 // Table returns the table's name, quoted as an identifier (schema-qualified
@@ -219,13 +234,20 @@ func (s *Store[M]) Sequence() string {
 // Channel returns the name of the channel on which every write is announced
 // with one NOTIFY: with the whole record (a payload that starts with "r1:")
 // when the metadata takes at most 2 KiB, otherwise with the payload
-// "REVISION:NAME". To listen from psql, quote it as an identifier: LISTEN
-// "tenure:tenure_leases".
+// "REVISION:NAME". It is "tenure:" followed by the table's schema, a dot
+// and its name (see channelName for long names). For a table given
+// without a schema, the schema is the one the table is found in through
+// the search_path, known once the Store has used the table (Migrate or any
+// operation): until then Channel returns "". To listen from psql, quote it
+// as an identifier: LISTEN "tenure:public.tenure_leases".
 func (s *Store[M]) Channel() string {
 	if s == nil {
 		return ""
 	}
-	return s.channel
+	if c := s.channel.Load(); c != nil {
+		return *c
+	}
+	return ""
 }
 
 // columns are the columns of a record.
@@ -413,7 +435,10 @@ func (s *Store[M]) lockKey() int64 {
 // (SchemaSQL shows the statements). It runs them in one transaction under a
 // transaction-scoped advisory lock, so that processes starting together do
 // not race to create the same table. It is safe to call at any time and
-// changes nothing that exists.
+// changes nothing that exists. It fails with an error wrapping ErrSchema
+// when a relation of the table's name exists but cannot hold the records
+// (naming each column missing or of a type the Store cannot use), or when
+// a relation other than a sequence has the sequence's name.
 func (s *Store[M]) Migrate(ctx context.Context) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("pgstore: Migrate: %w", err)
@@ -421,25 +446,137 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("pgstore: Migrate: %w: ctx is nil", store.ErrNilArgument)
 	}
+	var schema string
 	err := s.retry(ctx, connectionLost, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey()); err != nil {
 				return err
 			}
 			if err := s.checkSequenceName(ctx, tx); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, s.SchemaSQL())
+			if _, err := tx.Exec(ctx, s.SchemaSQL()); err != nil {
+				return err
+			}
+			schema, err = s.checkTable(ctx, tx)
 			return err
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("pgstore: Migrate %s: %w", s.table.Sanitize(), withCtx(ctx, err))
 	}
+	s.setChannel(schema)
 	s.migrateMu.Lock()
 	s.migrated = true
 	s.migrateMu.Unlock()
 	return nil
+}
+
+// tableColumns are the columns the Store reads and writes: the type it
+// creates each with, and what it can use instead (a type of that category,
+// pg_type.typcategory, or that very type, pg_type.typname). A number of
+// another numeric type is read as text and checked, so a column retyped
+// that way still works.
+var tableColumns = []struct {
+	name, created string
+	category      string // "S" string, "N" numeric; "" when only typname will do
+	typname       string
+}{
+	{"name", "text", "S", ""},
+	{"holder", "text", "S", ""},
+	{"token", "numeric(20,0)", "N", ""},
+	{"revision", "bigint", "N", ""},
+	{"acquired_at", "timestamptz", "", "timestamptz"},
+	{"renewed_at", "timestamptz", "", "timestamptz"},
+	{"lease_duration_ns", "bigint", "N", ""},
+	{"transitions", "numeric(20,0)", "N", ""},
+	{"metadata", "bytea", "", "bytea"},
+}
+
+// sqlTableColumns lists the relation that the table's name ($1) stands for
+// in the search_path: its kind and its schema, then one row per column (NULL when it has
+// none) with its type's name and category, the type as SQL writes it, and
+// whether a unique index (non-partial, immediate: ON CONFLICT can use it)
+// has that column as its only key. No row: no relation has that name.
+const sqlTableColumns = `SELECT c.relkind::text, (SELECT n.nspname::text FROM pg_namespace n WHERE n.oid = c.relnamespace), a.attname::text, t.typname::text, t.typcategory::text, format_type(a.atttypid, a.atttypmod),
+	coalesce(EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate
+		AND i.indpred IS NULL AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum), false)
+FROM pg_class c
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_type t ON t.oid = a.atttypid
+WHERE c.oid = to_regclass($1::text)`
+
+// querier is what checkTable needs of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// checkTable returns the schema of the table the Store's statements use,
+// found through the search_path when the Store's table has no schema. It
+// fails with ErrSchema, naming the table and each column that
+// is missing or of a type the Store cannot use, when the relation its
+// statements would use under the table's name cannot hold its records: a
+// table of someone else's of the same name, say, which CREATE TABLE IF NOT
+// EXISTS leaves as it is. Without it every statement would fail with the
+// server's "column t.revision does not exist".
+func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, err error) {
+	rows, err := q.Query(ctx, sqlTableColumns, s.table.Sanitize())
+	if err != nil {
+		return "", err
+	}
+	type column struct {
+		typname, category, sqlType string
+		unique                     bool
+	}
+	var (
+		kind  string
+		found bool
+		cols  = map[string]column{}
+	)
+	for rows.Next() {
+		var k, nsp string
+		var name, typname, category, sqlType *string
+		var unique bool
+		if err := rows.Scan(&k, &nsp, &name, &typname, &category, &sqlType, &unique); err != nil {
+			rows.Close()
+			return "", err
+		}
+		found, kind, schema = true, k, nsp
+		if name != nil && typname != nil && category != nil && sqlType != nil {
+			cols[*name] = column{*typname, *category, *sqlType, unique}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	t := s.table.Sanitize()
+	if !found {
+		return "", fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
+	}
+	var problems []string
+	if kind != "r" && kind != "p" {
+		what := relkinds[kind]
+		if what == "" {
+			what = "relation of kind " + strconv.Quote(kind)
+		}
+		problems = append(problems, "it is a "+what+", not a table")
+	}
+	for _, want := range tableColumns {
+		c, ok := cols[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("column %s is missing (the Store creates it %s)", want.name, want.created))
+		case want.category != "" && c.category != want.category, want.category == "" && c.typname != want.typname:
+			problems = append(problems, fmt.Sprintf("column %s is %s, which the Store cannot use (it creates it %s)", want.name, c.sqlType, want.created))
+		case want.name == "name" && !c.unique:
+			problems = append(problems, "column name has no unique index of its own (the Store creates it PRIMARY KEY)")
+		}
+	}
+	if len(problems) == 0 {
+		return schema, nil
+	}
+	return "", fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
+		ErrSchema, t, strings.Join(problems, "; "))
 }
 
 // relkinds names the kinds of relation pg_class.relkind stands for.
@@ -471,20 +608,77 @@ func (s *Store[M]) checkSequenceName(ctx context.Context, tx pgx.Tx) error {
 		ErrSchema, s.seqText, SequenceSuffix, what)
 }
 
+// schemaChanged reports whether err is the server's refusal of a
+// statement because the schema is not what the Store checked (checkTable)
+// and made: the table or the sequence is missing (undefined_table), or a
+// schema (invalid_schema_name), a column (undefined_column), an operator
+// or function for a column's type (undefined_function), or the unique
+// index on name (invalid_column_reference, from ON CONFLICT): dropped or
+// altered since. The statement did not run.
+func schemaChanged(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "42P01", // undefined_table
+		"3F000", // invalid_schema_name
+		"42703", // undefined_column
+		"42883", // undefined_function
+		"42P10": // invalid_column_reference
+		return true
+	}
+	return false
+}
+
+// afterSchemaChange runs op, and when op fails because the schema changed
+// (schemaChanged: the table or the sequence dropped after the Store
+// created them, say) it forgets that the schema was made and checked,
+// makes and checks it again (ensureSchema) and runs op once more: the
+// server refused the statement, so it did not run. Records dropped with
+// the table are gone, as if deleted. The normal path sends nothing more.
+func (s *Store[M]) afterSchemaChange(ctx context.Context, op func() error) error {
+	err := op()
+	if !schemaChanged(err) {
+		return err
+	}
+	s.migrateMu.Lock()
+	s.migrated = false
+	s.migrateMu.Unlock()
+	if merr := s.ensureSchema(ctx); merr != nil {
+		return fmt.Errorf("%w (after: %w)", merr, err)
+	}
+	return op()
+}
+
 // ensureSchema runs Migrate once, before the first operation, when
-// automatic migration is on. A failed attempt is tried again by the next
+// automatic migration is on, and otherwise checks the table (checkTable);
+// and again after an operation found the schema changed
+// (afterSchemaChange). A failed attempt is tried again by the next
 // operation.
 func (s *Store[M]) ensureSchema(ctx context.Context) error {
-	if !s.autoMigrate {
-		return nil
-	}
 	s.migrateMu.Lock()
 	done := s.migrated
 	s.migrateMu.Unlock()
 	if done {
 		return nil
 	}
-	return s.Migrate(ctx)
+	if s.autoMigrate {
+		return s.Migrate(ctx)
+	}
+	var schema string
+	err := s.retry(ctx, connectionLost, func() (err error) {
+		schema, err = s.checkTable(ctx, s.pool)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: %s: %w", s.table.Sanitize(), withCtx(ctx, err))
+	}
+	s.setChannel(schema)
+	s.migrateMu.Lock()
+	s.migrated = true
+	s.migrateMu.Unlock()
+	return nil
 }
 
 // swapCall returns the statement of swap.
@@ -492,7 +686,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	if expected == 0 {
 		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-			s.seqText, s.channel}}
+			s.seqText, s.Channel()}}
 	}
 	// No stored revision exceeds MaxInt64: a larger expected revision
 	// matches nothing, and neither does -1.
@@ -506,7 +700,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	}
 	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-		s.seqText, s.channel, was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
+		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the
@@ -678,21 +872,23 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 	}
 	var r row
 	found := true
-	err := s.retry(ctx, connectionLost, func() error {
-		c, err := s.pool.Acquire(ctx)
-		if err != nil {
+	err := s.afterSchemaChange(ctx, func() error {
+		return s.retry(ctx, connectionLost, func() error {
+			c, err := s.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Release()
+			if err := s.warmSwap(ctx, c); err != nil {
+				return err
+			}
+			err = c.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				found = false
+				return nil
+			}
 			return err
-		}
-		defer c.Release()
-		if err := s.warmSwap(ctx, c); err != nil {
-			return err
-		}
-		err = c.QueryRow(ctx, s.sqlGet, name).Scan(r.dest()...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			found = false
-			return nil
-		}
-		return err
+		})
 	})
 	if err != nil {
 		return row{}, false, fmt.Errorf("pgstore: Get %q: %w", name, withCtx(ctx, err))
@@ -816,7 +1012,14 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, err)
 	}
-	r, written, found, err := s.swap(ctx, name, expected, was, created, enc)
+	var (
+		r              row
+		written, found bool
+	)
+	err = s.afterSchemaChange(ctx, func() (err error) {
+		r, written, found, err = s.swap(ctx, name, expected, was, created, enc)
+		return err
+	})
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, withCtx(ctx, s.explain(err)))
 	}

@@ -123,12 +123,17 @@ func TestNewRefusesBadInput(t *testing.T) {
 		}
 	}
 	st, _ := pgstore.New[storetest.Meta](pool)
-	if st.Table() != `"tenure_leases"` || st.Channel() != "tenure:tenure_leases" {
-		t.Errorf("default table %s, channel %s", st.Table(), st.Channel())
+	// The channel of a table found through the search_path is known once
+	// the Store has used it; that of a schema-qualified one at once.
+	if st.Table() != `"tenure_leases"` || st.Channel() != "" {
+		t.Errorf("default table %s, channel %q before use", st.Table(), st.Channel())
+	}
+	if q, _ := pgstore.New[storetest.Meta](pool, pgstore.WithTable("ops", "leases")); q.Channel() != "tenure:ops.leases" {
+		t.Errorf("channel of ops.leases %q, want tenure:ops.leases", q.Channel())
 	}
 	long, _ := pgstore.New[storetest.Meta](pool, pgstore.WithTable(strings.Repeat("s", 63), "t"))
-	if n := len(long.Channel()); n > 63 {
-		t.Errorf("channel %q is %d bytes, PostgreSQL allows 63", long.Channel(), n)
+	if n := len(long.Channel()); n > 63 || n == 0 {
+		t.Errorf("channel %q is %d bytes, PostgreSQL allows 1 to 63", long.Channel(), n)
 	}
 }
 
@@ -460,5 +465,57 @@ func TestLargestValues(t *testing.T) {
 	// An expected revision above MaxInt64 matches nothing.
 	if _, gotRev, err := st.CompareAndSwap(testCtx(t), "job", 1<<63+1, r); !errors.Is(err, store.ErrConflict) || gotRev != rev {
 		t.Fatalf("swap from revision 2^63+1: %d, %v", gotRev, err)
+	}
+}
+
+// TestStoreAfterDrop drops the table, the sequence or both after the
+// Store created them: its next operations create them again, and report
+// the records lost with them as absent.
+func TestStoreAfterDrop(t *testing.T) {
+	for _, c := range []struct {
+		label    string
+		drop     func(st *pgstore.Store[storetest.Meta]) string
+		rowsGone bool
+	}{
+		{"table", func(st *pgstore.Store[storetest.Meta]) string { return "DROP TABLE " + st.Table() }, true},
+		{"sequence", func(st *pgstore.Store[storetest.Meta]) string { return "DROP SEQUENCE " + st.Sequence() }, false},
+		{"both", func(st *pgstore.Store[storetest.Meta]) string {
+			return "DROP TABLE " + st.Table() + "; DROP SEQUENCE " + st.Sequence()
+		}, true},
+	} {
+		for _, op := range []string{"Get", "CompareAndSwap"} {
+			t.Run(c.label+"/"+op, func(t *testing.T) {
+				pool := newPool(t)
+				ctx := testCtx(t)
+				st := newStore(t, pool)
+				_, rev := mustSwap(t, st, "job", 0, rec("a", 1))
+				exec(t, pool, c.drop(st))
+
+				switch op {
+				case "Get":
+					_, got, err := st.Get(ctx, "job")
+					switch {
+					case c.rowsGone && !errors.Is(err, store.ErrNotFound):
+						t.Fatalf("Get after the drop: revision %d, %v; want ErrNotFound", got, err)
+					case !c.rowsGone && (err != nil || got != rev):
+						t.Fatalf("Get after the drop: revision %d, %v; want %d", got, err, rev)
+					}
+				case "CompareAndSwap":
+					_, got, err := st.CompareAndSwap(ctx, "job", rev, rec("a", 1))
+					switch {
+					case c.rowsGone && (!errors.Is(err, store.ErrConflict) || got != 0):
+						t.Fatalf("swap from %d after the drop: revision %d, %v; want ErrConflict with no record", rev, got, err)
+					case !c.rowsGone && (err != nil || got <= rev):
+						t.Fatalf("swap from %d after the drop: revision %d, %v; want one above", rev, got, err)
+					}
+				}
+				if c.rowsGone {
+					// The new revisions continue above the lost ones.
+					if _, got := mustSwap(t, st, "job", 0, rec("b", 2)); got <= rev {
+						t.Fatalf("create after the drop at revision %d, not above the lost %d", got, rev)
+					}
+				}
+			})
+		}
 	}
 }

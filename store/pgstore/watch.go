@@ -307,7 +307,7 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 func (h *hub[M]) listen(ctx context.Context, gen uint64) {
 	backoff := listenBackoffMin
 	for ctx.Err() == nil {
-		conn, err := h.connect(ctx)
+		conn, channel, err := h.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -323,7 +323,7 @@ func (h *hub[M]) listen(ctx context.Context, gen uint64) {
 		}
 		backoff = listenBackoffMin
 		h.connected(gen, true, nil)
-		h.serve(ctx, conn)
+		h.serve(ctx, conn, channel)
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = conn.Close(closeCtx)
 		cancel()
@@ -332,24 +332,31 @@ func (h *hub[M]) listen(ctx context.Context, gen uint64) {
 }
 
 // connect takes a connection out of the pool for good (so that LISTEN
-// state never leaks back into it) and listens on the channel.
-func (h *hub[M]) connect(ctx context.Context) (*pgx.Conn, error) {
+// state never leaks back into it) and listens on the channel, which it
+// returns.
+func (h *hub[M]) connect(ctx context.Context) (*pgx.Conn, string, error) {
+	// Watch and WatchFunc check the table first, which sets the channel.
+	channel := h.s.Channel()
+	if channel == "" {
+		return nil, "", errors.New("pgstore: Watch: the channel is not known before the table is checked")
+	}
 	ctx, cancel := context.WithTimeout(ctx, listenOpTimeout)
 	defer cancel()
 	pc, err := h.s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: Watch: connecting: %w", err)
+		return nil, "", fmt.Errorf("pgstore: Watch: connecting: %w", err)
 	}
 	conn := pc.Hijack()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		_ = conn.Close(context.Background())
-		return nil, fmt.Errorf("pgstore: Watch: LISTEN: %w", err)
+		return nil, "", fmt.Errorf("pgstore: Watch: LISTEN: %w", err)
 	}
-	return conn, nil
+	return conn, channel, nil
 }
 
-// serve passes notifications on until the connection breaks or ctx ends.
-func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
+// serve passes the notifications of channel on until the connection
+// breaks or ctx ends.
+func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn, channel string) {
 	// One wait context serves until it expires, busy or not: a context per
 	// notification (a timer each) was a sixth of what listening cost at
 	// thousands of notifications a second. So a busy connection is pinged
@@ -391,7 +398,7 @@ func (h *hub[M]) serve(ctx context.Context, conn *pgx.Conn) {
 			}
 			continue
 		}
-		if n == nil || n.Channel != h.s.channel {
+		if n == nil || n.Channel != channel {
 			continue
 		}
 		name, rev, r, ok := parseNotification(n.Payload)
