@@ -363,9 +363,11 @@ SELECT coalesce(` + w + `.revision = ` + r + `.rev, false), ` + selected(w) + `,
 FROM ` + w + `, ` + r
 
 	// Swap if the revision matches and the stored row is within bounds
-	// (sqlValid). The new revision is above both the sequence and the
-	// stored revision, so a revision never goes back on a write, even
-	// after the row was given a higher one by hand; the new token follows
+	// (sqlValid). The new revision is above the sequence and the stored
+	// revision, and at least the server's clock in microseconds, so a
+	// revision never goes back on a write, even after the row was given a
+	// higher one by hand, and a restore of the table and its sequence does
+	// not hand out again a revision some elector still expects; the new token follows
 	// store.Renews and store.NewToken, and a token above lease.MaxToken is
 	// never written. When the UPDATE matches nothing, the current row is
 	// read FOR SHARE: under READ COMMITTED that waits for a concurrent
@@ -376,7 +378,7 @@ FROM ` + w + `, ` + r
 	// is out of bounds or has no token left; the Go side says which.
 	s.sqlUpdate = `WITH ` + u + ` AS (
 	UPDATE ` + t + ` AS t SET holder = $3, token = ` + sqlNextToken + `,
-		revision = greatest(nextval($10::text::regclass), t.revision + 1),
+		revision = greatest(nextval($10::text::regclass), t.revision + 1, ` + sqlClockToken + `),
 		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
 	WHERE t.name = $1 AND t.revision = $2 AND ` + sqlValid + `
 		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
