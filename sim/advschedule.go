@@ -28,6 +28,8 @@ func advSchedule(s *Cluster) []Fault {
 	add(f.Loss, FaultLoss)
 	add(f.Slow, FaultSlow)
 	add(f.DataLoss, FaultDataLoss)
+	add(f.DataSwap, FaultDataSwap)
+	add(f.Resend, FaultResend)
 	add(f.Release, FaultRelease)
 	add(f.Reconfigure || f.Extreme, FaultReconfigure)
 	add(f.Forge, FaultForge, FaultForge)

@@ -13,7 +13,7 @@ import (
 func gatedOptions(base func(uint64) Options) func(uint64) Options {
 	return func(seed uint64) Options {
 		o := base(seed)
-		o.Faults.DataLoss = true
+		o.Faults.DataLoss, o.Faults.DataSwap, o.Faults.Resend = true, true, true
 		o.Store.MayLoseRecords, o.Store.CreateGate = true, true
 		return o
 	}
@@ -194,4 +194,96 @@ func TestSimCreateGateNeedsTheMarkerLost(t *testing.T) {
 	for _, r := range failed {
 		t.Logf("seed %d: %v", r.Seed, r.Violation)
 	}
+}
+
+// mutantSweep runs n schedules from first of the gated sweeps with mutate
+// applied, and returns those that made two leaders.
+func mutantSweep(t *testing.T, first uint64, n int, mutate func(*Options)) []Result {
+	t.Helper()
+	var two []Result
+	for _, base := range []func(uint64) Options{sweepOptions, advSweepOptions} {
+		failed, _ := advSweep(t, first, n, func(seed uint64) Options {
+			o := gatedOptions(base)(seed)
+			mutate(&o)
+			return o
+		})
+		for _, r := range failed {
+			if r.Violation.Check == CheckOneLeader {
+				two = append(two, r)
+			}
+		}
+	}
+	return two
+}
+
+// mutantSeed is one schedule of the gated sweeps that a broken variant
+// of the gate must fail with two leaders, and the gate must pass.
+type mutantSeed struct {
+	base func(uint64) Options
+	name string // the sweep: "faults" or "adversary"
+	seed uint64
+}
+
+// checkMutant replays seeds with and without mutate: with it, each makes
+// two leaders; without it, none fails. Then it runs 40 schedules (8 with
+// the race detector) of both sweeps with mutate and logs how many made two
+// leaders (at least one).
+func checkMutant(t *testing.T, mutate func(*Options), seeds ...mutantSeed) {
+	t.Helper()
+	n := 40
+	if raceOn {
+		n = 8
+	}
+	for _, sd := range seeds {
+		for _, broken := range []bool{true, false} {
+			o := gatedOptions(sd.base)(sd.seed)
+			if broken {
+				mutate(&o)
+			}
+			res, err := RunSeed(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case broken && (res.Violation == nil || res.Violation.Check != CheckOneLeader):
+				t.Errorf("%s seed %d, broken: violation %v, want two leaders", sd.name, sd.seed, res.Violation)
+			case broken:
+				t.Logf("%s seed %d, broken: %v", sd.name, sd.seed, res.Violation)
+			case res.Violation != nil:
+				t.Errorf("%s seed %d: %v", sd.name, sd.seed, res.Violation)
+			}
+		}
+	}
+	if two := mutantSweep(t, 1, n, mutate); len(two) == 0 {
+		t.Errorf("no schedule of %d made two leaders", 2*n)
+	} else {
+		t.Logf("%d of %d schedules made two leaders", len(two), 2*n)
+	}
+}
+
+// A dataset swapped for an older copy (FaultDataSwap: SWAPDB with a
+// restored database, DEBUG RELOAD of an older file) brings back a marker
+// that has stood a lease, without the record created since and without its
+// born key. An identity of run_id and master_replid alone
+// (swapKeepsIdentity) does not change: the next create is vouched for
+// while the lost record's holder still leads. On sweep seed 10 the swap
+// comes at 81.862s while every watch is muted, and n0 leads 191ms later
+// beside n1. The identity that counts the commands that move data changes,
+// the marker is made anew, and the create is a claim.
+func TestSimCreateGateDataSwapNeedsIdentity(t *testing.T) {
+	checkMutant(t, func(o *Options) { o.swapKeepsIdentity = true },
+		mutantSeed{sweepOptions, "faults", 10}, mutantSeed{advSweepOptions, "adversary", 2})
+}
+
+// A marker whose nonce is the op nonce of the call that made it
+// (nonceFromOp) is made again with the same nonce when the client library
+// resends that call after the data was lost (FaultResend): the nodes that
+// saw the lost marker attest their age for the new one, and a create is
+// vouched for within a lease of the loss. On sweep seed 2 the loss comes
+// at 88.476s and n0 leads 43ms later beside n2. A nonce of its own for
+// every marker (the server's TIME and a counter) makes the resent call's
+// marker a new one, attested by nobody.
+func TestSimCreateGateResendNeedsFreshNonce(t *testing.T) {
+	checkMutant(t, func(o *Options) { o.nonceFromOp = true },
+		mutantSeed{sweepOptions, "faults", 2}, mutantSeed{advSweepOptions, "adversary", 26})
 }

@@ -73,6 +73,16 @@ const (
 	// error, as a dead connection nobody noticed does. It is no
 	// disturbance: a leader must appear within the liveness bound anyway.
 	FaultMuteWatch
+	// FaultDataSwap replaces the whole dataset with a copy taken before
+	// the last create, marker included, while the server stays the same
+	// (SWAPDB with a database restored from a backup, DEBUG RELOAD of an
+	// older file): the record vanishes, as in a data loss, and the marker
+	// of StoreModel.CreateGate is the copy's.
+	FaultDataSwap
+	// FaultResend makes the store lose the record, marker included, and a
+	// call that made the lost marker, resent by the client library with
+	// its arguments unchanged, makes the marker anew (StoreModel.CreateGate).
+	FaultResend
 	// FaultForgeRelease is an outside writer storing the release of the
 	// live lease: the stored record with its holder cleared, as the
 	// holder's own release stores it. Nobody can tell the two apart: the
@@ -85,7 +95,7 @@ const (
 const lastFaultKind = FaultForgeRelease
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "forgerelease"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -160,6 +170,10 @@ func (f Fault) String() string {
 		return fmt.Sprintf("slow store (+%v) for %v", f.Latency, f.Dur)
 	case FaultDataLoss:
 		return "store loses the record"
+	case FaultDataSwap:
+		return "the dataset is swapped for a copy taken before the last create"
+	case FaultResend:
+		return "store loses the record, and a resent call makes the marker anew"
 	case FaultRelease:
 		return fmt.Sprintf("release n%d, back after %v", f.Node, f.Dur)
 	case FaultReconfigure:
@@ -274,6 +288,10 @@ func (s *Cluster) applyFault(i int) {
 		s.push(end)
 	case FaultDataLoss:
 		s.loseData()
+	case FaultDataSwap:
+		s.swapData()
+	case FaultResend:
+		s.resend()
 	case FaultRelease:
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Stop, Release: true})
@@ -357,6 +375,8 @@ func randomSchedule(s *Cluster) []Fault {
 	add(f.Loss, FaultLoss)
 	add(f.Slow, FaultSlow)
 	add(f.DataLoss, FaultDataLoss)
+	add(f.DataSwap, FaultDataSwap)
+	add(f.Resend, FaultResend)
 	add(f.Release, FaultRelease)
 	add(f.Reconfigure, FaultReconfigure)
 	add(f.MuteWatch, FaultMuteWatch)

@@ -106,6 +106,14 @@ type Faults struct {
 	// persistence does; revisions and the token floor survive. It needs a
 	// store that may lose records (StoreModel.MayLoseRecords).
 	DataLoss bool
+	// DataSwap replaces the whole dataset with a copy taken before the
+	// last create (FaultDataSwap), as SWAPDB with a restored database
+	// does. It needs StoreModel.MayLoseRecords.
+	DataSwap bool
+	// Resend loses the record, and a call that made the lost marker,
+	// resent with its arguments unchanged, makes it anew (FaultResend).
+	// It needs StoreModel.CreateGate.
+	Resend bool
 	// Release stops a node gracefully (it releases the lease) and starts it
 	// again later.
 	Release bool
@@ -193,6 +201,7 @@ func (f *Faults) fields() []struct {
 		{"drift", &f.Drift}, {"drift-beyond", &f.DriftBeyond}, {"crash", &f.Crash},
 		{"pause", &f.Pause}, {"partition", &f.Partition}, {"loss", &f.Loss},
 		{"slow", &f.Slow}, {"watch-chaos", &f.WatchChaos}, {"dataloss", &f.DataLoss},
+		{"dataswap", &f.DataSwap}, {"resend", &f.Resend},
 		{"release", &f.Release}, {"reconfigure", &f.Reconfigure}, {"mute-watch", &f.MuteWatch},
 	}
 }
@@ -343,11 +352,14 @@ type StoreModel struct {
 	// CreateGate models redisstore's create gate (docs/design.md, "A faster
 	// first leader"): a store that may lose records (MayLoseRecords is
 	// needed) but tells a brand-new name from a lost record with a
-	// dataset-level marker. The marker has an identity that every data
-	// loss changes (the marker is lost with the data); every swap carries
-	// the identity its node last saw in a swap's reply and how long ago, by
-	// the node's own clock, it first saw it; and the store keeps the
-	// longest such age attested for the current identity. A create is
+	// dataset-level marker. The marker has a nonce, made anew with every
+	// data loss (the marker is lost with the data), and carries the
+	// server's identity it was made under, which every restart, failover
+	// and dataset swap (FaultDataSwap) changes; a create under another
+	// identity makes the marker anew. Every swap carries the nonce its
+	// node last saw in a swap's reply and how long ago, by the node's own
+	// clock, it first saw it; and the store keeps the longest such age
+	// attested for the current nonce. A create is
 	// vouched for (fsm.Event.Vouched, store.CreateVouch) when that age is at
 	// least the created record's LeaseDuration: its creator leads at once.
 	// Any other create is a claim, as on any store that may lose records.
@@ -431,6 +443,15 @@ type Options struct {
 	// markerAged starts the store with a marker attested long ago: a
 	// healthy dataset on which a brand-new name is created.
 	markerAged bool
+	// swapKeepsIdentity leaves the server's identity as it was across a
+	// dataset swap (FaultDataSwap): an identity of run_id and
+	// master_replid alone, which SWAPDB, COPY, MOVE, RENAME, RESTORE and
+	// DEBUG RELOAD leave as they were.
+	swapKeepsIdentity bool
+	// nonceFromOp gives a marker made anew by a resent call
+	// (FaultResend) the nonce of that call, which the call's first attempt
+	// gave the lost marker: a marker nonce taken from the op nonce.
+	nonceFromOp bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
@@ -472,6 +493,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Store.CreateGate models a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
 	case o.Faults.DataLoss && !o.Store.MayLoseRecords:
 		return fmt.Errorf("%w: Faults.DataLoss needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
+	case o.Faults.DataSwap && !o.Store.MayLoseRecords:
+		return fmt.Errorf("%w: Faults.DataSwap needs a store that may lose records (Store.MayLoseRecords)", ErrInvalidOptions)
+	case o.Faults.Resend && !o.Store.CreateGate:
+		return fmt.Errorf("%w: Faults.Resend needs a store with the create gate (Store.CreateGate)", ErrInvalidOptions)
 	case o.Store.AuthenticWatch && o.Store.NoWatch:
 		return fmt.Errorf("%w: Store.AuthenticWatch needs a store that watches (Store.NoWatch is set)", ErrInvalidOptions)
 	case o.Store.AuthenticWatch && o.Faults.ForgeWatch && !o.Store.trustForged:
@@ -494,8 +519,11 @@ func (o *Options) validate() error {
 		if err := f.validate(o.Nodes); err != nil {
 			return fmt.Errorf("schedule entry %d: %w", i, err)
 		}
-		if f.Kind == FaultDataLoss && !o.Store.MayLoseRecords {
+		if (f.Kind == FaultDataLoss || f.Kind == FaultDataSwap) && !o.Store.MayLoseRecords {
 			return fmt.Errorf("%w: Schedule[%d] loses data, which needs Store.MayLoseRecords", ErrInvalidOptions, i)
+		}
+		if f.Kind == FaultResend && !o.Store.CreateGate {
+			return fmt.Errorf("%w: Schedule[%d] resends a call that made the marker, which needs Store.CreateGate", ErrInvalidOptions, i)
 		}
 		if f.Kind == FaultForgeWatch && o.Store.AuthenticWatch && !o.Store.trustForged {
 			return fmt.Errorf("%w: Schedule[%d] forges a watch event, which nobody can do on a store with Store.AuthenticWatch", ErrInvalidOptions, i)

@@ -87,7 +87,7 @@ func New(o Options) (*Cluster, error) {
 	s.lossy = o.Store.MayLoseRecords
 	if o.Store.CreateGate && o.markerAged {
 		// A healthy dataset: its marker was attested long ago.
-		s.store.markerID, s.store.markerPresent, s.store.markerAttested = 1, true, lease.MaxDuration
+		s.store.nonces, s.store.markerID, s.store.markerPresent, s.store.markerAttested = 1, 1, true, lease.MaxDuration
 	}
 	if o.Record {
 		s.tl = &timeline.Timeline{}

@@ -31,13 +31,32 @@ type simStore struct {
 	ahead   map[uint64]int64
 	history []fsm.Lease    // history[rev] is what revision rev stored
 	lostAt  lease.Revision // counter at the last data loss
-	// The marker of StoreModel.CreateGate: its identity (bumped by every
-	// data loss, never reused), whether it exists, and the longest age a
-	// node attested for it.
+	// The server's identity as the create gate reads it (redisstore's
+	// ident: run_id, master_replid, evicted keys and the count of the
+	// commands that move data between keys and databases): every data
+	// loss changes it (a restart, a failover), and so does a dataset swap
+	// (FaultDataSwap) unless swapKeepsIdentity.
+	ident uint64
+	marker
+	// copy is the dataset as it stood before the last create (the
+	// record absent), marker included: what FaultDataSwap swaps in.
+	copy      marker
+	copyTaken bool
+	nonces    uint64 // the last marker nonce issued
+}
+
+// marker is the dataset-level state of StoreModel.CreateGate, all of it
+// data: a copy of the dataset carries it.
+type marker struct {
+	// The marker: its nonce (what nodes remember and attest; never reused,
+	// unless nonceFromOp), the server identity it was made under, whether
+	// it exists, the longest age a node attested for it, and the real time
+	// it came into being.
 	markerID       uint64
+	markerIdent    uint64
 	markerPresent  bool
 	markerAttested time.Duration
-	markerBorn     int64 // real time the marker came into being
+	markerBorn     int64
 	// born: a record was written since the last data loss (redisstore's
 	// per-name "born" key). A create is never vouched for while it
 	// stands: the record was deleted, not lost with the marker.
@@ -117,6 +136,17 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 			need /= 4
 		}
 		if (st.present && st.rev == ev.expected || !st.present && ev.expected == 0) && s.guardHolds(ev) {
+			if !st.present {
+				// A create: the dataset as it stands is what a copy
+				// taken now would hold.
+				st.copy, st.copyTaken = st.marker, true
+			}
+			if gated && !st.present && st.markerIdent != st.ident {
+				// A marker made under another identity of the server is
+				// made anew.
+				s.newMarker()
+				reply.markerID = st.markerID
+			}
 			// The gate: a create is vouched for once the marker is known
 			// to have stood for the new record's LeaseDuration.
 			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
@@ -250,11 +280,12 @@ func (s *Cluster) attest(ev *simEvent) {
 	st.markerAttested = max(st.markerAttested, sib)
 }
 
-// newMarker brings a new marker into being: a new identity, attested by
-// nobody yet.
+// newMarker brings a new marker into being: a new nonce, the server's
+// identity, attested by nobody yet.
 func (s *Cluster) newMarker() {
 	st := &s.store
-	st.markerID++
+	st.nonces++
+	st.markerID, st.markerIdent = st.nonces, st.ident
 	st.markerPresent, st.markerAttested, st.markerBorn = true, 0, s.now
 }
 
@@ -263,6 +294,9 @@ func (s *Cluster) newMarker() {
 func (s *Cluster) loseData() {
 	st := &s.store
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	if !s.opt.lossKeepsMarker && !s.opt.handDelete {
+		st.ident++ // a restart or a failover (FLUSHALL keeps it, and takes the marker)
+	}
 	st.born = st.born && s.opt.handDelete
 	if s.opt.Store.CreateGate && !s.opt.lossKeepsMarker && !s.opt.handDelete {
 		// Another name's swap recreates it at once, at worst (see attest).
@@ -274,6 +308,53 @@ func (s *Cluster) loseData() {
 		s.tl.AddStore(s.now, "DATA LOSS: the record vanishes")
 	}
 	s.broadcast(simEvent{absent: true})
+}
+
+// swapData replaces the whole dataset with the copy taken before the last
+// create (FaultDataSwap: SWAPDB with a database restored from a backup,
+// DEBUG RELOAD of an older file): the record is absent, and the marker is
+// the copy's, with its nonce, its identity, its attested age and no born
+// key. The server's identity changes (redisstore counts the commands that
+// move data) unless swapKeepsIdentity. Revisions and the token floor
+// survive, as after a data loss.
+func (s *Cluster) swapData() {
+	st := &s.store
+	if !st.copyTaken {
+		s.tracef(-1, "data swap: no copy taken yet")
+		return
+	}
+	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	st.marker = st.copy
+	if !s.opt.swapKeepsIdentity {
+		st.ident++
+	}
+	st.lostAt = st.counter
+	s.tracef(-1, "store DATASET SWAPPED for a copy: marker %d attested %v", st.markerID, st.markerAttested)
+	if s.tl != nil {
+		s.tl.AddStore(s.now, "DATASET SWAP: the record vanishes, an older marker is back")
+	}
+	s.broadcast(simEvent{absent: true})
+}
+
+// resend makes the store lose its data, after which a call that made the
+// lost marker, resent by the client library with the same arguments,
+// makes the marker anew (FaultResend). With nonceFromOp the new marker
+// takes the call's op nonce, which was the lost marker's; otherwise it
+// gets a nonce of its own.
+func (s *Cluster) resend() {
+	st := &s.store
+	old, had := st.markerID, st.markerPresent
+	s.loseData()
+	if !s.opt.Store.CreateGate || !had {
+		return
+	}
+	if !st.markerPresent {
+		s.newMarker()
+	}
+	if s.opt.nonceFromOp {
+		st.markerID = old
+	}
+	s.tracef(-1, "a resent call made the marker anew: nonce %d", st.markerID)
 }
 
 // broadcast sends a watch event to every node that watches.

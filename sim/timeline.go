@@ -30,7 +30,7 @@ func stateMark(s fsm.State) timeline.Mark {
 func faultMark(at int64, f Fault) timeline.Fault {
 	node := f.Node
 	switch f.Kind {
-	case FaultLoss, FaultSlow, FaultDataLoss:
+	case FaultLoss, FaultSlow, FaultDataLoss, FaultDataSwap, FaultResend:
 		node = -1
 	}
 	return timeline.Fault{At: at, Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Text: f.text()}

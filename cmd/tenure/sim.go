@@ -42,7 +42,9 @@ Faults. With no fault flag the default set runs: -drift -crash -pause
 -partition -loss -slow -release. Naming any fault flag runs exactly the
 faults named. -calm runs none. Not in the default set: -reconfigure (live
 changes of timings), -watch-chaos (watch events beyond the store contract),
--mute-watch (watches that silently stop delivering), -dataloss (the store loses the record; implies -lossy) and -drift-beyond
+-mute-watch (watches that silently stop delivering), -dataloss (the store loses the record; implies -lossy),
+-dataswap (the dataset swapped for an older copy; implies -lossy), -resend (a loss after which a resent call
+makes the create gate's marker anew; needs -gate) and -drift-beyond
 (drift past what the timings tolerate: expect two leaders).
 
 Timings come from lease.DefaultConfig, then the TENURE_* environment
@@ -206,6 +208,8 @@ func (a *simArgs) defineFaults(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Slow, "slow", false, "slow store: latency beyond BackendTimeout for a while")
 	fs.BoolVar(&f.WatchChaos, "watch-chaos", false, "delay, duplicate and reorder watch events (beyond the store contract)")
 	fs.BoolVar(&f.DataLoss, "dataloss", false, "the store loses the record (implies -lossy)")
+	fs.BoolVar(&f.DataSwap, "dataswap", false, "the dataset is swapped for a copy taken before the last create, marker included (implies -lossy)")
+	fs.BoolVar(&f.Resend, "resend", false, "the store loses the record and a resent call makes the create gate's marker anew (needs -gate)")
 	fs.BoolVar(&f.Release, "release", false, "stop nodes gracefully (release) and start them again")
 	fs.BoolVar(&f.Reconfigure, "reconfigure", false, "give nodes other valid timings (opt-in)")
 	fs.BoolVar(&f.MuteWatch, "mute-watch", false, "watches silently stop delivering for a while (one node's or all)")
@@ -335,7 +339,7 @@ func (a *simArgs) simFlags(fs *flag.FlagSet, seeds sim.Seeds, cfg lease.Config) 
 			Nodes: nodes, Duration: duration, Config: cfg, Faults: a.faults,
 			Rho: a.rho, BeyondRho: a.beyond,
 			Store: sim.StoreModel{
-				MayLoseRecords: a.lossy || a.faults.DataLoss || a.gate,
+				MayLoseRecords: a.lossy || a.faults.DataLoss || a.faults.DataSwap || a.gate,
 				CreateGate:     a.gate,
 				NoWatch:        a.noWatch,
 				Latency:        sim.Latency{Min: a.latMin, Max: a.latMax, Tail: a.latTail, TailMax: a.latTailMax},

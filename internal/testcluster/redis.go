@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,7 @@ const redisReadyTimeout = 10 * time.Second
 // Its methods are safe for concurrent use.
 type Redis struct {
 	bin     string
+	extra   []string // flags for this version of redis-server (debugFlags)
 	dir     string
 	sock    string // the Unix socket; "" in cluster mode
 	port    int    // the TCP port in cluster mode
@@ -61,6 +63,27 @@ func StartRedisCluster() (*Redis, error) {
 	return startRedis(true)
 }
 
+// debugFlags returns the flags that let clients on the socket or the
+// loopback run DEBUG (DEBUG RELOAD loads an older file into a running
+// server): --enable-debug-command local on Redis 7.0 and later, which
+// refuse DEBUG without it; nothing on older versions, which allow it and
+// do not know the flag.
+func debugFlags(bin string) []string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return nil
+	}
+	_, v, ok := strings.Cut(string(out), " v=")
+	if !ok {
+		return nil
+	}
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < 7 {
+		return nil
+	}
+	return []string{"--enable-debug-command", "local"}
+}
+
 func startRedis(cluster bool) (*Redis, error) {
 	if err := serversSupported(); err != nil {
 		return nil, err
@@ -83,7 +106,7 @@ func startRedis(cluster bool) (*Redis, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis: temporary directory: %w", err)
 		}
-		r := &Redis{bin: bin, dir: dir}
+		r := &Redis{bin: bin, extra: debugFlags(bin), dir: dir}
 		if cluster {
 			if r.port, err = freePort(); err == nil {
 				r.busPort, err = freePort()
@@ -323,6 +346,7 @@ func (r *Redis) startLocked() error {
 		"--logfile", filepath.Join(r.dir, "redis.log"),
 		"--daemonize", "no",
 	}
+	args = append(args, r.extra...)
 	if r.sock != "" {
 		// A killed server leaves its socket file behind.
 		if err := os.Remove(r.sock); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
@@ -158,14 +161,63 @@ type lossCase func(t *testing.T, st *Store[string], clk *fakeClock) (*Store[stri
 // the Store had seen the old marker for ten leases; and that the fast path
 // comes back once the new marker has stood a LeaseDuration.
 func checkLoss(t *testing.T, srv *testcluster.Redis, loss lossCase) {
+	checkMove(t, srv, moveCase{loss: loss, back: true})
+}
+
+// moveCase is a change of the dataset applied by checkMove.
+type moveCase struct {
+	// prepare, if not nil, runs once the marker has stood a lease, before
+	// "job" is created; old is the marker as it stood then.
+	prepare func(t *testing.T, admin *redis.Client, old oldMarker)
+	// move, if not nil, changes the dataset of the Store's server once
+	// "job" is created; else loss does, and returns the Store to go on with.
+	move func(t *testing.T, admin *redis.Client, st *Store[string], old oldMarker)
+	loss lossCase
+	// back: the fast path comes back a lease after the loss (not after
+	// CONFIG RESETSTAT, which turns the gate off until the server
+	// restarts).
+	back bool
+}
+
+// oldMarker is the marker as it stood a lease after it was made, before
+// "job" was created: its fields, and its DUMP. A copy of the dataset taken
+// then holds it.
+type oldMarker struct {
+	key    string
+	fields map[string]string
+	dump   string
+}
+
+// checkMove is checkLoss with a snapshot of the marker taken before the
+// create, which the loss may bring back.
+func checkMove(t *testing.T, srv *testcluster.Redis, c moveCase) {
+	t.Helper()
 	prefix := gatePrefix(t)
 	clk := &fakeClock{t: time.Now()}
 	st := gateStore(t, srv.Client(t), prefix, clk)
 	warm(t, st, clk)
+	admin := srv.Client(t)
+	mk := st.markerKey()
+	old := oldMarker{key: mk}
+	var err error
+	if old.fields, err = admin.HGetAll(t.Context(), mk).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if old.dump, err = admin.Dump(t.Context(), mk).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if c.prepare != nil {
+		c.prepare(t, admin, old)
+	}
 	if vouched, _ := create(t, st, "job", "a", gateLease); !vouched {
 		t.Fatal("before the loss: the create was not vouched for")
 	}
-	next, admin := loss(t, st, clk)
+	next := st
+	if c.move != nil {
+		c.move(t, admin, st, old)
+	} else {
+		next, admin = c.loss(t, st, clk)
+	}
 	if _, _, err := next.Get(t.Context(), "job"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after the loss: Get error %v, want ErrNotFound (the record is lost)", err)
 	}
@@ -177,13 +229,133 @@ func checkLoss(t *testing.T, srv *testcluster.Redis, loss lossCase) {
 		t.Fatal("after the loss: a brand-new name was vouched for before the new marker stood a lease")
 	}
 	clk.advance(gateLease)
-	if vouched, _ := create(t, next, "fresh", "b", gateLease); !vouched {
-		t.Fatal("a lease after the loss: a brand-new name's create was not vouched for")
+	if vouched, _ := create(t, next, "fresh", "b", gateLease); vouched != c.back {
+		t.Fatalf("a lease after the loss: a brand-new name's create vouched for: %v, want %v", vouched, c.back)
 	}
 	// The marker is the only key besides the records.
-	mk := next.markerKey()
+	mk = next.markerKey()
 	if n, err := admin.HLen(t.Context(), mk).Result(); err != nil || n < 3 {
 		t.Fatalf("marker %q: %d fields, %v", mk, n, err)
+	}
+}
+
+// do runs a command on c and fails the test on an error.
+func do(t *testing.T, c *redis.Client, args ...any) {
+	t.Helper()
+	if err := c.Do(t.Context(), args...).Err(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+}
+
+// dbClient returns a client of srv on database db.
+func dbClient(t *testing.T, srv *testcluster.Redis, db int) *redis.Client {
+	o := srv.Options()
+	o.DB = db
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// writeMarker writes old's fields to key with HSET (no command of
+// ident's MOVES), as a copy of the dataset taken when the marker had stood
+// a lease would hold them.
+func writeMarker(t *testing.T, c *redis.Client, key string, old oldMarker) {
+	t.Helper()
+	if err := c.HSet(t.Context(), key, old.fields).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Everything a client can do to bring an older copy of the dataset back,
+// each on a server of its own: the copy holds the marker as it stood a
+// lease after it was made (the Store has seen that nonce ever since) and
+// neither the record of "job", created since, nor its born field. The
+// server's run_id and master_replid stay; the identity's count of the
+// commands that move data does not, so the next create makes the marker
+// anew and is a claim. CONFIG RESETSTAT after the move sets that count
+// back: the gate then vouches for nothing until the server restarts.
+// FLUSHDB deletes the marker with the rest.
+func TestGateDatasetMoves(t *testing.T) {
+	key := func(t *testing.T, st *Store[string], name string) string {
+		k, err := st.Key(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	swapdb := func(t *testing.T, admin *redis.Client, srv *testcluster.Redis, old oldMarker) {
+		writeMarker(t, dbClient(t, srv, 1), old.key, old)
+		do(t, admin, "SWAPDB", 0, 1)
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, admin *redis.Client, old oldMarker)
+		move    func(t *testing.T, srv *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker)
+		back    bool
+	}{
+		{name: "SWAPDB with a database holding the copy", back: true,
+			move: func(t *testing.T, srv *testcluster.Redis, admin *redis.Client, _ *Store[string], old oldMarker) {
+				swapdb(t, admin, srv, old)
+			}},
+		{name: "SWAPDB, then CONFIG RESETSTAT",
+			move: func(t *testing.T, srv *testcluster.Redis, admin *redis.Client, _ *Store[string], old oldMarker) {
+				swapdb(t, admin, srv, old)
+				do(t, admin, "CONFIG", "RESETSTAT")
+			}},
+		{name: "SWAPDB from a script", back: true,
+			move: func(t *testing.T, srv *testcluster.Redis, admin *redis.Client, _ *Store[string], old oldMarker) {
+				writeMarker(t, dbClient(t, srv, 1), old.key, old)
+				do(t, admin, "EVAL", "return redis.call('SWAPDB', 0, 1)", 0)
+			}},
+		{name: "COPY of a copy of the marker", back: true,
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker) {
+				writeMarker(t, admin, old.key+":copy", old)
+				do(t, admin, "DEL", key(t, st, "job"))
+				do(t, admin, "COPY", old.key+":copy", old.key, "REPLACE")
+			}},
+		{name: "MOVE from another database", back: true,
+			move: func(t *testing.T, srv *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker) {
+				db1 := dbClient(t, srv, 1)
+				writeMarker(t, db1, old.key, old)
+				do(t, admin, "DEL", key(t, st, "job"), old.key)
+				do(t, db1, "MOVE", old.key, 0)
+			}},
+		{name: "RENAME", back: true,
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker) {
+				writeMarker(t, admin, old.key+":copy", old)
+				do(t, admin, "DEL", key(t, st, "job"))
+				do(t, admin, "RENAME", old.key+":copy", old.key)
+			}},
+		{name: "RENAMENX", back: true,
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker) {
+				writeMarker(t, admin, old.key+":copy", old)
+				do(t, admin, "DEL", key(t, st, "job"), old.key)
+				do(t, admin, "RENAMENX", old.key+":copy", old.key)
+			}},
+		{name: "RESTORE of a DUMP", back: true,
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, st *Store[string], old oldMarker) {
+				do(t, admin, "DEL", key(t, st, "job"))
+				do(t, admin, "RESTORE", old.key, 0, old.dump, "REPLACE")
+			}},
+		{name: "DEBUG RELOAD of an older file", back: true,
+			prepare: func(t *testing.T, admin *redis.Client, _ oldMarker) {
+				do(t, admin, "SAVE")
+			},
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, _ *Store[string], _ oldMarker) {
+				do(t, admin, "DEBUG", "RELOAD", "NOSAVE")
+			}},
+		{name: "FLUSHDB", back: true,
+			move: func(t *testing.T, _ *testcluster.Redis, admin *redis.Client, _ *Store[string], _ oldMarker) {
+				do(t, admin, "FLUSHDB")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testcluster.NewRedis(t)
+			checkMove(t, srv, moveCase{prepare: tc.prepare, back: tc.back,
+				move: func(t *testing.T, admin *redis.Client, st *Store[string], old oldMarker) {
+					tc.move(t, srv, admin, st, old)
+				}})
+		})
 	}
 }
 
@@ -266,6 +438,25 @@ func TestGateFailoverToStaleReplica(t *testing.T) {
 	}
 }
 
+// gateConfig is the timings of the electors of these tests: the records'
+// LeaseDuration, renewals every retry.
+func gateConfig(retry time.Duration) lease.Config {
+	return lease.Config{LeaseDuration: gateLease, RenewDeadline: 40 * time.Second, RetryInterval: retry,
+		RetryJitter: 0.1, BackendTimeout: time.Second, ErrorInterval: time.Second}
+}
+
+// gateElectors returns electors of name, each on a Store of its own on srv
+// under prefix, with the real clock.
+func gateElectors(t *testing.T, srv *testcluster.Redis, prefix, name string) *testcluster.Electors[string] {
+	return testcluster.NewElectors(t, name, 10*time.Second, func(t testing.TB) store.Store[string] {
+		st, err := New[string](srv.Client(t), WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
 // A brand-new name's first leader, with real electors, on a healthy server
 // whose marker has stood a lease: it leads on its first create (a read, a
 // create), never through the claim wait, which with LeaseDuration 1 minute
@@ -277,15 +468,8 @@ func TestGateFirstLeaderAtOnce(t *testing.T) {
 	clk := &fakeClock{t: time.Now()}
 	warm(t, gateStore(t, srv.Client(t), prefix, clk), clk)
 
-	cfg := lease.Config{LeaseDuration: gateLease, RenewDeadline: 40 * time.Second, RetryInterval: time.Second,
-		RetryJitter: 0.1, BackendTimeout: time.Second, ErrorInterval: time.Second}
-	c := testcluster.NewElectors(t, "brand-new", 10*time.Second, func(t testing.TB) store.Store[string] {
-		st, err := New[string](srv.Client(t), WithPrefix(prefix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	})
+	cfg := gateConfig(time.Second)
+	c := gateElectors(t, srv, prefix, "brand-new")
 	start := time.Now()
 	c.Start("a", cfg)
 	ch := c.NextLeader()
@@ -338,5 +522,98 @@ func TestGateRenewalsRarelyWriteTheMarker(t *testing.T) {
 	renew()
 	if got := age(); got == before {
 		t.Fatalf("the marker's age stayed %s after the clock moved on by %v", got, gateLease/8)
+	}
+}
+
+// An eviction under any maxmemory-policy makes the marker anew at the next
+// create: the policy can be changed at run time (CONFIG SET), so evictions
+// made under an allkeys-* policy, which may take records, would otherwise
+// go unseen by a marker made under a volatile-* one. Here a volatile-lru
+// server evicts a key of someone else's with a TTL (the only key it may
+// evict): the next brand-new name is a claim, and the one a lease later is
+// vouched for again.
+func TestGateEvictionMakesTheMarkerAnew(t *testing.T) {
+	srv := testcluster.NewRedis(t)
+	admin := srv.Client(t)
+	ctx := t.Context()
+	do(t, admin, "CONFIG", "SET", "maxmemory-policy", "volatile-lru")
+	prefix := gatePrefix(t)
+	clk := &fakeClock{t: time.Now()}
+	st := gateStore(t, srv.Client(t), prefix, clk)
+	warm(t, st, clk)
+	if vouched, _ := create(t, st, "before", "a", gateLease); !vouched {
+		t.Fatal("before the eviction: the create was not vouched for")
+	}
+	const filler = 1 << 20
+	if err := admin.Set(ctx, "someone-else:cache", strings.Repeat("x", filler), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	used := func() int64 {
+		t.Helper()
+		info, err := admin.Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, v, _ := strings.Cut(info, "used_memory:")
+		v, _, _ = strings.Cut(v, "\r\n")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("used_memory %q: %v", v, err)
+		}
+		return n
+	}
+	do(t, admin, "CONFIG", "SET", "maxmemory", used()-filler/2)
+	do(t, admin, "PING") // any command runs the eviction first
+	do(t, admin, "CONFIG", "SET", "maxmemory", 0)
+	if n, err := admin.Exists(ctx, "someone-else:cache").Result(); err != nil || n != 0 {
+		t.Fatalf("the key with a TTL is still there (%d, %v): nothing was evicted", n, err)
+	}
+	if vouched, _ := create(t, st, "after", "a", gateLease); vouched {
+		t.Fatal("after an eviction: a brand-new name was vouched for before the new marker stood a lease")
+	}
+	clk.advance(gateLease)
+	if vouched, _ := create(t, st, "later", "a", gateLease); !vouched {
+		t.Fatal("a lease after the eviction: a brand-new name's create was not vouched for")
+	}
+}
+
+// Real electors through a SWAPDB: "a" leads a brand-new name at once on a
+// marker that has stood a lease; database 1 holds a copy of the dataset
+// taken before that create (the marker as it stood, no record), and SWAPDB
+// 0 1 makes it current. "b" starts then and finds no record: its create
+// must be a claim, so that "a" (whose next renewal finds the record gone)
+// stops leading before anyone else leads. A gate that vouched for b's
+// create would make b lead at once beside a.
+func TestGateElectorsThroughSwapDB(t *testing.T) {
+	srv := testcluster.NewRedis(t)
+	admin := srv.Client(t)
+	prefix := gatePrefix(t)
+	clk := &fakeClock{t: time.Now()}
+	st := gateStore(t, srv.Client(t), prefix, clk)
+	warm(t, st, clk)
+	old, err := admin.HGetAll(t.Context(), st.markerKey()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMarker(t, dbClient(t, srv, 1), st.markerKey(), oldMarker{fields: old})
+
+	cfg := gateConfig(200 * time.Millisecond)
+	c := gateElectors(t, srv, prefix, "job")
+	c.Start("a", cfg)
+	if ch := c.NextLeader(); ch.ID != "a" {
+		t.Fatalf("%s leads, want a", ch.ID)
+	}
+	do(t, admin, "SWAPDB", 0, 1)
+	c.Start("b", cfg)
+	ch, ok := c.Next(10 * time.Second)
+	if !ok {
+		t.Fatal("a did not stop leading within 10s of the SWAPDB")
+	}
+	if ch.ID != "a" || ch.Kind != lead.Stopped {
+		t.Fatalf("after the SWAPDB, %s %v while a leads", ch.ID, ch.Kind)
+	}
+	// b's create is a claim: nobody leads within the next renewals.
+	if ch, ok := c.Next(4 * cfg.RetryInterval); ok {
+		t.Fatalf("%s %v a moment after a stopped: b's create was vouched for", ch.ID, ch.Kind)
 	}
 }

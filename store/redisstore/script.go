@@ -184,23 +184,49 @@ end
 local gate = ARGV[11] == '1'
 local mnonce, mid, mage = '', nil, '0'
 
--- ident names the dataset as the server sees it now.
+-- MOVES are the commands that bring data into a key or a database from
+-- elsewhere (another key, another database, a DUMP, a file): they keep
+-- run_id and master_replid, so the identity counts their calls.
+local MOVES = {'swapdb', 'copy', 'move', 'rename', 'renamenx', 'restore', 'restore%-asking', 'debug'}
+
+-- ident names the dataset as the server sees it now: run_id,
+-- master_replid, evicted_keys and the calls of every command in MOVES
+-- (INFO commandstats counts calls from scripts and transactions too).
+-- sure is false when the server cannot vouch for those counts: before
+-- Redis 7.0 (no count of CONFIG RESETSTAT apart from CONFIG's others), or
+-- once CONFIG RESETSTAT has set them back to zero.
 local function ident()
   local function field(section, name, pat)
     return string.match(redis.call('INFO', section), name .. ':(' .. pat .. ')') or '?'
   end
-  local id = field('server', 'run_id', '%w+') .. '/' .. field('replication', 'master_replid', '%w+')
-  if string.sub(field('memory', 'maxmemory_policy', '[%w%-]+'), 1, 7) == 'allkeys' then
-    id = id .. '/' .. field('stats', 'evicted_keys', '%d+')
+  local id = field('server', 'run_id', '%w+') .. '/' .. field('replication', 'master_replid', '%w+') ..
+    '/' .. field('stats', 'evicted_keys', '%d+')
+  local major = tonumber(string.match(field('server', 'redis_version', '[%d%.]+'), '^(%d+)')) or 0
+  local stats = '\n' .. redis.call('INFO', 'commandstats')
+  local sure = major >= 7 and string.find(stats, '\ncmdstat_config|resetstat:', 1, true) == nil
+  for _, c in ipairs(MOVES) do
+    id = id .. '/' .. (string.match(stats, '\ncmdstat_' .. c .. ':calls=(%d+)') or '0')
   end
-  return id
+  return id, sure
 end
 
--- newmarker makes the marker anew for dataset id, with this call's nonce.
+-- newmarker makes the marker anew for dataset id. Its nonce is made of
+-- the server's run_id and TIME and of a count the marker keeps (gen), never
+-- of the call's arguments: a call resent by the client library makes a
+-- marker of a nonce of its own.
 local function newmarker(id)
+  local gen = '0'
+  if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+    local g = redis.call('HGET', KEYS[2], 'gen')
+    if g and canon(g) and not gt(g, MAXREV) then gen = g end
+  end
+  gen = inc(gen)
+  local t = redis.call('TIME')
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') or '?'
+  local nonce = redis.sha1hex(run .. ':' .. t[1] .. '.' .. t[2] .. ':' .. gen)
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[2], 'nonce', ARGV[2], 'id', id, 'age', '0')
-  mnonce, mid, mage = ARGV[2], id, '0'
+  redis.call('HSET', KEYS[2], 'nonce', nonce, 'id', id, 'age', '0', 'gen', gen)
+  mnonce, mid, mage = nonce, id, '0'
 end
 
 if gate then
@@ -212,7 +238,7 @@ if gate then
       good = true
     end
   end
-  if not good then newmarker(ident()) end
+  if not good then newmarker((ident())) end
   local age = ARGV[13]
   -- Raise the stored age only by a second, or a sixteenth of it, at least:
   -- renewals attest on every swap, and a write of the marker on each would
@@ -255,9 +281,9 @@ end
 local vouched = '0'
 if gate then
   if cur == nil then
-    local id = ident()
+    local id, sure = ident()
     if id ~= mid then newmarker(id) end
-    if redis.call('HEXISTS', KEYS[2], ARGV[14]) == 0 and not gt(ARGV[8], mage) then vouched = '1' end
+    if sure and redis.call('HEXISTS', KEYS[2], ARGV[14]) == 0 and not gt(ARGV[8], mage) then vouched = '1' end
   end
 end
 

@@ -7,20 +7,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tenure-go/tenure/internal/testcluster"
 )
+
+// internalStore returns a Store on the package's server under a prefix of
+// the test's own, and its client.
+func internalStore(t *testing.T) (*Store[string], *redis.Client) {
+	c := testcluster.PackageRedis(t).Client(t)
+	st, err := New[string](c, WithPrefix("internal:"+t.Name()+":"+time.Now().Format(time.RFC3339Nano)+":"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, c
+}
 
 // go-redis retries a script after a network error. If the first attempt
 // did write, the retry (same arguments, same op nonce) must report that
 // write as a success rather than a conflict with itself, and must not
 // write again.
 func TestRetriedSwapIsIdempotent(t *testing.T) {
-	srv := testcluster.PackageRedis(t)
-	c := srv.Client(t)
-	st, err := New[string](c, WithPrefix("internal:"+t.Name()+":"+time.Now().Format(time.RFC3339Nano)+":"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, c := internalStore(t)
 	ctx := t.Context()
 	args := []any{"0", "nonce-1", st.channel("n"), "a", "1", "", "", "1000", "0", `"m"`}
 	first, err := casScript.Run(ctx, c, []string{st.key("n")}, args...).StringSlice()
@@ -128,5 +136,35 @@ func BenchmarkParseMessage(b *testing.B) {
 		if _, err := got.parse(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A call that made the marker, resent by go-redis with the same arguments
+// (its op nonce too) after the data was lost, makes a marker of a nonce of
+// its own: a Store that saw the lost marker's nonce must not attest its age
+// for the new one. Resent with the marker still there, it finds its own
+// write and the same marker.
+func TestResentCallMakesAMarkerOfItsOwn(t *testing.T) {
+	st, c := internalStore(t)
+	ctx := t.Context()
+	keys := []string{st.key("n"), st.markerKey()}
+	args := []any{"0", "nonce-1", st.channel("n"), "a", "1", "", "", "1000", "0", `"m"`, "1", "", "0", "born:n"}
+	run := func(what string) string {
+		t.Helper()
+		r, err := casScript.Run(ctx, c, keys, args...).StringSlice()
+		if err != nil || len(r) != 5 || r[0] != "ok" || r[3] == "" {
+			t.Fatalf("%s: %q, %v", what, r, err)
+		}
+		return r[3]
+	}
+	first := run("the first attempt")
+	if again := run("resent, nothing lost"); again != first {
+		t.Fatalf("resent with the marker there: nonce %q, want the marker's %q", again, first)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if resent := run("resent after a loss"); resent == first || resent == args[1] {
+		t.Fatalf("resent after a loss: the new marker's nonce is %q, the lost one's was %q (op nonce %q)", resent, first, args[1])
 	}
 }
