@@ -27,7 +27,7 @@ type gate struct {
 // client would need a marker per slot or per shard, which this Store does
 // not keep (their creates stay claims).
 func newGate(client redis.UniversalClient, cfg config) *gate {
-	if _, single := client.(*redis.Client); !single || cfg.lossless {
+	if _, single := client.(*redis.Client); !single || cfg.lossless || cfg.noGate {
 		return nil
 	}
 	if cfg.now != nil {

@@ -617,3 +617,24 @@ func TestGateElectorsThroughSwapDB(t *testing.T) {
 		t.Fatalf("%s %v a moment after a stopped: b's create was vouched for", ch.ID, ch.Kind)
 	}
 }
+
+// WithCreateGate(false) turns the gate off: on a healthy server whose
+// marker has stood a lease, a brand-new name's create is not vouched for
+// by a Store without it, while one with it vouches.
+func TestGateOff(t *testing.T) {
+	srv := testcluster.PackageRedis(t)
+	prefix := gatePrefix(t)
+	clk := &fakeClock{t: time.Now()}
+	st := gateStore(t, srv.Client(t), prefix, clk)
+	warm(t, st, clk)
+	off, err := New[string](srv.Client(t), WithPrefix(prefix), WithClock(clk.now), WithCreateGate(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vouched, _ := create(t, off, "new", "a", gateLease); vouched {
+		t.Fatal("a Store with the gate off vouched for a create")
+	}
+	if vouched, _ := create(t, st, "new-2", "a", gateLease); !vouched {
+		t.Fatal("the Store with the gate on did not vouch for a brand-new name's create")
+	}
+}

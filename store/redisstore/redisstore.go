@@ -36,6 +36,7 @@ type config struct {
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	lossless    bool
+	noGate      bool
 	hub         *Hub
 	now         func() time.Time // nil: time.Now
 }
@@ -124,6 +125,17 @@ func WithClock(now func() time.Time) Option {
 // server with appendfsync always, and no failover.
 func WithMayLoseRecords(may bool) Option {
 	return func(c *config) { c.lossless = !may }
+}
+
+// WithCreateGate says whether a Store that may lose records vouches for
+// the create of a brand-new name, so that its creator leads at once (the
+// create gate, see docs/backends/redis.md). The default is true. Pass
+// false where someone the gate cannot see may edit Tenure's keys: a hand
+// edit of the gate's marker or of a name's born field, a TTL on the keys,
+// a module command that copies keys. Every create is then a claim, waited
+// out for a whole LeaseDuration, as after a data loss.
+func WithCreateGate(on bool) Option {
+	return func(c *config) { c.noGate = !on }
 }
 
 // Store keeps lease records in Redis, one hash per election name. It
