@@ -435,11 +435,6 @@ type Options struct {
 	// wrapper that does not pass the context on would: every create is a
 	// claim again.
 	vouchLost bool
-	// noClockFloor, the broken variant of the store's token floor: new
-	// terms' tokens rest on the stored data's floor alone, which a
-	// rollback or restore takes back, so a term after a restore can reuse
-	// the token of a term the restore lost (TestSimRestoreWithoutClockFloor).
-	noClockFloor bool
 	// markerAged starts the store with a marker attested long ago: a
 	// healthy dataset on which a brand-new name is created.
 	markerAged bool
@@ -452,6 +447,13 @@ type Options struct {
 	// (FaultResend) the nonce of that call, which the call's first attempt
 	// gave the lost marker: a marker nonce taken from the op nonce.
 	nonceFromOp bool
+
+	// noClockFloor, for the package's tests only, is the broken variant of
+	// the store's token floor: new terms' tokens rest on the stored data's
+	// floor alone, which a rollback or restore takes back, so a term after
+	// a restore can reuse the token of a term the restore lost
+	// (TestSimRestoreReusesTokensWithoutClockFloor).
+	noClockFloor bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
