@@ -36,7 +36,7 @@ func TestTermWatchdog(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				epoch := time.Now()
 				fired := make(chan time.Duration, 2)
-				w := newTermWatchdog(realClock{}, func() time.Duration { return time.Since(epoch) }, func() {
+				w := newTermWatchdog(newSystemClock(), func() time.Duration { return time.Since(epoch) }, func() {
 					fired <- time.Since(epoch)
 				})
 				w.set(10 * time.Second)
