@@ -165,7 +165,7 @@ func (r *runner[M]) refreshTerm() {
 	if moved {
 		r.armWatchdog(t)
 	}
-	if restart {
-		t.watchdog.(*termWatchdog).restart()
+	if w, ok := t.watchdog.(*termWatchdog); ok && restart {
+		w.restart()
 	}
 }
