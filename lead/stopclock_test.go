@@ -2,8 +2,12 @@ package lead
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -103,17 +107,52 @@ func (c *stoppingClock) nowLocked() time.Time {
 	return time.Now().Add(-c.behind)
 }
 
+// AfterFunc calls f once Now has advanced by d: as late, in real time, as
+// the monotonic clock stood still meanwhile.
 func (c *stoppingClock) AfterFunc(d time.Duration, f func()) Timer {
-	return time.AfterFunc(d, func() {
+	tm := &stoppingTimer{}
+	target := c.Now().Add(d)
+	var fire func()
+	fire = func() {
 		c.mu.Lock()
-		if c.stopped {
-			c.held = append(c.held, f)
+		switch {
+		case tm.done.Load():
 			c.mu.Unlock()
-			return
+		case c.stopped:
+			c.held = append(c.held, fire)
+			c.mu.Unlock()
+		case c.nowLocked().Before(target):
+			tm.set(time.AfterFunc(target.Sub(c.nowLocked()), fire))
+			c.mu.Unlock()
+		default:
+			c.mu.Unlock()
+			if tm.done.CompareAndSwap(false, true) {
+				f()
+			}
 		}
-		c.mu.Unlock()
-		f()
-	})
+	}
+	tm.set(time.AfterFunc(d, fire))
+	return tm
+}
+
+// stoppingTimer is a stoppingClock's Timer.
+type stoppingTimer struct {
+	done atomic.Bool // fired or stopped
+	mu   sync.Mutex
+	t    *time.Timer
+}
+
+func (tm *stoppingTimer) set(t *time.Timer) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.t = t
+}
+
+func (tm *stoppingTimer) Stop() bool {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.t.Stop()
+	return tm.done.CompareAndSwap(false, true)
 }
 
 func (c *stoppingClock) stoppedTotal() time.Duration {
@@ -164,7 +203,8 @@ func (c *stoppingClock) release() {
 // process is stopped.
 type gatedStore struct {
 	store.Store[struct{}]
-	c *stoppingClock
+	c    *stoppingClock
+	fail *atomic.Bool // swaps fail
 }
 
 func (s gatedStore) wait() {
@@ -186,6 +226,9 @@ func (s gatedStore) Get(ctx context.Context, name string) (lease.Record[struct{}
 
 func (s gatedStore) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
 	s.wait()
+	if s.fail != nil && s.fail.Load() {
+		return lease.Record[struct{}]{}, 0, errors.New("gatedStore: refused")
+	}
 	return s.Store.CompareAndSwap(ctx, name, exp, next)
 }
 
@@ -311,5 +354,135 @@ func TestStopDetectionMutantsAreCaught(t *testing.T) {
 				t.Fatalf("on resume: %+v; the mutant went unnoticed", got)
 			}
 		})
+	}
+}
+
+// blockOn is a slog handler that blocks on release when a record's message
+// begins with prefix: Run's loop, which logs, stalls there.
+type blockOn struct {
+	prefix  string
+	release chan struct{}
+}
+
+func (h blockOn) Enabled(context.Context, slog.Level) bool { return true }
+func (h blockOn) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		<-h.release
+	}
+	return nil
+}
+func (h blockOn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h blockOn) WithGroup(string) slog.Handler      { return h }
+
+// shortStop runs elector a, on a stoppingClock and a store whose swaps
+// fail once told to, until it leads; stops its process and clock for
+// stop, revealed, 100ms into a retry interval; and returns the real
+// time of its renewals after the resume and when its term's context was
+// done, with its deadline in real time. With failFirst, its swaps fail from
+// the stop on. Run's loop stalls at its first log of the stop.
+func shortStop(t *testing.T, failFirst bool, stop time.Duration) (renewals []time.Time, done, deadline time.Time) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := lease.DefaultConfig()
+		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryInterval, cfg.BackendTimeout, cfg.RetryJitter = 3*time.Second, 2*time.Second, 500*time.Millisecond, time.Second, 0
+		c := newStoppingClock(stopDetector{tolerance: stopTolerance})
+		var fail atomic.Bool
+		st := &timedStore{gatedStore: gatedStore{Store: memstore.New[struct{}](), c: c, fail: &fail}}
+		release := make(chan struct{})
+		log := slog.New(blockOn{prefix: "the clock stood still", release: release})
+		if !failFirst {
+			close(release) // the loop does not stall
+		}
+		a, err := New("job", store.Store[struct{}](st), WithConfig(cfg), WithLookupEnv(nil), WithIdentity("a"), WithClock(c), WithLogger(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan struct{})
+		go func() { _ = a.Run(ctx); close(ran) }()
+		for !a.IsLeader() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		_, termCtx, _ := a.currentTerm()
+		time.Sleep(5*cfg.RetryInterval + 100*time.Millisecond) // renewals at whole retry intervals
+		fail.Store(failFirst)
+		c.stop(true, false)
+		time.Sleep(stop)
+		c.resume()
+		st.mark()
+		deadline = a.Status().Deadline // on a's clock
+		c.mu.Lock()
+		deadline = deadline.Add(c.behind) // in real time
+		c.mu.Unlock()
+		c.release()
+		closed := make(chan time.Time, 1)
+		go func() {
+			<-termCtx.Done()
+			closed <- time.Now()
+		}()
+		time.Sleep(cfg.RenewDeadline)
+		synctest.Wait()
+		if failFirst {
+			done = <-closed
+			close(release)
+		}
+		renewals = st.since()
+		cancel()
+		<-ran
+	})
+	return renewals, done, deadline
+}
+
+// timedStore records the real times of the swaps since mark.
+type timedStore struct {
+	gatedStore
+	mu    sync.Mutex
+	on    bool
+	swaps []time.Time
+}
+
+func (s *timedStore) mark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.on = true
+}
+
+func (s *timedStore) since() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.swaps
+}
+
+func (s *timedStore) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[struct{}]) (lease.Record[struct{}], lease.Revision, error) {
+	s.mu.Lock()
+	if s.on {
+		s.swaps = append(s.swaps, time.Now())
+	}
+	s.mu.Unlock()
+	return s.gatedStore.CompareAndSwap(ctx, name, exp, next)
+}
+
+// After a short stop, revealed, the term goes on, on the elector's time,
+// though the timers set before the stop, on the clock, would come a stop
+// late: the next renewal comes when it was due (the wake is set again),
+// and, with the renewals failing from the stop on and Run's loop stalled,
+// the term's context is done at its deadline (the watchdog is set again).
+func TestTermKeepsItsTimesAfterACountedStop(t *testing.T) {
+	renewals, _, _ := shortStop(t, false, 200*time.Millisecond)
+	if len(renewals) == 0 {
+		t.Fatal("no renewal after the stop")
+	}
+	// The stop came 100ms into a retry interval of 500ms and lasted 200ms:
+	// the next renewal is due 200ms after the resume, on the schedule.
+	start := renewals[0].Truncate(time.Second) // the bubble's time starts on a whole second
+	if got := renewals[0].Sub(start) % (500 * time.Millisecond); got != 0 {
+		t.Errorf("the first renewal after the stop came %v off the retry schedule", got)
+	}
+	// A stop of 1.5s, the renewals failing: the deadline comes 400ms after
+	// the resume, the watchdog's timer set before it a stop later.
+	_, done, deadline := shortStop(t, true, 1500*time.Millisecond)
+	if d := done.Sub(deadline); d < 0 || d >= time.Millisecond {
+		t.Errorf("the term's context was done %v after its deadline, want within 1ms", d)
 	}
 }
