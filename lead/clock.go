@@ -2,9 +2,13 @@ package lead
 
 import "time"
 
-// Clock tells time and runs functions later. The default is the real clock.
-// Times it returns should carry a monotonic reading, as time.Now's do: the
-// elector measures every safety interval as a difference of two Now values.
+// Clock tells time and runs functions later. The default is the system's
+// clock, which also detects the stops of the monotonic clock (a suspend, a
+// paused VM) and has the elector count them as elapsed time (see
+// docs/design.md, "Clocks that stop"); a Clock given with WithClock counts
+// none. Times it returns should carry a monotonic reading, as time.Now's
+// do: the elector measures every safety interval as a difference of two
+// Now values.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has passed.
@@ -16,9 +20,3 @@ type Timer interface {
 	// Stop prevents the call if it has not happened yet.
 	Stop() bool
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -105,6 +105,7 @@ type Elector[M any] struct {
 	id            string
 	st            store.Store[M]
 	clock         Clock
+	stops         stopCounter // the clock, if it counts its stops; nil if not
 	rand          fsm.Rand
 	log           *slog.Logger
 	releaseOnStop bool
@@ -133,12 +134,18 @@ type Elector[M any] struct {
 	haveRec    bool
 	term       *activeTerm   // nil unless leading
 	changed    chan struct{} // closed at the next change; nil until changes asks
-	epoch      time.Time
-	lastErr    error
-	readyNow   bool
-	state      fsm.State
-	runDone    <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
-	removed    bool            // Group.Remove took it out: as if its ctx had ended
+	// epoch is the clock's time at which the elector's time (sinceEpoch)
+	// is zero: when Run started, moved back by every stop of the clock
+	// counted since (countStopsLocked). seenStops is the clock's sum of
+	// stops when the elector last looked.
+	epoch     time.Time
+	seenStops time.Duration
+	unlogged  time.Duration // stops counted that Run's loop has not logged yet
+	lastErr   error
+	readyNow  bool
+	state     fsm.State
+	runDone   <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
+	removed   bool            // Group.Remove took it out: as if its ctx had ended
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
@@ -152,8 +159,10 @@ type Elector[M any] struct {
 // activeTerm is the term in progress, with the context that ends with it.
 type activeTerm struct {
 	term      Term
-	ctx       context.Context
+	ctx       context.Context // the work's: base, checked (checkedContext), with the token
+	base      context.Context // cancelled when the term ends
 	cancel    context.CancelCauseFunc
+	epoch     time.Time     // the elector's epoch when the watchdog was last set
 	until     time.Duration // local belief deadline (monotonic since epoch)
 	confirmed time.Duration // last successful renewal sent
 	watchdog  Timer
@@ -246,7 +255,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		return nil, fmt.Errorf("%w: %w", ErrInvalidIdentity, err)
 	}
 	if o.clock == nil {
-		o.clock = realClock{}
+		o.clock = newSystemClock()
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
@@ -260,6 +269,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		st:            st,
 		clock:         o.clock,
 		clockSets:     o.clockSets,
+		stops:         stopsOf(o.clock),
 		rand:          o.rand,
 		log:           o.logger.With("name", name, "identity", id),
 		releaseOnStop: o.releaseOnStop,
@@ -546,9 +556,48 @@ func (e *Elector[M]) notifyLocked() {
 	e.seeLeaderLocked(false)
 }
 
-// sinceEpoch is the monotonic time of the running elector. e.mu must be
-// held, or the caller must be Run's goroutine.
-func (e *Elector[M]) sinceEpoch() time.Duration { return e.clock.Now().Sub(e.epoch) }
+// sinceEpoch is the time of the running elector: monotonic, since Run
+// started, with the stops of its clock counted (countStopsLocked). e.mu
+// must be held.
+func (e *Elector[M]) sinceEpoch() time.Duration {
+	e.countStopsLocked()
+	return e.clock.Now().Sub(e.epoch)
+}
+
+// countStopsLocked counts, as elapsed time, the time the clock stood still
+// since the elector last looked (a suspend, a paused VM: see
+// systemClock), unless the machine is a Follower: it moves the epoch back
+// by as much, so that every deadline (the term's, a swap's in flight) is
+// judged on the time that really passed, and the term ends at once if its
+// deadline is past; Run's loop is woken to tell the machine. A follower's
+// waits (before it takes a lease over, a claim's) are only longer by an
+// uncounted stop, which is safe; counted, a wall clock set forward with no
+// stop would cut them short. e.mu must be held.
+func (e *Elector[M]) countStopsLocked() {
+	if e.stops == nil {
+		return
+	}
+	total := e.stops.stoppedTotal()
+	gap := total - e.seenStops
+	if gap <= 0 {
+		return
+	}
+	e.seenStops = total
+	if e.state == fsm.Follower {
+		return
+	}
+	e.epoch = e.epoch.Add(-gap)
+	e.unlogged += gap // logged by Run's loop, not under e.mu: a handler may block
+	if r := e.run; r != nil {
+		r.loop.post(r, msgWake)
+	}
+}
+
+// stopsOf returns c as a stopCounter, or nil if it counts no stops.
+func stopsOf(c Clock) stopCounter {
+	s, _ := c.(stopCounter)
+	return s
+}
 
 // currentTerm returns the term in progress and its context, if leading now.
 func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
@@ -559,4 +608,26 @@ func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 		return Term{}, nil, false
 	}
 	return t.term, t.ctx, true
+}
+
+// termEnded reports whether t is no longer the term this elector leads in
+// (see leadingLocked) and why: for checkedContext, so that the term's
+// context ends the instant the term does, without waiting for a timer.
+func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.term != t || e.leadingLocked() == t {
+		// Still leading; or the loop has ended the term, and cancels its
+		// context next, with the machine's reason.
+		return false, 0
+	}
+	select {
+	case <-e.runDone:
+		return true, fsm.ReasonStopped
+	default:
+	}
+	if e.removed {
+		return true, fsm.ReasonStopped
+	}
+	return true, fsm.ReasonDeadline
 }

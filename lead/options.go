@@ -56,8 +56,9 @@ func WithLookupEnv(f lease.LookupFunc) Option {
 	return func(o *options) { o.lookup = f }
 }
 
-// WithClock sets the clock (default: the real one; for an elector a Group
-// adds, the Group's). A nil Clock changes nothing: the clock stays the one
+// WithClock sets the clock (default: the system's, which detects the
+// stops of the monotonic clock, see Clock; for an elector a Group adds, the
+// Group's). A nil Clock changes nothing: the clock stays the one
 // an earlier option set, or the default. A typed nil (a nil pointer in a
 // Clock) makes New fail.
 func WithClock(c Clock) Option {

@@ -101,6 +101,9 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 		obs:      newObserverQueue(e.observers),
 	}
 	e.epoch = e.clock.Now()
+	if e.stops != nil {
+		e.seenStops = e.stops.stoppedTotal() // stops before Run are none of its business
+	}
 	e.runDone = ctx.Done()
 	e.run = r
 	return r, nil
@@ -114,19 +117,22 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 // as messages (handleResult); the start and end of terms (term.go);
 // reports (report.go). The watch is in watch.go.
 type runner[M any] struct {
-	e        *Elector[M]
-	ctx      context.Context // the elector's: Run's, or the Group's for this elector
-	loop     *loop[M]
-	m        *fsm.Machine
-	cfg      lease.Config
-	timer    Timer
-	timerAt  time.Duration // the NextWake timer is set for
-	wakeFn   func()        // what timer calls: post a wake
-	slot     int64         // the shared wake armed (loop.wakeAt), if slotted; under loop.mu
-	slotted  bool
-	opCtx    *opsContext // the store operations' and the watch's: ends in finish
-	ops      sync.WaitGroup
-	onFinish func(*runner[M]) // called by the loop once the machine stopped (a Group's)
+	e       *Elector[M]
+	ctx     context.Context // the elector's: Run's, or the Group's for this elector
+	loop    *loop[M]
+	m       *fsm.Machine
+	cfg     lease.Config
+	timer   Timer
+	timerAt time.Duration // the NextWake timer is set for
+	// timerEpoch is the elector's epoch when the timer was set: once a
+	// counted stop moved it, the timer comes late and is set again.
+	timerEpoch time.Time
+	wakeFn     func() // what timer calls: post a wake
+	slot       int64  // the shared wake armed (loop.wakeAt), if slotted; under loop.mu
+	slotted    bool
+	opCtx      *opsContext // the store operations' and the watch's: ends in finish
+	ops        sync.WaitGroup
+	onFinish   func(*runner[M]) // called by the loop once the machine stopped (a Group's)
 
 	// The watch: watches is false when the store cannot watch; watchGen
 	// counts the watches started, and messages of an older one are
@@ -314,12 +320,22 @@ func (r *runner[M]) stepThen(ev fsm.Event, observed func()) {
 	if r.m.TokensExhausted() && e.exhaustedErr == nil {
 		e.exhaustedErr = fmt.Errorf("lead: %q: %w: the largest token seen is lease.MaxToken (%d); no new term can start", e.name, store.ErrTokenExhausted, lease.MaxToken)
 	}
+	stopped := e.unlogged
+	e.unlogged = 0
 	e.mu.Unlock()
+	if stopped > 0 {
+		e.log.Warn("the clock stood still (a suspend, a paused VM): the time counted as elapsed", "stopped", stopped, "state", r.m.State().String())
+	}
 	r.arm()
 }
 
-// now is the machine's time: monotonic, since Run started.
-func (r *runner[M]) now() time.Duration { return r.e.clock.Now().Sub(r.e.epoch) }
+// now is the machine's time: the elector's (sinceEpoch).
+func (r *runner[M]) now() time.Duration {
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sinceEpoch()
+}
 
 // arm makes the timer wake the loop at the machine's NextWake, counting
 // from the time now (not from the step's: performing the step's actions
@@ -333,18 +349,22 @@ func (r *runner[M]) arm() {
 		r.disarm()
 		return
 	}
-	clockNow := r.e.clock.Now()
-	now := clockNow.Sub(r.e.epoch)
+	e := r.e
+	e.mu.Lock()
+	e.countStopsLocked()
+	clockNow, epoch := e.clock.Now(), e.epoch
+	e.mu.Unlock()
+	now := clockNow.Sub(epoch)
 	if grains, ok := r.sharesWakes(at, now); ok {
 		if r.timer != nil {
 			r.timer.Stop()
 			r.timer = nil
 		}
 		r.timerAt = at
-		r.loop.wakeAt(r, r.e.clock, clockNow, r.e.epoch.Add(at), grains)
+		r.loop.wakeAt(r, e.clock, clockNow, epoch.Add(at), grains)
 		return
 	}
-	if r.timer != nil && at == r.timerAt && at > now {
+	if r.timer != nil && at == r.timerAt && at > now && epoch.Equal(r.timerEpoch) {
 		return
 	}
 	r.loop.unwake(r)
@@ -354,7 +374,7 @@ func (r *runner[M]) arm() {
 	if r.wakeFn == nil {
 		r.wakeFn = func() { r.loop.post(r, msgWake) }
 	}
-	r.timer, r.timerAt = r.e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at
+	r.timer, r.timerAt, r.timerEpoch = e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at, epoch
 }
 
 // sharesWakes reports whether the wake at (now is now) is one the Group's

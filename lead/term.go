@@ -26,19 +26,30 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 			Name:     e.name,
 			Identity: e.id,
 			Token:    fence.Token(a.Token),
-			Start:    e.epoch.Add(a.Since),
 		},
-		ctx:       fence.WithToken(ctx, fence.Token(a.Token)),
+		base:      ctx,
 		cancel:    cancel,
 		until:     r.m.LeaderUntil(),
 		confirmed: r.m.LastConfirmed(),
 	}
+	// Whoever asks the term's context whether it is done learns the
+	// moment the term ends, from the clock, whether or not a timer has
+	// cancelled it yet (see checkedContext).
+	t.ctx = fence.WithToken(checkedContext{Context: ctx, check: func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if ended, reason := e.termEnded(t); ended {
+			cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, reason))
+		}
+	}}, fence.Token(a.Token))
 	// The term's work stops the moment Run's ctx ends, without waiting
 	// for the loop to step down.
 	t.unhook = context.AfterFunc(r.ctx, func() {
 		cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
 	})
 	e.mu.Lock()
+	t.term.Start, t.epoch = e.epoch.Add(a.Since), e.epoch
 	e.term = t
 	e.notifyLocked()
 	if e.removed {
@@ -50,6 +61,30 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 	r.armWatchdog(t)
 	e.log.Info("started leading", "token", a.Token, "state", fsm.Leader.String())
 	r.obs.push(Change{Kind: Started, Term: t.term})
+}
+
+// checkedContext is a context whose Done and Err first run check, which
+// cancels it if what it stands for has ended (a term, by its deadline on
+// the elector's clock): a caller that asks sees the end at the instant it
+// comes, not when a timer's goroutine gets to cancel the context. A
+// caller blocked on a Done channel it took earlier learns it from the
+// cancellation: the term's watchdog at the deadline, Run's loop at the
+// end of the term, each after the runtime has run them.
+type checkedContext struct {
+	context.Context
+	check func()
+}
+
+// Done runs check, then returns the context's Done.
+func (c checkedContext) Done() <-chan struct{} {
+	c.check()
+	return c.Context.Done()
+}
+
+// Err runs check, then returns the context's Err.
+func (c checkedContext) Err() error {
+	c.check()
+	return c.Context.Err()
 }
 
 // endRun is, for an elector of a Group, what the end of Run's ctx is for
@@ -116,12 +151,21 @@ func (r *runner[M]) refreshTerm() {
 	until := r.m.LeaderUntil()
 	e.mu.Lock()
 	t := e.term
-	moved := t != nil && t.until != until && t.ctx.Err() == nil
+	moved := t != nil && t.until != until && t.base.Err() == nil
 	if moved {
 		t.until, t.confirmed = until, r.m.LastConfirmed()
+	}
+	// A counted stop moved the epoch: the watchdog's timer, set on the
+	// clock, would come that much late.
+	restart := t != nil && !t.epoch.Equal(e.epoch) && t.base.Err() == nil
+	if t != nil {
+		t.epoch = e.epoch
 	}
 	e.mu.Unlock()
 	if moved {
 		r.armWatchdog(t)
+	}
+	if w, ok := t.watchdog.(*termWatchdog); ok && restart {
+		w.restart()
 	}
 }

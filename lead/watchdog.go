@@ -48,6 +48,21 @@ func (w *termWatchdog) set(until time.Duration) {
 	w.startLocked(w.now())
 }
 
+// restart sets the timer again for the deadline in force, counting from
+// now: the elector's time moved ahead of the clock's (a counted stop), so
+// the timer set before would come late.
+func (w *termWatchdog) restart() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.startLocked(w.now())
+}
+
 func (w *termWatchdog) startLocked(now time.Duration) {
 	w.at = w.until
 	w.timer = w.clock.AfterFunc(max(w.until-now, 0), w.fired)

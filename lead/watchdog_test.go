@@ -1,6 +1,7 @@
 package lead
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,7 +37,7 @@ func TestTermWatchdog(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				epoch := time.Now()
 				fired := make(chan time.Duration, 2)
-				w := newTermWatchdog(realClock{}, func() time.Duration { return time.Since(epoch) }, func() {
+				w := newTermWatchdog(newSystemClock(), func() time.Duration { return time.Since(epoch) }, func() {
 					fired <- time.Since(epoch)
 				})
 				w.set(10 * time.Second)
@@ -60,4 +61,33 @@ func TestTermWatchdog(t *testing.T) {
 	if nilDog.Stop() {
 		t.Error("Stop of a nil watchdog reported a pending timer")
 	}
+}
+
+// After the elector's time jumps ahead of the clock (a counted stop),
+// restart sets the timer for the deadline in elector time: it fires when
+// the elector's time reaches the deadline, not when the clock would have.
+func TestTermWatchdogRestartAfterTheTimeJumped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		epoch := time.Now()
+		var mu sync.Mutex
+		var jump time.Duration
+		now := func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return time.Since(epoch) + jump
+		}
+		fired := make(chan time.Duration, 1)
+		w := newTermWatchdog(newSystemClock(), now, func() { fired <- time.Since(epoch) })
+		w.set(10 * time.Second)
+		time.Sleep(3 * time.Second)
+		mu.Lock()
+		jump = 5 * time.Second
+		mu.Unlock()
+		w.restart()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := <-fired; got != 5*time.Second {
+			t.Fatalf("fired %v after the start, want 5s (10s of elector time, 5s of it a jump)", got)
+		}
+	})
 }

@@ -22,9 +22,12 @@ type leadOptions struct{ repeat bool }
 // or the body fails while its term is still going.
 func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
 
-// Lead waits until this elector leads, then runs fn with a context that is
-// cancelled the instant the term ends (and that carries the term's fencing
-// token, see fence.FromContext).
+// Lead waits until this elector leads, then runs fn with a context that
+// ends with the term (and that carries the term's fencing token, see
+// fence.FromContext): from the instant the term ends its Err and Done say
+// so (they read the clock), and a goroutine blocked on a Done channel it
+// took earlier is woken by the term's timer, as soon as the runtime runs
+// it.
 //
 // Without Repeat, Lead returns fn's result; if the term ended before fn
 // returned, it returns an error wrapping ErrLeadershipLost (and fn's error,
@@ -81,9 +84,17 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 // runInTerm runs fn with a context that ends with ctx or with the term, and
 // returns fn's error and whether the term ended before fn returned.
 func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (lost bool, err error) {
-	bodyCtx, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
+	inner, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
 	defer cancel(nil)
 	stop := context.AfterFunc(termCtx, func() { cancel(context.Cause(termCtx)) })
+	// Asked whether it is done, the body's context asks the term's, which
+	// reads the clock (checkedContext): the answer does not wait for the
+	// goroutine that AfterFunc starts.
+	bodyCtx := checkedContext{Context: inner, check: func() {
+		if inner.Err() == nil && termCtx.Err() != nil {
+			cancel(context.Cause(termCtx))
+		}
+	}}
 	err = fn(bodyCtx, t)
 	// If stop reports false, the term's end has already cancelled the body.
 	return !stop(), err
@@ -112,8 +123,8 @@ func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, co
 
 // Every runs fn every interval while this elector leads, until ctx ends.
 // Ticks that come while it follows are skipped, and so are ticks that come
-// while fn is still running. fn's context is cancelled the instant the term
-// ends and carries the term's fencing token.
+// while fn is still running. fn's context ends with the term, as Lead's
+// does, and carries the term's fencing token.
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
 // when Run has returned (at once if it had returned before Every was

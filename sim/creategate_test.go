@@ -177,7 +177,7 @@ func TestSimCreateGateNeedsTheMarkerLost(t *testing.T) {
 		first, n = 160, 40
 	}
 	failed, _ := advSweep(t, first, n, func(seed uint64) Options {
-		o := gatedOptions(sweepOptions)(seed)
+		o := gatedOptions(beforeClockStops(sweepOptions))(seed)
 		o.lossKeepsMarker = true
 		return o
 	})

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
@@ -89,13 +90,21 @@ const (
 	// leader believes it leads until it next hears from the store (see
 	// adversary.go).
 	FaultForgeRelease
+	// FaultClockStop stops Node's process and its monotonic clock together
+	// for Dur, as a hypervisor's pause of the whole VM or a system suspend
+	// does: real time passes, the node's clock does not, and it resumes
+	// behind. Unless Hidden, the node's second clock (the boot time or the
+	// wall clock, see lead's Clock) reveals the stop on resume, and the
+	// node's driver counts it as lead does (see stopCounted); a Hidden stop
+	// is one nothing reveals, which only fencing covers.
+	FaultClockStop
 )
 
 // lastFaultKind is the largest FaultKind.
-const lastFaultKind = FaultForgeRelease
+const lastFaultKind = FaultClockStop
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease", "clockstop"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -151,6 +160,9 @@ type Fault struct {
 	// Released makes a forgewatch forge the release of the live lease
 	// (see FaultForgeWatch).
 	Released bool
+	// Hidden makes a clock stop one that nothing reveals on resume (see
+	// FaultClockStop).
+	Hidden bool
 }
 
 // String describes the fault in words.
@@ -181,6 +193,11 @@ func (f Fault) String() string {
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
 	case FaultMuteWatch:
 		return fmt.Sprintf("the watch of nodes %b silently stops delivering for %v", f.muted(), f.Dur)
+	case FaultClockStop:
+		if f.Hidden {
+			return fmt.Sprintf("stop n%d and its clock for %v (nothing reveals it)", f.Node, f.Dur)
+		}
+		return fmt.Sprintf("stop n%d and its clock for %v (revealed on resume)", f.Node, f.Dur)
 	}
 	if f.Kind > FaultReconfigure && f.Kind <= lastFaultKind {
 		return advString(f)
@@ -226,7 +243,7 @@ func (f Fault) muted() uint64 {
 // the leader).
 func (k FaultKind) Aimed() bool {
 	switch k {
-	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure:
+	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure, FaultClockStop:
 		return true
 	}
 	return false
@@ -310,12 +327,55 @@ func (s *Cluster) applyFault(i int) {
 				m.mutedUntil = max(m.mutedUntil, s.now+int64(f.Dur))
 			}
 		}
+	case FaultClockStop:
+		if !n.up || n.pausedUntil > s.now {
+			return
+		}
+		s.stopClock(n, f)
+		end.gen = n.gen
+		c.active++
+		s.push(end)
 	default:
 		s.applyAdv(i, &end)
 	}
 	if s.tl != nil {
 		s.tl.AddFault(faultMark(s.now, f))
 	}
+}
+
+// stopClock starts the clock stop f on n (up, not paused): its process is
+// paused as by FaultPause, and its clock stands still for f.Dur unless the
+// stop is counted (stopCounted), in which case the node's clock, as its
+// driver reads it, runs on as if it had not stopped.
+func (s *Cluster) stopClock(n *node, f Fault) {
+	n.pausedUntil = s.now + int64(f.Dur)
+	if tok, _, ok := n.m.Term(); ok && n.m.Leading(n.local(s.now)) {
+		// As before a pause: it checked that it leads just before the
+		// stop, and its write lands after it.
+		s.fenceSend(n, tok, int64(f.Dur)+s.latency())
+	}
+	if stopCounted(n, f) {
+		return
+	}
+	n.stops = append(n.stops, clockStop{from: s.now, until: s.now + int64(f.Dur)})
+	if n.m.State() == fsm.Leader {
+		// Its belief lasts as long on its own clock: later in real time.
+		n.beliefEnd = n.realAt(n.m.LeaderUntil())
+	}
+}
+
+// stopCounted reports whether n's driver counts the clock stop f as
+// elapsed time when n resumes, as lead's elector does: when the node's
+// second clock reveals it (f is not Hidden) and the machine is not a
+// Follower (a follower's waits are longer by an uncounted stop, which is
+// safe; lead does not count a second clock's jump for it, since a jump no
+// stop caused would shorten them). The node is paused until the stop ends
+// and its state cannot change meanwhile, so the decision is the one it
+// makes on resume. Counted, the node's clock reads on resume what it would
+// have read without the stop, and no query made after the resume sees
+// anything else: so the clock is left running.
+func stopCounted(n *node, f Fault) bool {
+	return !f.Hidden && n.m.State() != fsm.Follower
 }
 
 // endFault ends a fault with a duration.
@@ -339,6 +399,9 @@ func (s *Cluster) endFault(ev *simEvent) {
 	case FaultPause:
 		c.active--
 		s.tracef(f.Node, "pause ends")
+	case FaultClockStop:
+		c.active--
+		s.tracef(f.Node, "resumes from a clock stop")
 	case FaultPartition:
 		n.reqCut, n.respCut = false, false
 		c.active--
@@ -380,8 +443,9 @@ func randomSchedule(s *Cluster) []Fault {
 	add(f.Release, FaultRelease)
 	add(f.Reconfigure, FaultReconfigure)
 	add(f.MuteWatch, FaultMuteWatch)
+	stops := clockStops(s)
 	if len(kinds) == 0 {
-		return []Fault{}
+		return append([]Fault{}, stops...)
 	}
 	cfg := s.opt.Config
 	l := int64(cfg.LeaseDuration)
@@ -422,6 +486,31 @@ func randomSchedule(s *Cluster) []Fault {
 				fl.Mask = 1<<s.opt.Nodes - 1 // every node's watch
 			}
 		}
+		out = append(out, fl)
+	}
+	return append(out, stops...)
+}
+
+// clockStops draws the clock stops of a random schedule (Faults.ClockStop,
+// Faults.ClockStopHidden): one every 30 to 240 seconds (about one fault in
+// eight when every fault is on), half of them aimed at the leader, each
+// from half a lease to three. They come from a generator of their own,
+// seeded by the seed, so that switching them on leaves the draws of the
+// other faults as they were.
+func clockStops(s *Cluster) []Fault {
+	f := s.opt.Faults
+	if !f.ClockStop && !f.ClockStopHidden {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(s.opt.Seed, s.opt.Seed^0xc10c5709))
+	uniform := func(lo, hi int64) int64 { return lo + r.Int64N(hi-lo+1) }
+	l := int64(s.opt.Config.LeaseDuration)
+	end := int64(s.opt.Duration) * 8 / 10
+	var out []Fault
+	for t := uniform(int64(10*time.Second), int64(120*time.Second)); t < end; t += uniform(int64(30*time.Second), int64(240*time.Second)) {
+		fl := Fault{At: time.Duration(t), Kind: FaultClockStop, Node: r.IntN(s.opt.Nodes), AtLeader: r.IntN(2) == 0,
+			Dur: time.Duration(uniform(l/2, 3*l))}
+		fl.Hidden = !f.ClockStop || (f.ClockStopHidden && r.IntN(2) == 0)
 		out = append(out, fl)
 	}
 	return out

@@ -16,7 +16,7 @@ import (
 // revision ever accepted and ignore any later observation below it (and,
 // once absence has been observed, at or below it).
 func TestSimFsmForgetsNewestRevision(t *testing.T) {
-	o := sweepOptions(2518)
+	o := beforeClockStops(sweepOptions)(2518)
 	o.Faults.DataLoss, o.Store.MayLoseRecords = false, false
 	res, err := RunSeed(o)
 	if err != nil {

@@ -21,8 +21,9 @@ type node struct {
 	m           *fsm.Machine
 	cfg         lease.Config // the timings the next incarnation starts with
 	up          bool         // a process runs (false when crashed or stopped)
-	offset      int64        // local = offset + rate*real
+	offset      int64        // local = offset + rate*(real - the clock's stops before real)
 	rate        float64
+	stops       []clockStop // the clock's stops (FaultClockStop), in order
 	pausedUntil int64
 	timerAt     int64 // real time of the armed timer (orig of its event), -1 if none
 	reqCut      bool
@@ -45,9 +46,21 @@ type node struct {
 	adv        nodeAdv // the checks of budget.go
 }
 
-// local is the node's monotonic clock at real time real.
+// clockStop is a span of real time [from, until) during which a node's
+// clock stood still (FaultClockStop, when the node's driver does not count
+// it: see stopClock).
+type clockStop struct{ from, until int64 }
+
+// local is the node's monotonic clock at real time real: it runs at rate,
+// except during its stops.
 func (n *node) local(real int64) time.Duration {
-	return time.Duration(n.offset + int64(float64(real)*n.rate))
+	run := real
+	for _, st := range n.stops {
+		if real > st.from {
+			run -= min(real, st.until) - st.from
+		}
+	}
+	return time.Duration(n.offset + int64(float64(run)*n.rate))
 }
 
 // realAt is the first real time at which the node's clock reads t.
@@ -56,6 +69,11 @@ func (n *node) realAt(t time.Duration) int64 {
 		return math.MaxInt64
 	}
 	r := int64(math.Ceil(float64(int64(t)-n.offset) / n.rate))
+	for _, st := range n.stops {
+		if r > st.from { // the clock reads t only after this stop
+			r += st.until - st.from
+		}
+	}
 	for n.local(r) < t {
 		r++
 	}

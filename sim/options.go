@@ -133,6 +133,16 @@ type Faults struct {
 	// threat model); it is off in AdversaryFaults, so that the seeds of
 	// the adversary's sweep keep their schedules.
 	ForgeRelease bool
+	// ClockStop stops a node's process and its monotonic clock together
+	// for a while (a VM paused by its hypervisor, a system suspend): it
+	// resumes with its clock behind, and its second clock reveals the stop
+	// (FaultClockStop). Model mode only: runtime mode does not draw it.
+	ClockStop bool
+	// ClockStopHidden draws clock stops that nothing reveals on resume
+	// (FaultClockStop with Hidden; with ClockStop as well, half of them):
+	// the clock-rate bound is broken and only fencing covers it, so the
+	// one-leader check may fail. Model mode only.
+	ClockStopHidden bool
 
 	// The adversary (adversary.go, targeted.go). While any of Forge,
 	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
@@ -181,11 +191,11 @@ func DefaultFaults() Faults {
 	return Faults{Drift: true, Crash: true, Pause: true, Partition: true, Loss: true, Slow: true, Release: true}
 }
 
-// AllFaults returns every fault switched on, except DriftBeyond. DataLoss
-// needs StoreModel.MayLoseRecords.
+// AllFaults returns every fault switched on, except DriftBeyond and
+// ClockStopHidden. DataLoss needs StoreModel.MayLoseRecords.
 func AllFaults() Faults {
 	return Faults{Drift: true, Crash: true, Pause: true, Partition: true, Loss: true,
-		Slow: true, WatchChaos: true, DataLoss: true, Release: true, Reconfigure: true, MuteWatch: true}
+		Slow: true, WatchChaos: true, DataLoss: true, Release: true, Reconfigure: true, MuteWatch: true, ClockStop: true}
 }
 
 // fields lists every fault's name and field, in the order String writes
@@ -203,6 +213,7 @@ func (f *Faults) fields() []struct {
 		{"slow", &f.Slow}, {"watch-chaos", &f.WatchChaos}, {"dataloss", &f.DataLoss},
 		{"dataswap", &f.DataSwap}, {"resend", &f.Resend},
 		{"release", &f.Release}, {"reconfigure", &f.Reconfigure}, {"mute-watch", &f.MuteWatch},
+		{"clock-stop", &f.ClockStop}, {"clock-stop-hidden", &f.ClockStopHidden},
 	}
 }
 

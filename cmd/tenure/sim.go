@@ -44,8 +44,11 @@ faults named. -calm runs none. Not in the default set: -reconfigure (live
 changes of timings), -watch-chaos (watch events beyond the store contract),
 -mute-watch (watches that silently stop delivering), -dataloss (the store loses the record; implies -lossy),
 -dataswap (the dataset swapped for an older copy; implies -lossy), -resend (a loss after which a resent call
-makes the create gate's marker anew; needs -gate) and -drift-beyond
-(drift past what the timings tolerate: expect two leaders).
+makes the create gate's marker anew; needs -gate), -clock-stop (a
+process and its clock stopped together, as a paused VM or a suspend does,
+the stop revealed on resume), -clock-stop-hidden (such stops that nothing
+reveals: expect two leaders, fencing refuses the stale writes) and
+-drift-beyond (drift past what the timings tolerate: expect two leaders).
 
 Timings come from lease.DefaultConfig, then the TENURE_* environment
 variables as the library reads them for the election -name (for example
@@ -213,6 +216,8 @@ func (a *simArgs) defineFaults(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Release, "release", false, "stop nodes gracefully (release) and start them again")
 	fs.BoolVar(&f.Reconfigure, "reconfigure", false, "give nodes other valid timings (opt-in)")
 	fs.BoolVar(&f.MuteWatch, "mute-watch", false, "watches silently stop delivering for a while (one node's or all)")
+	fs.BoolVar(&f.ClockStop, "clock-stop", false, "stop a process and its clock together for up to 3 leases (a paused VM, a suspend), revealed on resume (model mode)")
+	fs.BoolVar(&f.ClockStopHidden, "clock-stop-hidden", false, "clock stops that nothing reveals: only fencing covers them, expect two leaders (model mode)")
 }
 
 // defineTimings defines the flags that override the lease timings.
@@ -263,6 +268,8 @@ func (a *simArgs) contradictions() error {
 		return errors.New("-speed and -parallel are for runtime mode (-runtime)")
 	case a.gate && set["lossy"] && !a.lossy:
 		return errors.New("-gate models a store that may lose records, but -lossy=false says it never does")
+	case a.runtime && (f.ClockStop || f.ClockStopHidden):
+		return errors.New("-clock-stop and -clock-stop-hidden are for model mode: runtime mode's electors run on clocks that do not stop")
 	case a.runtime && a.gate:
 		return errors.New("-gate is for model mode: runtime mode runs memstore, which keeps no marker")
 	case a.runtime && set["lossy"]:

@@ -245,6 +245,7 @@ func TestRuntimeOptionsRejected(t *testing.T) {
 		{"fault on a missing node", Options[struct{}]{Schedule: []sim.Fault{{Kind: sim.FaultCrash, Node: 3}}}},
 		{"bad name", Options[struct{}]{Name: "a\x00b"}},
 		{"check interval", Options[struct{}]{CheckEvery: time.Hour}},
+		{"clock stop", Options[struct{}]{Schedule: []sim.Fault{{Kind: sim.FaultClockStop, Dur: time.Second}}}},
 	}
 	for _, tt := range tests {
 		if _, err := Run(t, tt.o); !errors.Is(err, sim.ErrInvalidOptions) {

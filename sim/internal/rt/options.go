@@ -125,6 +125,11 @@ func (o *Options[M]) Validate() error {
 	case o.CheckEvery < 0 || o.CheckEvery > o.Config.RenewDeadline:
 		return fmt.Errorf("%w: CheckEvery is %v, must lie in (0, RenewDeadline]", sim.ErrInvalidOptions, o.CheckEvery)
 	}
+	for _, f := range o.Schedule {
+		if f.Kind == sim.FaultClockStop {
+			return fmt.Errorf("%w: Schedule: %v: clock stops are model mode's only", sim.ErrInvalidOptions, f)
+		}
+	}
 	if o.Speed < 1 || o.Speed > MaxSpeed {
 		return fmt.Errorf("%w: Speed is %d, must lie in [1, %d]", sim.ErrInvalidOptions, o.Speed, MaxSpeed)
 	}
