@@ -58,6 +58,9 @@ func TestConfigJSONRefuses(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"unknown key", `{"lease_duration":"20s","leaseDuration":"20s"}`, []string{`unknown field "leaseDuration"`}},
+		{"key in another case", `{"Lease_Duration":"30s"}`, []string{`unknown field "Lease_Duration"`}},
+		{"key in upper case", `{"LEASE_DURATION":"30s","Retry_Jitter":0.2}`, []string{`unknown field "LEASE_DURATION"`, `unknown field "Retry_Jitter"`}},
+		{"key in another case beside the exact one", `{"lease_duration":"20s","lease_Duration":"30s"}`, []string{`unknown field "lease_Duration"`}},
 		{"number as duration", `{"lease_duration":15}`, []string{"lease_duration is a JSON number", `"15s"`}},
 		{"string as jitter", `{"retry_jitter":"0.1"}`, []string{"retry_jitter is a JSON string", "0.1"}},
 		{"bad duration", `{"renew_deadline":"10 seconds"}`, []string{`renew_deadline is "10 seconds", not a duration`}},
