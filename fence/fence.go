@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/tenure-go/tenure/lease"
 )
 
 // Errors returned by this package and its subpackages.
@@ -17,11 +19,26 @@ var (
 	// ErrNilArgument: a nil context, client, transaction or receiver was
 	// passed where a usable one is needed. The error names the argument.
 	ErrNilArgument = errors.New("fence: nil argument")
+	// ErrTokenOutOfRange: the token is above lease.MaxToken, so no store
+	// issued it. Accepting it would lock the resource against every token
+	// a real term can carry, for good.
+	ErrTokenOutOfRange = errors.New("fence: token above lease.MaxToken")
 )
 
 // Token is a fencing token: the identity of one leadership term. Tokens of
 // later terms are strictly larger. The zero Token is never issued.
 type Token uint64
+
+// CheckToken returns nil when t is at most lease.MaxToken, the largest token
+// a store issues, and otherwise an error wrapping ErrTokenOutOfRange that
+// names t and the bound. Every fence of this module refuses such a token
+// with it before recording anything.
+func CheckToken(t Token) error {
+	if uint64(t) > lease.MaxToken {
+		return fmt.Errorf("%w: token %d is above %d: no store issues it", ErrTokenOutOfRange, t, lease.MaxToken)
+	}
+	return nil
+}
 
 type ctxKey struct{}
 
@@ -75,10 +92,14 @@ func (r *Register) Check(t Token) error {
 // through the same Register are thus applied in token order. If t is stale
 // Do returns an error wrapping ErrStaleToken without calling write. If write
 // returns an error, t is not remembered and the error is returned. A nil
-// write only checks and remembers t.
+// write only checks and remembers t. A token above lease.MaxToken is
+// refused with an error wrapping ErrTokenOutOfRange (see CheckToken).
 func (r *Register) Do(t Token, write func() error) error {
 	if r == nil {
 		return fmt.Errorf("%w: Register.Do: the *Register is nil", ErrNilArgument)
+	}
+	if err := CheckToken(t); err != nil {
+		return fmt.Errorf("fence: Register.Do: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -3,10 +3,13 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/lease"
 )
 
 func TestRegisterRefusesLowerTokens(t *testing.T) {
@@ -25,6 +28,48 @@ func TestRegisterRefusesLowerTokens(t *testing.T) {
 	}
 	if got := r.Highest(); got != 6 {
 		t.Fatalf("Highest = %d, want 6", got)
+	}
+}
+
+// A token above lease.MaxToken, which no store issues, is refused and not
+// remembered: accepted, it would lock the Register against every real
+// token for good.
+func TestRegisterRefusesTokensAboveMaxToken(t *testing.T) {
+	var r fence.Register
+	if err := r.Check(7); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []fence.Token{fence.Token(lease.MaxToken) + 1, 1 << 63, ^fence.Token(0)} {
+		called := false
+		for name, try := range map[string]func() error{
+			"Check": func() error { return r.Check(tok) },
+			"Do":    func() error { return r.Do(tok, func() error { called = true; return nil }) },
+			"DoContext": func() error {
+				return r.DoContext(fence.WithToken(context.Background(), tok), func() error { called = true; return nil })
+			},
+		} {
+			err := try()
+			if !errors.Is(err, fence.ErrTokenOutOfRange) || !strings.Contains(err.Error(), fmt.Sprint(uint64(tok))) {
+				t.Fatalf("%s(%d) = %v, want an error wrapping ErrTokenOutOfRange naming the token", name, tok, err)
+			}
+		}
+		if called {
+			t.Fatalf("token %d: the write ran", tok)
+		}
+		if err := fence.CheckToken(tok); !errors.Is(err, fence.ErrTokenOutOfRange) {
+			t.Fatalf("CheckToken(%d) = %v", tok, err)
+		}
+		if got := r.Highest(); got != 7 {
+			t.Fatalf("after token %d: Highest = %d, want 7", tok, got)
+		}
+	}
+	for _, tok := range []fence.Token{0, 1, fence.Token(lease.MaxToken)} {
+		if err := fence.CheckToken(tok); err != nil {
+			t.Errorf("CheckToken(%d) = %v, want nil", tok, err)
+		}
+	}
+	if err := r.Check(fence.Token(lease.MaxToken)); err != nil || r.Highest() != fence.Token(lease.MaxToken) {
+		t.Fatalf("Check(lease.MaxToken) = %v, Highest %d", err, r.Highest())
 	}
 }
 

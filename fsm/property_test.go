@@ -49,17 +49,19 @@ func anyConfig(t *rapid.T, label string) lease.Config {
 }
 
 // validConfig draws a Config that Validate accepts, from the smallest
-// durations up to lease.MaxDuration.
+// durations it accepts (lease.MinDuration, lease.MinErrorInterval) up to
+// lease.MaxDuration.
 func validConfig(t *rapid.T, label string) lease.Config {
 	upTo := func(lo, hi int64, name string) time.Duration {
 		return time.Duration(rapid.OneOf(rapid.Just(hi), rapid.Just(lo), rapid.Int64Range(lo, hi)).Draw(t, label+"."+name))
 	}
-	c := lease.Config{LeaseDuration: upTo(3, int64(lease.MaxDuration), "LeaseDuration")}
-	c.RenewDeadline = upTo(2, int64(c.LeaseDuration)-1, "RenewDeadline")
-	c.BackendTimeout = upTo(1, int64(c.RenewDeadline)-1, "BackendTimeout")
+	low := int64(lease.MinDuration)
+	c := lease.Config{LeaseDuration: upTo(low+2, int64(lease.MaxDuration), "LeaseDuration")}
+	c.RenewDeadline = upTo(low+1, int64(c.LeaseDuration)-1, "RenewDeadline")
+	c.BackendTimeout = upTo(low, int64(c.RenewDeadline)-1, "BackendTimeout")
 	c.RetryJitter = rapid.OneOf(rapid.Just(0.0), rapid.Float64Range(0, 0.999)).Draw(t, label+".RetryJitter")
-	c.RetryInterval = upTo(1, max(1, int64(float64(c.RenewDeadline-1)/(1+c.RetryJitter))-1), "RetryInterval")
-	c.ErrorInterval = upTo(1, int64(lease.MaxDuration), "ErrorInterval")
+	c.RetryInterval = upTo(low, max(low, int64(float64(c.RenewDeadline-1)/(1+c.RetryJitter))-1), "RetryInterval")
+	c.ErrorInterval = upTo(int64(lease.MinErrorInterval), int64(lease.MaxDuration), "ErrorInterval")
 	if c.Validate() != nil {
 		c.RetryJitter = 0
 	}

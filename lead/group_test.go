@@ -1103,3 +1103,89 @@ func TestGroupFollowersTakeOverOnTime(t *testing.T) {
 		}
 	})
 }
+
+// inFlight is a store whose reads, swaps and watch starts each take a
+// millisecond (of the bubble's clock), counting how many run at once.
+type inFlight struct {
+	store.Store[meta]
+	now, most atomic.Int64
+}
+
+func (s *inFlight) MayLoseRecords() bool { return store.MayLoseRecords(s.Store) }
+
+func (s *inFlight) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(s.Store)
+}
+
+// enter counts one more operation running until the returned func.
+func (s *inFlight) enter() func() {
+	n := s.now.Add(1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(time.Millisecond)
+	return func() { s.now.Add(-1) }
+}
+
+func (s *inFlight) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	defer s.enter()()
+	return s.Store.Get(ctx, name)
+}
+
+func (s *inFlight) CompareAndSwap(ctx context.Context, name string, exp lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	defer s.enter()()
+	return s.Store.CompareAndSwap(ctx, name, exp, next)
+}
+
+func (s *inFlight) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	defer s.enter()()
+	return store.Watch(ctx, s.Store, name)
+}
+
+// A Group's watch starts count among its store operations: while 10,000
+// names start at once (1,000 with a bound of 16), no more reads, swaps and
+// watch starts run at once than the Group's bound (a watch start reads the record on most stores;
+// started beside the bound, 10,000 of them ran at once).
+func TestGroupBoundsWatchStarts(t *testing.T) {
+	for _, tc := range []struct{ bound, names int }{{0, 10_000}, {16, 1_000}} { // bound 0: the default
+		bound, names := tc.bound, tc.names
+		t.Run(fmt.Sprint("bound=", bound), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := &inFlight{Store: memstore.New[meta]()}
+				opts := []lead.Option{lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity("p0")}
+				want := 256
+				if bound > 0 {
+					opts, want = append(opts, lead.WithMaxStoreOps(bound)), bound
+				}
+				grp, err := lead.NewGroup[meta](st, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				els := make([]*lead.Elector[meta], 0, names)
+				for i := range names {
+					e, err := grp.Add(fmt.Sprintf("job-%d", i))
+					if err != nil {
+						t.Fatal(err)
+					}
+					els = append(els, e)
+				}
+				stop := runGroup(t, grp)
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				led := 0
+				for _, e := range els {
+					if e.IsLeader() {
+						led++
+					}
+				}
+				stop()
+				if got := st.most.Load(); got > int64(want) {
+					t.Errorf("%d store operations ran at once while %d names started, want at most %d", got, names, want)
+				}
+				if led != names {
+					t.Errorf("%d of %d names led after 5 s", led, names)
+				}
+				t.Logf("at most %d operations at once (bound %d); %d names led", st.most.Load(), want, led)
+			})
+		})
+	}
+}

@@ -253,6 +253,22 @@ func newLoop[M any](maxOps int, grouped bool) *loop[M] {
 // queued behind a start's reads missed its deadline, and every lost term
 // brought more operations.
 func (l *loop[M]) spawn(op func(), urgent bool) {
+	l.spawnAs(op, urgent, true)
+}
+
+// spawnWatch runs op (the start of a watch) as spawn does, among the same
+// bounded operations, but a goroutine started for it ends when no
+// operation waits instead of staying as an idle worker: on a store whose
+// reads and swaps run on the loop (store.Immediate), watch starts are the
+// only operations that take a goroutine, and a worker kept for the next
+// would wait for good.
+func (l *loop[M]) spawnWatch(op func()) {
+	l.spawnAs(op, false, false)
+}
+
+// spawnAs is spawn; a goroutine it starts stays idle afterwards (work)
+// only when park is set.
+func (l *loop[M]) spawnAs(op func(), urgent, park bool) {
 	if l.maxOps == 0 {
 		go op() // Run's loop: nothing to count
 		return
@@ -277,7 +293,7 @@ func (l *loop[M]) spawn(op func(), urgent bool) {
 		return
 	}
 	l.opsMu.Unlock()
-	go l.work(op)
+	go l.work(op, park)
 }
 
 // idleWorkers is how many of a Group's workers wait for the next
@@ -289,9 +305,9 @@ func (l *loop[M]) spawn(op func(), urgent bool) {
 const idleWorkers = 32
 
 // work runs op, then the operations waiting, until none is left; then, in
-// a Group, it waits for the next one as one of the idle workers, if there
-// are fewer than idleWorkers.
-func (l *loop[M]) work(op func()) {
+// a Group and when park is set, it waits for the next one as one of the
+// idle workers, if there are fewer than idleWorkers.
+func (l *loop[M]) work(op func(), park bool) {
 	var next chan func()
 	for op != nil {
 		op()
@@ -304,7 +320,7 @@ func (l *loop[M]) work(op func()) {
 			continue
 		}
 		l.running--
-		if l.closed || len(l.idle) >= idleWorkers {
+		if !park || l.closed || len(l.idle) >= idleWorkers {
 			l.opsMu.Unlock()
 			return
 		}

@@ -165,7 +165,8 @@ func WithInstruments(i Instruments) Option {
 }
 
 // WithMaxStoreOps bounds the store operations of a Group's electors that
-// run at once to n (256 when not given); the others wait their turn
+// run at once to n (256 when not given): reads, swaps and watch starts
+// (which on most stores read the record); the others wait their turn
 // without a goroutine each (a leader's renewals and releases first, then
 // the others, each in the order asked). It applies to NewGroup, and
 // an elector (New, Group.Add) ignores it: one elector has an operation or

@@ -13,7 +13,11 @@ const opWatch = "watch"
 // startWatch starts a watch of a new generation off the loop (WatchFunc
 // may wait for the server). Its events are posted to the loop by the
 // store itself (store.WatchFunc: no goroutine per watch when the store
-// implements store.FuncWatcher), and so is the outcome of the call.
+// implements store.FuncWatcher), and so is the outcome of the call. The
+// call is a store operation like a read (most stores read the record
+// before WatchFunc returns): in a Group it waits its turn among the
+// Group's operations (loop.spawnWatch), so 10,000 names starting at once do not
+// start 10,000 watches, and their reads, at once.
 func (r *runner[M]) startWatch() {
 	if r.opCtx.Err() != nil || !r.watches {
 		return
@@ -21,7 +25,9 @@ func (r *runner[M]) startWatch() {
 	r.watchGen++
 	gen, l, name := r.watchGen, r.loop, r.e.name
 	fn := func(ev store.Event[M], ok bool) { l.postWatch(r, gen, ev, ok) }
-	r.ops.Go(func() {
+	r.ops.Add(1)
+	l.spawnWatch(func() {
+		defer r.ops.Done()
 		l.postWatchStarted(r, gen, store.WatchFunc(r.opCtx, r.e.st, name, fn))
 	})
 }

@@ -31,11 +31,20 @@ func TestValidate(t *testing.T) {
 		want   []string // substrings of the error; nil means valid
 	}{
 		{"default", func(*lease.Config) {}, nil},
-		{"zero lease", func(c *lease.Config) { c.LeaseDuration = 0 }, []string{"LeaseDuration is 0s, must be > 0"}},
-		{"negative renew", func(c *lease.Config) { c.RenewDeadline = -time.Second }, []string{"RenewDeadline is -1s, must be > 0"}},
-		{"zero retry", func(c *lease.Config) { c.RetryInterval = 0 }, []string{"RetryInterval is 0s, must be > 0"}},
-		{"zero backend timeout", func(c *lease.Config) { c.BackendTimeout = 0 }, []string{"BackendTimeout is 0s, must be > 0"}},
-		{"zero error interval", func(c *lease.Config) { c.ErrorInterval = 0 }, []string{"ErrorInterval is 0s, must be > 0"}},
+		{"zero lease", func(c *lease.Config) { c.LeaseDuration = 0 }, []string{"LeaseDuration is 0s, must be at least 1ms (lease.MinDuration)"}},
+		{"negative renew", func(c *lease.Config) { c.RenewDeadline = -time.Second }, []string{"RenewDeadline is -1s, must be at least 1ms (lease.MinDuration)"}},
+		{"zero retry", func(c *lease.Config) { c.RetryInterval = 0 }, []string{"RetryInterval is 0s, must be at least 1ms (lease.MinDuration)"}},
+		{"zero backend timeout", func(c *lease.Config) { c.BackendTimeout = 0 }, []string{"BackendTimeout is 0s, must be at least 1ms (lease.MinDuration)"}},
+		{"zero error interval", func(c *lease.Config) { c.ErrorInterval = 0 }, []string{"ErrorInterval is 0s, must be at least 1s (lease.MinErrorInterval)"}},
+		{"nanosecond timings", func(c *lease.Config) {
+			*c = lease.Config{LeaseDuration: 4, RenewDeadline: 3, RetryInterval: 1, RetryJitter: 0, BackendTimeout: 1, ErrorInterval: 1}
+		}, []string{"LeaseDuration is 4ns, must be at least 1ms", "RenewDeadline is 3ns, must be at least 1ms", "RetryInterval is 1ns, must be at least 1ms",
+			"BackendTimeout is 1ns, must be at least 1ms", "ErrorInterval is 1ns, must be at least 1s"}},
+		{"retry just below the floor", func(c *lease.Config) { c.RetryInterval = lease.MinDuration - 1 }, []string{"RetryInterval is 999.999µs, must be at least 1ms (lease.MinDuration)"}},
+		{"backend timeout just below the floor", func(c *lease.Config) { c.BackendTimeout = lease.MinDuration - 1 }, []string{"BackendTimeout is 999.999µs, must be at least 1ms"}},
+		{"error interval just below the floor", func(c *lease.Config) { c.ErrorInterval = lease.MinErrorInterval - 1 }, []string{"ErrorInterval is 999.999999ms, must be at least 1s (lease.MinErrorInterval)"}},
+		{"the smallest config", func(c *lease.Config) { *c = smallestConfig() }, nil},
+		{"lease must exceed the smallest renew deadline", func(c *lease.Config) { *c = smallestConfig(); c.LeaseDuration-- }, []string{"RenewDeadline (1.000001ms) must be < LeaseDuration (1.000001ms)"}},
 		{"renew equals lease", func(c *lease.Config) { c.RenewDeadline = c.LeaseDuration }, []string{"RenewDeadline (15s) must be < LeaseDuration (15s)"}},
 		{"renew 1ns below lease", func(c *lease.Config) { c.RenewDeadline = c.LeaseDuration - 1 }, nil},
 		{"retry with jitter reaches renew", func(c *lease.Config) { c.RetryInterval = 9 * time.Second; c.RetryJitter = 1.0 / 9 }, []string{"RetryInterval*(1+RetryJitter)"}},
@@ -76,6 +85,19 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// smallestConfig is the Config with the shortest timings Validate accepts:
+// every duration at its floor or just above what the rules need.
+func smallestConfig() lease.Config {
+	return lease.Config{
+		LeaseDuration:  lease.MinDuration + 2,
+		RenewDeadline:  lease.MinDuration + 1,
+		RetryInterval:  lease.MinDuration,
+		RetryJitter:    0,
+		BackendTimeout: lease.MinDuration,
+		ErrorInterval:  lease.MinErrorInterval,
 	}
 }
 

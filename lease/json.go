@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +22,35 @@ type configJSON struct {
 	RetryJitter    *float64 `json:"retry_jitter,omitempty"`
 	BackendTimeout *string  `json:"backend_timeout,omitempty"`
 	ErrorInterval  *string  `json:"error_interval,omitempty"`
+}
+
+// configKeys are the keys of configJSON, which UnmarshalJSON matches
+// exactly: encoding/json alone would match them regardless of case.
+var configKeys = []string{"lease_duration", "renew_deadline", "retry_interval", "retry_jitter", "backend_timeout", "error_interval"}
+
+// checkKeys refuses a JSON object with a key that is not exactly one of
+// configKeys ("Lease_Duration", "LEASE_DURATION" included), naming it.
+// Input that is not an object is left to the decoding that follows.
+func checkKeys(data []byte) error {
+	var obj map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(data)).Decode(&obj) != nil {
+		return nil
+	}
+	var unknown []string
+	for k := range obj {
+		if !slices.Contains(configKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	errs := make([]error, len(unknown))
+	for i, k := range unknown {
+		errs[i] = fmt.Errorf("%w: unknown field %q (keys are exact, in lower case: %s)", ErrInvalidConfig, k, strings.Join(configKeys, ", "))
+	}
+	return errors.Join(errs...)
 }
 
 // MarshalJSON writes c as a JSON object with every duration a string in Go
@@ -53,7 +84,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // be read as nanoseconds. An unknown key, a second JSON value after the
 // object, a duration that cannot be parsed, and a result that
 // Config.Validate refuses are errors wrapping ErrInvalidConfig that name the
-// key and the rule; on error c is left unchanged.
+// key and the rule; on error c is left unchanged. Keys match exactly:
+// "Lease_Duration" is an unknown key, not lease_duration.
 //
 // YAML follows from it with a library that converts YAML to JSON before
 // decoding, such as sigs.k8s.io/yaml (see the package example); this
@@ -61,6 +93,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 func (c *Config) UnmarshalJSON(data []byte) error {
 	if c == nil {
 		return fmt.Errorf("%w: UnmarshalJSON into a nil *Config", ErrInvalidConfig)
+	}
+	if err := checkKeys(data); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -21,7 +21,7 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		lease.DefaultConfig(),
 		{LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryInterval: 100 * time.Millisecond, RetryJitter: 0, BackendTimeout: 500 * time.Millisecond, ErrorInterval: time.Minute},
 		{LeaseDuration: lease.MaxDuration, RenewDeadline: lease.MaxDuration - 2, RetryInterval: lease.MaxDuration - 4, BackendTimeout: lease.MaxDuration - 3, ErrorInterval: lease.MaxDuration},
-		{LeaseDuration: 3, RenewDeadline: 2, RetryInterval: 1, RetryJitter: 0.5, BackendTimeout: 1, ErrorInterval: 1},
+		smallestConfig(),
 	}
 	for _, c := range configs {
 		b, err := json.Marshal(c)
@@ -58,13 +58,16 @@ func TestConfigJSONRefuses(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"unknown key", `{"lease_duration":"20s","leaseDuration":"20s"}`, []string{`unknown field "leaseDuration"`}},
+		{"key in another case", `{"Lease_Duration":"30s"}`, []string{`unknown field "Lease_Duration"`}},
+		{"key in upper case", `{"LEASE_DURATION":"30s","Retry_Jitter":0.2}`, []string{`unknown field "LEASE_DURATION"`, `unknown field "Retry_Jitter"`}},
+		{"key in another case beside the exact one", `{"lease_duration":"20s","lease_Duration":"30s"}`, []string{`unknown field "lease_Duration"`}},
 		{"number as duration", `{"lease_duration":15}`, []string{"lease_duration is a JSON number", `"15s"`}},
 		{"string as jitter", `{"retry_jitter":"0.1"}`, []string{"retry_jitter is a JSON string", "0.1"}},
 		{"bad duration", `{"renew_deadline":"10 seconds"}`, []string{`renew_deadline is "10 seconds", not a duration`}},
 		{"overflowing duration", `{"error_interval":"9999999999h"}`, []string{"error_interval", "not a duration"}},
 		{"two bad durations", `{"renew_deadline":"x","retry_interval":"y"}`, []string{"renew_deadline", "retry_interval"}},
 		{"validated", `{"renew_deadline":"20s"}`, []string{"RenewDeadline (20s) must be < LeaseDuration (15s)"}},
-		{"negative", `{"backend_timeout":"-1s"}`, []string{"BackendTimeout is -1s, must be > 0"}},
+		{"negative", `{"backend_timeout":"-1s"}`, []string{"BackendTimeout is -1s, must be at least 1ms"}},
 		{"past the bound", `{"lease_duration":"169h"}`, []string{"LeaseDuration is 169h0m0s, must be at most"}},
 		{"jitter one", `{"retry_jitter":1}`, []string{"RetryJitter is 1, must be in [0, 1)"}},
 		{"not an object", `["15s"]`, []string{"invalid config"}},
@@ -188,15 +191,21 @@ func TestConfigJSONRoundTripProperty(t *testing.T) {
 func TestConfigJSONValidRoundTripProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		longest := int64(lease.MaxDuration)
-		ld := rapid.Int64Range(4, longest).Draw(t, "lease")
-		rd := rapid.Int64Range(3, ld-1).Draw(t, "renew")
+		shortest := int64(lease.MinDuration)
+		ld := rapid.Int64Range(shortest+2, longest).Draw(t, "lease")
+		rd := rapid.Int64Range(shortest+1, ld-1).Draw(t, "renew")
+		jitter := rapid.Float64Range(0, 0.5).Draw(t, "jitter")
+		retryMax := int64(float64(rd-1)/(1+jitter)) - 1
+		if retryMax < shortest {
+			jitter, retryMax = 0, rd-1
+		}
 		c := lease.Config{
 			LeaseDuration:  time.Duration(ld),
 			RenewDeadline:  time.Duration(rd),
-			RetryJitter:    rapid.Float64Range(0, 0.5).Draw(t, "jitter"),
-			RetryInterval:  time.Duration(rapid.Int64Range(1, (rd-1)*2/3).Draw(t, "retry")),
-			BackendTimeout: time.Duration(rapid.Int64Range(1, rd-1).Draw(t, "backend")),
-			ErrorInterval:  time.Duration(rapid.Int64Range(1, longest).Draw(t, "errors")),
+			RetryJitter:    jitter,
+			RetryInterval:  time.Duration(rapid.Int64Range(shortest, retryMax).Draw(t, "retry")),
+			BackendTimeout: time.Duration(rapid.Int64Range(shortest, rd-1).Draw(t, "backend")),
+			ErrorInterval:  time.Duration(rapid.Int64Range(int64(lease.MinErrorInterval), longest).Draw(t, "errors")),
 		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the generator drew an invalid %+v: %v", c, err)

@@ -251,17 +251,17 @@ func forgedRevision(r *rand.Rand) lease.Revision {
 }
 
 // extremeConfig draws a valid Config over the whole range Validate
-// accepts, bounds included: LeaseDuration from a few nanoseconds to
-// lease.MaxDuration (or l if not zero), RenewDeadline up to
-// LeaseDuration−1ns (or the limit drift rho allows), RetryJitter 0, up to
-// the float64 just below 1, or between, RetryInterval from 1ns to its
-// bound, BackendTimeout from 4ns (so that a 1ns latency each way leaves a
-// round trip inside it, or from tMin if larger) to RenewDeadline−1ns;
-// RetryInterval at least iMin. With l fixed, ok is false when no config
+// accepts, bounds included: LeaseDuration from just above
+// lease.MinDuration to lease.MaxDuration (or l if not zero), RenewDeadline
+// up to LeaseDuration−1ns (or the limit drift rho allows), RetryJitter 0,
+// up to the float64 just below 1, or between, RetryInterval from
+// lease.MinDuration to its bound, BackendTimeout from lease.MinDuration (or
+// from tMin if larger) to RenewDeadline−1ns; RetryInterval at least iMin;
+// ErrorInterval lease.MinErrorInterval, lease.MaxDuration or 30s. With l fixed, ok is false when no config
 // meets these bounds under it (or none was drawn in 1,000 tries): tMin
 // and iMin come from the caller's options, which need not leave room.
 func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time.Duration) (c lease.Config, ok bool) {
-	tlo, ilo := max(4, int64(tMin)), max(1, int64(iMin))
+	tlo, ilo := max(int64(lease.MinDuration), int64(tMin)), max(int64(lease.MinDuration), int64(iMin))
 	logU := func(lo, hi int64) int64 {
 		if hi <= lo {
 			return lo
@@ -279,9 +279,9 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 			case 0:
 				L = int64(lease.MaxDuration)
 			case 1:
-				L = 6 + rng.Int64N(60)
+				L = int64(lease.MinDuration) + 2 + rng.Int64N(60)
 			case 2:
-				L = logU(int64(time.Microsecond), int64(lease.MaxDuration))
+				L = logU(int64(lease.MinDuration), int64(lease.MaxDuration))
 			default:
 				L = logU(int64(time.Millisecond), int64(time.Minute))
 			}
@@ -340,7 +340,7 @@ func extremeConfig(rng *rand.Rand, l time.Duration, rho float64, tMin, iMin time
 			RetryInterval:  time.Duration(I),
 			RetryJitter:    J,
 			BackendTimeout: time.Duration(T),
-			ErrorInterval:  [...]time.Duration{1, lease.MaxDuration, 30 * time.Second}[rng.IntN(3)],
+			ErrorInterval:  [...]time.Duration{lease.MinErrorInterval, lease.MaxDuration, 30 * time.Second}[rng.IntN(3)],
 		}
 		if rho > 0 && Tolerance(c) < rho {
 			continue // float rounding at the drift bound

@@ -31,7 +31,10 @@ var (
 )
 
 // Opener opens stores from URLs. Memory stores opened through the same
-// Opener with the same name are one store. The zero Opener is ready to use.
+// Opener with the same name are one store. The zero Opener is ready to use,
+// and so is a nil *Opener, as a zero Opener of its own for each call: every
+// scheme opens through it as through &Opener{}, and so a memory store
+// opened through nil is shared with no other Open.
 type Opener struct {
 	mu  sync.Mutex
 	mem map[string]any // name -> *memstore.Store[M]
@@ -55,8 +58,12 @@ type Store[M any] interface {
 
 // Open opens the store that rawURL names, for metadata of type M. Errors
 // wrap ErrBadURL, ErrUnknownScheme, ErrConnect or the backend's own, and
-// show the URL with its credentials replaced by xxxxx.
+// show the URL with its credentials replaced by xxxxx. A nil o is a zero
+// Opener of this call's own (see Opener).
 func Open[M any](ctx context.Context, o *Opener, rawURL string) (Store[M], error) {
+	if o == nil {
+		o = new(Opener)
+	}
 	st, err := open[M](ctx, o, rawURL)
 	if err != nil {
 		// A last guard: no library's message may carry a credential out.

@@ -47,6 +47,44 @@ func TestMemoryStoresAreSharedByName(t *testing.T) {
 	}
 }
 
+// A nil *Opener opens every scheme as a zero Opener does, and its memory
+// stores are shared with no other Open.
+func TestNilOpenerActsAsAZeroOpenerOfItsOwn(t *testing.T) {
+	t.Setenv("PGHOST", "")
+	ctx := context.Background()
+	for _, raw := range []string{
+		"memory://x", "mem://x", "nosuch://host", "localhost:6379", "/just/a/path",
+		"redis://", "postgres://", "host=db user=x", "kubernetes://", "etcd://",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			stNil, errNil := storeurl.Open[meta](ctx, nil, raw)
+			stZero, errZero := storeurl.Open[meta](ctx, &storeurl.Opener{}, raw)
+			for _, st := range []storeurl.Store[meta]{stNil, stZero} {
+				if st != nil {
+					_ = st.Close()
+				}
+			}
+			if (errNil == nil) != (errZero == nil) || (errNil != nil && errNil.Error() != errZero.Error()) {
+				t.Fatalf("Open(nil, %q) = %v, Open(&Opener{}, %q) = %v: want the same", raw, errNil, raw, errZero)
+			}
+		})
+	}
+	a, err := storeurl.Open[meta](ctx, nil, "memory://x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.CompareAndSwap(ctx, "job", 0, lease.Record[meta]{LeaseDuration: 15 * time.Second, Holder: "x", Token: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := storeurl.Open[meta](ctx, nil, "memory://x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx, "job"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("two Opens of memory://x through nil share a store: Get = %v", err)
+	}
+}
+
 func TestBadURLs(t *testing.T) {
 	t.Setenv("PGHOST", "")
 	ctx := context.Background()

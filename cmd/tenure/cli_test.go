@@ -335,6 +335,46 @@ func TestCommandErrors(t *testing.T) {
 	}
 }
 
+// TestArgumentsEchoedInErrorsHideSecrets: wherever tenure echoes an
+// argument (an unknown command, an argument where none belongs, a flag
+// value it cannot parse), a URL's password and an argument that looks like
+// a bare secret are hidden.
+func TestArgumentsEchoedInErrorsHideSecrets(t *testing.T) {
+	t.Setenv("TENURE_STORE", "")
+	const token = "ghp_R4nd0mT0kenW1thH1ghEntr0py"
+	o := &storeurl.Opener{}
+	tests := []struct {
+		name    string
+		args    []string
+		mention string // what the message still says
+	}{
+		{"URL as the command", []string{"redis://u:hunter2@127.0.0.1:1/0", "get"}, "unknown command"},
+		{"URL where NAME belongs", []string{"run", "--store", "memory://x", "redis://u:hunter2@127.0.0.1:1/0"}, "want a COMMAND to run after \"redis://u:xxxxx@127.0.0.1:1/0\""},
+		{"short password", []string{"run", "--store", "memory://x", "redis://u:pw@host/0"}, "redis://u:xxxxx@host/0"},
+		{"password in the query", []string{"run", "--store", "memory://x", "postgres://app@db/x?password=hunter2"}, "password=xxxxx"},
+		{"URL as a flag value", []string{"run", "--store", "memory://x", "--grace", "redis://u:hunter2@h/0", "job", "true"}, "invalid value"},
+		{"URL as a --flag=value", []string{"run", "--store", "memory://x", "--grace=redis://u:hunter2@h/0", "job", "true"}, "invalid value"},
+		{"URL as a sim argument", []string{"sim", "redis://u:hunter2@h/0"}, "unexpected arguments"},
+		{"token where NAME belongs", []string{"run", "--store", "memory://x", token}, "want a COMMAND"},
+		{"token as -o", []string{"get", "--store", "memory://x", "-o", token, "job"}, "want text or json"},
+		{"token as a sim argument", []string{"sim", token}, "unexpected arguments"},
+		{"a plain NAME stays", []string{"run", "--store", "memory://x", "billing-cron-2024"}, `after "billing-cron-2024"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := inProcess(context.Background(), o, tt.args...)
+			if code == 0 || !strings.Contains(out.String(), tt.mention) {
+				t.Errorf("tenure %v: exit %d, output:\n%s\nwant an error mentioning %q", tt.name, code, out.String(), tt.mention)
+			}
+			for _, secret := range []string{"hunter2", ":pw@", token} {
+				if strings.Contains(out.String(), secret) {
+					t.Errorf("tenure %s printed the secret %q:\n%s", tt.name, secret, out.String())
+				}
+			}
+		})
+	}
+}
+
 // TestRunTwoProcesses runs two tenure processes against real Redis and
 // PostgreSQL servers: only one child runs; stopping the leader moves the
 // child to the other process within a second, with a larger token.

@@ -54,6 +54,9 @@ func CheckKey(key string) error {
 // and records token as the highest, in one transaction. Otherwise it writes
 // nothing and returns an error wrapping [fence.ErrStaleToken] that names
 // both tokens. A nil ctx or kv is an error wrapping [fence.ErrNilArgument].
+// A token above lease.MaxToken, which no store issues, is refused with an
+// error wrapping [fence.ErrTokenOutOfRange] before anything is sent (by Do
+// too).
 func Put(ctx context.Context, kv clientv3.KV, token fence.Token, key, value string, opts ...clientv3.OpOption) error {
 	if err := nilArgs(ctx, "Put", key, kv); err != nil {
 		return err
@@ -122,6 +125,9 @@ func do(ctx context.Context, op string, kv clientv3.KV, token fence.Token, key s
 	}
 	if err := CheckKey(key); err != nil {
 		return fmt.Errorf("etcdfence: %s: %w", op, err)
+	}
+	if err := fence.CheckToken(token); err != nil {
+		return fmt.Errorf("etcdfence: %s %q: %w", op, key, err)
 	}
 	tk := TokenKey(key)
 	want := strconv.FormatUint(uint64(token), 10)

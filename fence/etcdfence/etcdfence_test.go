@@ -17,6 +17,7 @@ import (
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fence/etcdfence"
 	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/lease"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
@@ -63,9 +64,9 @@ func TestPut(t *testing.T) {
 		{5, "v5b", false}, // the same term writes again
 		{4, "v4", true},   // an older term
 		{0, "v0", true},
-		{1 << 63, "big", false}, // a new term
+		{1 << 52, "big", false}, // a new term
 		{5, "v5c", true},
-		{^fence.Token(0), "max", false},
+		{fence.Token(lease.MaxToken), "max", false},
 	}
 	want := "<absent>"
 	for _, s := range steps {
@@ -80,11 +81,47 @@ func TestPut(t *testing.T) {
 			t.Fatalf("after Put(%d): %q, want %q", s.token, got, want)
 		}
 	}
-	if h, err := etcdfence.Highest(ctx, c, key); err != nil || h != ^fence.Token(0) {
+	if h, err := etcdfence.Highest(ctx, c, key); err != nil || h != fence.Token(lease.MaxToken) {
 		t.Fatalf("Highest = %d, %v", h, err)
 	}
 	if h, err := etcdfence.Highest(ctx, c, uniqueKey(t)); err != nil || h != 0 {
 		t.Fatalf("Highest of a fresh key = %d, %v", h, err)
+	}
+}
+
+// A token above lease.MaxToken, which no store issues, is refused by Put
+// and Do before anything is sent: accepted, it would lock the key against
+// every real token for good.
+func TestRefusesTokensAboveMaxToken(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	key := uniqueKey(t)
+	if err := etcdfence.Put(ctx, c, 7, key, "seven"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []fence.Token{fence.Token(lease.MaxToken) + 1, 1 << 63, ^fence.Token(0)} {
+		for name, write := range map[string]func() error{
+			"Put":        func() error { return etcdfence.Put(ctx, c, tok, key, "forged") },
+			"PutContext": func() error { return etcdfence.PutContext(fence.WithToken(ctx, tok), c, key, "forged") },
+			"Do":         func() error { return etcdfence.Do(ctx, c, tok, key, clientv3.OpPut(key, "forged")) },
+			"DoContext": func() error {
+				return etcdfence.DoContext(fence.WithToken(ctx, tok), c, key, clientv3.OpPut(key, "forged"))
+			},
+		} {
+			err := write()
+			if !errors.Is(err, fence.ErrTokenOutOfRange) || !strings.Contains(err.Error(), fmt.Sprint(uint64(tok))) {
+				t.Fatalf("%s with token %d: %v, want an error wrapping fence.ErrTokenOutOfRange naming the token", name, tok, err)
+			}
+		}
+		if h, err := etcdfence.Highest(ctx, c, key); err != nil || h != 7 {
+			t.Fatalf("after token %d: Highest = %d, %v; want 7", tok, h, err)
+		}
+		if got := value(t, c, key); got != "seven" {
+			t.Fatalf("after token %d: the value is %q", tok, got)
+		}
+	}
+	if err := etcdfence.Put(ctx, c, fence.Token(lease.MaxToken), key, "max"); err != nil {
+		t.Fatalf("Put with lease.MaxToken: %v", err)
 	}
 }
 

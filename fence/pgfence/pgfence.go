@@ -188,6 +188,9 @@ func checkResource(resource string) error {
 // recorded. Check may come before or after the write in tx; before is
 // cheaper when it fails.
 //
+// A token above lease.MaxToken, which no store issues, is refused with an
+// error wrapping fence.ErrTokenOutOfRange before anything is sent.
+//
 // After an error, roll tx back: a stale write must not commit.
 func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fence.Token) error {
 	if err := f.nilArgs(ctx, "Check", "tx", tx); err != nil {
@@ -195,6 +198,9 @@ func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fe
 	}
 	if err := checkResource(resource); err != nil {
 		return err
+	}
+	if err := fence.CheckToken(token); err != nil {
+		return fmt.Errorf("pgfence: Check %q: %w", resource, err)
 	}
 	var got uint64
 	err := tx.QueryRow(ctx, f.sqlCheck, resource, uint64(token)).Scan(&got)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,13 +212,13 @@ func TestHostileNamesAndLargeTokens(t *testing.T) {
 	f, _ := setup(t, pool, pgfence.WithTable(`f"; DROP TABLE y; --`+unique("")))
 	noop := func(pgx.Tx) error { return nil }
 	for _, res := range []string{`it's`, `"; DROP TABLE y; --`, "日本語 ✓"} {
-		if err := f.Do(ctx, pool, res, 1<<63+5, noop); err != nil {
+		if err := f.Do(ctx, pool, res, fence.Token(lease.MaxToken), noop); err != nil {
 			t.Fatalf("Do(%q): %v", res, err)
 		}
-		if err := f.Do(ctx, pool, res, 1<<63+4, noop); !errors.Is(err, fence.ErrStaleToken) {
+		if err := f.Do(ctx, pool, res, fence.Token(lease.MaxToken)-1, noop); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("Do(%q) with a lower token: %v", res, err)
 		}
-		if h, _, err := f.Highest(ctx, pool, res); err != nil || h != 1<<63+5 {
+		if h, _, err := f.Highest(ctx, pool, res); err != nil || h != fence.Token(lease.MaxToken) {
 			t.Fatalf("Highest(%q) = %d, %v", res, h, err)
 		}
 	}
@@ -234,6 +235,45 @@ func TestHostileNamesAndLargeTokens(t *testing.T) {
 		if _, err := pgfence.New(opt); !errors.Is(err, pgfence.ErrInvalidOption) {
 			t.Errorf("New with a bad table: %v", err)
 		}
+	}
+}
+
+// A token above lease.MaxToken, which no store issues, is refused by Check,
+// Do and DoContext before anything is recorded: accepted, it would lock the
+// resource against every real token for good.
+func TestRefusesTokensAboveMaxToken(t *testing.T) {
+	pool := newPool(t)
+	ctx := t.Context()
+	f, jobs := setup(t, pool)
+	if err := write(ctx, f, pool, jobs, 7, "seven"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []fence.Token{fence.Token(lease.MaxToken) + 1, 1 << 63, ^fence.Token(0)} {
+		set := func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE "+jobs+" SET writer = 'forged' WHERE id = 1")
+			return err
+		}
+		for name, try := range map[string]func() error{
+			"Do":        func() error { return f.Do(ctx, pool, "jobs", tok, set) },
+			"DoContext": func() error { return f.DoContext(fence.WithToken(ctx, tok), pool, "jobs", set) },
+			"Check": func() error {
+				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return f.Check(ctx, tx, "jobs", tok) })
+			},
+		} {
+			err := try()
+			if !errors.Is(err, fence.ErrTokenOutOfRange) || !strings.Contains(err.Error(), fmt.Sprint(uint64(tok))) {
+				t.Fatalf("%s with token %d: %v, want an error wrapping fence.ErrTokenOutOfRange naming the token", name, tok, err)
+			}
+		}
+		if h, _, err := f.Highest(ctx, pool, "jobs"); err != nil || h != 7 {
+			t.Fatalf("after token %d: Highest = %d, %v; want 7", tok, h, err)
+		}
+		if w := writer(t, pool, jobs); w != "seven" {
+			t.Fatalf("after token %d: writer is %q", tok, w)
+		}
+	}
+	if err := write(ctx, f, pool, jobs, fence.Token(lease.MaxToken), "max"); err != nil {
+		t.Fatalf("Do with lease.MaxToken: %v", err)
 	}
 }
 

@@ -73,6 +73,9 @@ return {'ok'}
 // is an error wrapping [fence.ErrNilArgument] (so in SetContext and
 // Highest).
 //
+// A token above lease.MaxToken, which no store issues, is refused with an
+// error wrapping [fence.ErrTokenOutOfRange] before anything is sent.
+//
 // A key that is the token key of another key is refused with an error
 // wrapping [ErrInvalidKey], before anything is sent: writing it would set
 // that other key's highest token, and let a stale write through.
@@ -88,6 +91,9 @@ func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value st
 	}
 	if expiration < 0 {
 		return fmt.Errorf("redisfence: Set %q: negative expiration %v", key, expiration)
+	}
+	if err := fence.CheckToken(token); err != nil {
+		return fmt.Errorf("redisfence: Set %q: %w", key, err)
 	}
 	px := "0"
 	if expiration > 0 {

@@ -102,11 +102,10 @@ func TestSetOrdersTokens(t *testing.T) {
 		{99, true},  // a longer decimal
 		{100, true}, // crosses a power of ten
 		{99, false}, // shorter, smaller
-		{1 << 53, true},
-		{1<<53 + 1, true}, // would round in a double
-		{1 << 53, false},
-		{math.MaxUint64, true},
-		{math.MaxUint64 - 1, false},
+		{1 << 52, true},
+		{fence.Token(lease.MaxToken) - 1, true},
+		{fence.Token(lease.MaxToken), true}, // the largest a store issues
+		{fence.Token(lease.MaxToken) - 1, false},
 	}
 	for i, s := range steps {
 		v := fmt.Sprint(i)
@@ -120,8 +119,38 @@ func TestSetOrdersTokens(t *testing.T) {
 			t.Fatalf("step %d: the value was not written", i)
 		}
 	}
-	if h, err := redisfence.Highest(ctx, c, key); err != nil || h != math.MaxUint64 {
-		t.Fatalf("Highest = %d, %v; want MaxUint64", h, err)
+	if h, err := redisfence.Highest(ctx, c, key); err != nil || h != fence.Token(lease.MaxToken) {
+		t.Fatalf("Highest = %d, %v; want lease.MaxToken", h, err)
+	}
+}
+
+// A token above lease.MaxToken, which no store issues, is refused before
+// anything is written: accepted, it would lock the key against every real
+// token for good.
+func TestSetRefusesTokensAboveMaxToken(t *testing.T) {
+	c, prefix := client(t)
+	ctx := t.Context()
+	key := prefix + "k"
+	if err := redisfence.Set(ctx, c, 7, key, "seven", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []fence.Token{fence.Token(lease.MaxToken) + 1, 1 << 63, math.MaxUint64} {
+		err := redisfence.Set(ctx, c, tok, key, "forged", 0)
+		if !errors.Is(err, fence.ErrTokenOutOfRange) || !strings.Contains(err.Error(), fmt.Sprint(uint64(tok))) {
+			t.Fatalf("Set with token %d: %v, want an error wrapping fence.ErrTokenOutOfRange naming the token", tok, err)
+		}
+		if err := redisfence.SetContext(fence.WithToken(ctx, tok), c, key, "forged", 0); !errors.Is(err, fence.ErrTokenOutOfRange) {
+			t.Fatalf("SetContext with token %d: %v, want fence.ErrTokenOutOfRange", tok, err)
+		}
+		if h, err := redisfence.Highest(ctx, c, key); err != nil || h != 7 {
+			t.Fatalf("after token %d: Highest = %d, %v; want 7", tok, h, err)
+		}
+		if v := get(t, c, key); v != "seven" {
+			t.Fatalf("after token %d: the value is %q", tok, v)
+		}
+	}
+	if err := redisfence.Set(ctx, c, fence.Token(lease.MaxToken), key, "max", 0); err != nil {
+		t.Fatalf("Set with lease.MaxToken: %v", err)
 	}
 }
 
@@ -165,7 +194,7 @@ func TestCorruptTokenKey(t *testing.T) {
 		if err := c.Set(ctx, redisfence.TokenKey(key), bad, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		err := redisfence.Set(ctx, c, math.MaxUint64, key, "v", 0)
+		err := redisfence.Set(ctx, c, fence.Token(lease.MaxToken), key, "v", 0)
 		if !errors.Is(err, redisfence.ErrCorruptToken) {
 			t.Errorf("token key %q: Set error %v, want ErrCorruptToken", bad, err)
 		}
