@@ -465,7 +465,7 @@ func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 // or a write; or, when the last operation succeeded, what keeps this
 // elector from starting a term: an error wrapping ErrRevisionRollback while
 // it waits out a rollback of the store, one wrapping ErrLongWait while it
-// waits out a lease longer than its own, or one wrapping
+// waits out a lease longer than its own (and does not lead), or one wrapping
 // store.ErrTokenExhausted once the largest token seen is lease.MaxToken.
 // It returns nil otherwise. For a nil Elector, or one not made by New, it
 // returns an error wrapping ErrNilArgument.
@@ -485,7 +485,7 @@ func (e *Elector[M]) errLocked() error {
 		return e.lastErr
 	case e.rollbackErr != nil && e.sinceEpoch() < e.holdUntil:
 		return e.rollbackErr
-	case e.longWaitErr != nil && e.sinceEpoch() < e.longUntil:
+	case e.longWaitErr != nil && e.term == nil && e.sinceEpoch() < e.longUntil:
 		return e.longWaitErr
 	}
 	return e.exhaustedErr
