@@ -27,7 +27,10 @@
 //     term, whose token NewToken issues: above every token stored under the
 //     name before, never 0, never above lease.MaxToken. A write that would
 //     need a larger token fails with ErrTokenExhausted and writes nothing;
-//     a token never wraps around.
+//     a token never wraps around. A store whose data can be restored from
+//     an older copy floors the token at a clock no restore takes back, by
+//     passing ClockToken as part of NewToken's floor, so that a term after
+//     the restore never reuses the token of a term the restore lost.
 //   - What a store reads from its backend is untrusted: a record that
 //     breaks ValidateStored, or a revision above MaxRevision, is reported
 //     with ErrCorruptRecord by Get, CompareAndSwap (which then writes
