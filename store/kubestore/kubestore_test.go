@@ -102,7 +102,8 @@ func TestLeaseLayout(t *testing.T) {
 	e := newEnv(t, "layout")
 	st := newStore[meta](t, e.client, e.ns)
 	c := ctx(t)
-	r := record("pod-a", 7)
+	// A token above the wall clock in microseconds, which the store keeps.
+	r := record("pod-a", 1<<52+7)
 	r.LeaseDuration = 1500 * time.Millisecond
 	r.Transitions = 3
 	got, rev, err := st.CompareAndSwap(c, "job", 0, r)
@@ -122,7 +123,7 @@ func TestLeaseLayout(t *testing.T) {
 		t.Errorf("spec = %+v", s)
 	}
 	want := map[string]string{
-		kubestore.AnnotationToken:         "7",
+		kubestore.AnnotationToken:         "4503599627370503",
 		kubestore.AnnotationHolder:        "pod-a",
 		kubestore.AnnotationMetadata:      `{"pod":"pod-a-pod"}`,
 		kubestore.AnnotationLeaseDuration: "1.5s",

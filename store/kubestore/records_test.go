@@ -103,9 +103,11 @@ func TestForeignLease(t *testing.T) {
 		t.Fatalf("a client-go Lease reads %+v", rec)
 	}
 
-	// Held by Tenure with token 9, then taken over by client-go, which
-	// keeps the annotations.
-	if _, _, err := st.CompareAndSwap(c, "taken", 0, record("pod-a", 9)); err != nil {
+	// Held by Tenure with a token above the wall clock (so that the clock
+	// floor does not hide the annotation's), then taken over by client-go,
+	// which keeps the annotations.
+	const last = 1 << 52
+	if _, _, err := st.CompareAndSwap(c, "taken", 0, record("pod-a", last)); err != nil {
 		t.Fatal(err)
 	}
 	l := lock("taken", "cg-2")
@@ -125,18 +127,19 @@ func TestForeignLease(t *testing.T) {
 		t.Fatalf("a Lease client-go took over reads %+v", rec)
 	}
 	// Tenure takes it back (as after its expiry) proposing token 1: the
-	// store raises it above the 9 of Tenure's last term.
+	// store raises it above the token of Tenure's last term.
 	got, _, err := st.CompareAndSwap(c, "taken", rev, record("pod-b", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Token != 10 || got.Holder != "pod-b" {
-		t.Fatalf("took over: %+v, want token 10", got)
+	if got.Token <= last || got.Holder != "pod-b" {
+		t.Fatalf("took over: %+v, want a token above %d", got, last)
 	}
 }
 
-// A Store that saw a Lease keeps tokens growing when someone deletes and
-// the Store re-creates it; a Store that never saw it cannot (documented).
+// Tokens keep growing when someone deletes a Lease and a Store re-creates
+// it: a Store that saw it goes above what it saw, and one that never saw
+// it goes above the wall clock, which is above every earlier token.
 func TestDeletedLease(t *testing.T) {
 	e := newEnv(t, "deleted")
 	st := newStore[meta](t, e.client, e.ns)
@@ -172,7 +175,7 @@ func TestDeletedLease(t *testing.T) {
 		t.Fatalf("after the re-create: %+v, want revision %d", ev, rev2)
 	}
 
-	// A Store that never saw the Lease: the token written is kept.
+	// A Store that never saw the Lease: the clock floors the token.
 	if err := e.client.CoordinationV1().Leases(e.ns).Delete(c, "job", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +184,8 @@ func TestDeletedLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Token != 1 {
-		t.Fatalf("a fresh Store re-created the Lease with token %d", got.Token)
+	if got.Token <= again.Token {
+		t.Fatalf("a fresh Store re-created the Lease with token %d, not above the %d before", got.Token, again.Token)
 	}
 }
 

@@ -58,13 +58,13 @@ func TestWatchTooOldReadsAgain(t *testing.T) {
 	}
 	// The watch goes on from the revision read.
 	rec.Token = 2
-	_, rev2, err := st.CompareAndSwap(ctx, "job", rev, rec)
+	wrote, rev2, err := st.CompareAndSwap(ctx, "job", rev, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case ev := <-out:
-		if ev.Revision != rev2 || ev.Record.Token != 2 {
+		if ev.Revision != rev2 || ev.Record.Token != wrote.Token {
 			t.Fatalf("event %+v, want revision %d", ev, rev2)
 		}
 	case <-ctx.Done():
