@@ -167,6 +167,7 @@ type activeTerm struct {
 	confirmed time.Duration // last successful renewal sent
 	watchdog  Timer
 	unhook    func() bool // stops cancelling the term when Run's ctx ends
+	ended     fsm.Reason  // why Run's loop ended the term (0: it has not); under e.mu
 }
 
 // New returns an Elector for the election name, keeping its record in st.
@@ -616,9 +617,12 @@ func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term != t || e.leadingLocked() == t {
-		// Still leading; or the loop has ended the term, and cancels its
-		// context next, with the machine's reason.
+	if e.term != t {
+		// The loop has ended the term and cancels its context next, with
+		// the machine's reason: whoever asks first cancels it with that.
+		return t.ended != 0, t.ended
+	}
+	if e.leadingLocked() == t {
 		return false, 0
 	}
 	select {

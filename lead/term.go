@@ -130,7 +130,7 @@ func (r *runner[M]) endTerm(reason fsm.Reason) {
 		e.mu.Unlock()
 		return // never: the machine ends only the term it started
 	}
-	e.term = nil
+	e.term, t.ended = nil, reason
 	e.notifyLocked()
 	e.mu.Unlock()
 	t.watchdog.Stop()
