@@ -337,7 +337,7 @@ func (c *checker) released(by int) {
 	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() || s.muted() {
 		return
 	}
-	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now)})
+	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now), expected: s.store.rev})
 }
 
 // muted reports whether some node's watch is silenced (FaultMuteWatch): a
@@ -355,8 +355,11 @@ func (s *Cluster) muted() bool {
 func (c *checker) handover(ev *simEvent) {
 	s := c.s
 	releasedAt := int64(ev.rev)
-	if c.active > 0 || c.calmFrom > releasedAt || s.res.Terms != ev.count {
-		return // disturbed meanwhile, or handed over
+	if c.active > 0 || c.calmFrom > releasedAt || s.res.Terms != ev.count || s.store.rev != ev.expected {
+		// Disturbed meanwhile, or handed over; or the store moved on: an
+		// acquire took the lease (whose taker may have stopped before it
+		// led, and released again: that release is checked by itself).
+		return
 	}
 	for _, n := range s.nodes {
 		if n.idx != int(ev.node) && n.up && n.pausedUntil <= s.now && !n.reqCut && !n.respCut {

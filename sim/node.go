@@ -144,6 +144,12 @@ func (s *Cluster) crash(n *node) {
 	s.chk.ended(n)
 	n.up, n.gen, n.m = false, n.gen+1, nil
 	n.pausedUntil = 0
+	// A machine stopped with its clock (FaultClockStop) and killed: what
+	// starts later starts on a machine whose clock runs, so the stop ends
+	// here, not under a process that runs.
+	if k := len(n.stops) - 1; k >= 0 && n.stops[k].until > s.now {
+		n.stops[k].until = s.now
+	}
 	if s.tl != nil {
 		s.tl.State(s.now, n.idx, timeline.Down)
 	}
