@@ -464,17 +464,17 @@ func (s *Cluster) forgeRelease() {
 	s.adv.forgedReleases = append(s.adv.forgedReleases, s.now)
 }
 
-// releaseForged reports whether o may still believe it leads while
-// another node takes the lease: o's term started before a release someone
-// else stored (FaultForgeRelease), and o's belief ends within its
+// releaseForged reports whether o may believe it leads until end (real
+// time) while another node holds the lease: o's term was acquired before
+// a release someone else stored (FaultForgeRelease), and end is within
 // RenewDeadline of that forgery, by the slowest clock the drift allows.
 // That is the bound of the threat model: o learns of the forgery only at
 // its next renewal, and every renewal it sent before the forgery keeps its
 // belief for at most RenewDeadline; one sent after it conflicts.
-func (s *Cluster) releaseForged(o *node) bool {
+func (s *Cluster) releaseForged(o *node, end int64) bool {
 	bound := int64(float64(s.chk.maxRenew)/(1-s.rho)) + 1
 	for _, t := range s.adv.forgedReleases {
-		if o.adv.termStart < t && t <= s.now && o.beliefEnd <= t+bound {
+		if o.adv.termStart < t && t <= s.now && end <= t+bound {
 			return true
 		}
 	}
@@ -648,19 +648,26 @@ func (s *Cluster) excused(o, n *node) bool {
 	return !n.adv.acqHeard && n.adv.acqContra < r && n.adv.acqWaited && (n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r)
 }
 
-// overlapExcused reports whether the terms of a and b may overlap: one
-// began before the last rollback or restore and the other's leader could
-// not have known better (excused). The earlier term may start second, when
-// its acquire landed before the rollback and its reply came late.
+// overlapExcused reports whether the terms of a and b may overlap, where
+// b starts its term now: one began before the last rollback or restore
+// and the other's leader could not have known better (excused), or one
+// was acquired before a forged release of it (releaseForged). The earlier
+// term may start second, when its acquire landed before the rollback or
+// the forgery and its reply came late.
 func (s *Cluster) overlapExcused(a, b *node) bool {
-	return s.excused(a, b) || s.excused(b, a) || s.releaseForged(a)
+	return s.excused(a, b) || s.excused(b, a) ||
+		s.releaseForged(a, a.beliefEnd) || s.releaseForged(b, b.realAt(b.m.LeaderUntil()))
 }
 
 // lateTerm reports whether n's term, starting now, was acquired before the
-// last rollback or restore: terms acquired after it may have started
-// first, with larger tokens.
+// last rollback or restore, or before the last forged release: terms
+// acquired after it may have started first, with larger tokens.
 func (s *Cluster) lateTerm(n *node) bool {
-	return s.adv.releasedAt >= 0 && n.adv.termStart < s.adv.releasedAt
+	if s.adv.releasedAt >= 0 && n.adv.termStart < s.adv.releasedAt {
+		return true
+	}
+	f := s.adv.forgedReleases
+	return len(f) > 0 && n.adv.termStart < f[len(f)-1]
 }
 
 // advString describes a fault of the adversary.

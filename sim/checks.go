@@ -248,7 +248,7 @@ func (c *checker) fenced(ev *simEvent) {
 		if s.tracing() {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
-		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) && !c.aheadAccepted() && !s.releaseForged(n) {
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) && !c.aheadAccepted() && !s.releaseForged(n, n.beliefEnd) {
 			s.fail(CheckFence, "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return

@@ -43,3 +43,12 @@ func TestSimForgedReleaseSweep(t *testing.T) {
 		t.Errorf("seed %d: %v", r.Seed, r.Violation)
 	}
 }
+
+// TestSimForgedReleaseSeeds replays schedules where a node's acquire
+// landed just before a forged release of it and its reply came after the
+// taker of the forged release had started: the earlier term starts second,
+// with the lower token (56581, 60842). Its overlap and its token are those
+// of a term acquired before the forgery.
+func TestSimForgedReleaseSeeds(t *testing.T) {
+	replaySeeds(t, forgedReleaseOptions, 56581, 60842)
+}
