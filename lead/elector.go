@@ -29,7 +29,8 @@ var (
 	// zero store that its Validate method refuses (see store.Validate). It
 	// wraps ErrNilArgument.
 	ErrNilStore = fmt.Errorf("%w: store is nil", ErrNilArgument)
-	// ErrInvalidIdentity: the identity breaks the rules of holder names.
+	// ErrInvalidIdentity: the identity breaks the rules of holder names,
+	// or WithIdentity was given an empty one.
 	ErrInvalidIdentity = errors.New("lead: invalid identity")
 	// ErrInvalidOption: an option's value breaks its rule (WithMaxStoreOps
 	// below 1, say). The error names the option and the rule.

@@ -1,6 +1,7 @@
 package lead_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,5 +54,27 @@ func TestBlankVariablesAreUnset(t *testing.T) {
 	}
 	if e.Identity() != "pod-2" {
 		t.Errorf("Identity = %q, want pod-2", e.Identity())
+	}
+}
+
+// WithIdentity("") is an error naming the option and the rule, and saying
+// how to get the default; without WithIdentity the default applies.
+func TestEmptyIdentityIsAnError(t *testing.T) {
+	podName := "" // as os.Getenv("POD_NAME") returns when it is not set
+	_, err := lead.New("job", memstore.New[meta](), lead.WithIdentity(podName), lead.WithLookupEnv(nil))
+	if !errors.Is(err, lead.ErrInvalidOption) || !errors.Is(err, lead.ErrInvalidIdentity) {
+		t.Fatalf("New with WithIdentity(\"\") = %v, want an error wrapping ErrInvalidOption and ErrInvalidIdentity", err)
+	}
+	for _, want := range []string{"WithIdentity", "must not be empty", "hostname plus a random suffix"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := lead.NewGroup(memstore.New[meta](), lead.WithIdentity("")); !errors.Is(err, lead.ErrInvalidIdentity) {
+		t.Errorf("NewGroup with WithIdentity(\"\") = %v, want ErrInvalidIdentity", err)
+	}
+	e, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(nil))
+	if err != nil || e.Identity() == "" {
+		t.Fatalf("New without WithIdentity = %v, identity %q; want the default", err, e.Identity())
 	}
 }

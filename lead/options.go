@@ -37,7 +37,23 @@ func (o *options) refuse(option, arg string) {
 // WithIdentity sets the identity recorded as the lease holder. It wins over
 // TENURE_<NAME>_IDENTITY and TENURE_IDENTITY. Two live electors must never
 // share an identity; the default (hostname plus a random suffix) never does.
-func WithIdentity(id string) Option { return func(o *options) { o.identity = id } }
+//
+// An empty id makes New fail with an error wrapping both ErrInvalidOption
+// and ErrInvalidIdentity, rather than fall back to the default: an empty
+// id usually comes from a variable that is not set (POD_NAME, say), and an
+// elector that silently took a random identity would hide it. To get the
+// default, leave WithIdentity out.
+func WithIdentity(id string) Option {
+	return func(o *options) {
+		if id == "" {
+			o.errs = append(o.errs, fmt.Errorf("%w: WithIdentity(\"\"): %w: the identity must not be empty (is a variable such as POD_NAME unset?); "+
+				"leave WithIdentity out for the default: TENURE_<NAME>_IDENTITY or TENURE_IDENTITY if set, else the hostname plus a random suffix",
+				ErrInvalidOption, ErrInvalidIdentity))
+			return
+		}
+		o.identity = id
+	}
+}
 
 // WithConfig sets every timing explicitly: the timing variables
 // (TENURE_LEASE_DURATION and the others of lease.Load) are then not read at
