@@ -231,7 +231,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		}
 	}
 	cfg := env.Config
-	if err := cfg.Validate(); err != nil {
+	if err := env.Validate(); err != nil { // names the variables that set a field
 		return nil, err
 	}
 	if o.rand == nil {

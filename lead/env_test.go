@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -76,5 +77,18 @@ func TestEmptyIdentityIsAnError(t *testing.T) {
 	e, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(nil))
 	if err != nil || e.Identity() == "" {
 		t.Fatalf("New without WithIdentity = %v, identity %q; want the default", err, e.Identity())
+	}
+}
+
+// New's error for a timing a variable set names the variable, its value
+// and the rule.
+func TestNewNamesTheVariableOfABadTiming(t *testing.T) {
+	vars := map[string]string{"TENURE_LEASE_DURATION": "-5s"}
+	_, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }))
+	if !errors.Is(err, lease.ErrInvalidConfig) {
+		t.Fatalf("New = %v, want ErrInvalidConfig", err)
+	}
+	if want := "LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least 1ms"; !strings.Contains(err.Error(), want) {
+		t.Errorf("New = %q, want it to say %q", err, want)
 	}
 }
