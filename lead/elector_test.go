@@ -520,7 +520,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 				return "5s", true
 			}
 			return "", false
-		})}, lease.ErrInvalidConfig, "RenewDeadline (10s) must be < LeaseDuration (5s)"},
+		})}, lease.ErrInvalidConfig, "RenewDeadline (10s) must be < LeaseDuration (5s, from TENURE_LEASE_DURATION=5s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package lead_test
 
 import (
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,5 +92,49 @@ func TestNewNamesTheVariableOfABadTiming(t *testing.T) {
 	}
 	if want := "LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least 1ms"; !strings.Contains(err.Error(), want) {
 		t.Errorf("New = %q, want it to say %q", err, want)
+	}
+}
+
+// New warns about each TENURE_ variable no part of Tenure reads, naming
+// it, and not about the per-name variables of other elections.
+func TestNewWarnsAboutUnknownTenureVariables(t *testing.T) {
+	environ := []string{
+		"HOME=/root",
+		"TENURE_LEASE_DURATIN=20s",
+		"TENURE_JOB_RENEW_DEADLIN=5s",
+		"TENURE_OTHER_LEASE_DURATION=30s",
+		"TENURE_LEASE_DURATION=20s",
+	}
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	logs := newAttrLog()
+	_, err := lead.New("job", memstore.New[meta](), lead.WithLogger(slog.New(logs)),
+		lead.WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }),
+		lead.WithEnviron(func() []string { return environ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, r := range logs.all() {
+		if r.level == slog.LevelWarn && strings.Contains(r.msg, "Tenure does not read") {
+			warned = append(warned, r.attrs["variable"])
+		}
+	}
+	if want := []string{"TENURE_JOB_RENEW_DEADLIN", "TENURE_LEASE_DURATIN"}; !slices.Equal(warned, want) {
+		t.Errorf("warned about %q, want %q", warned, want)
+	}
+	// WithLookupEnv alone lists nothing: no warning about the process's
+	// environment.
+	logs = newAttrLog()
+	if _, err := lead.New("job", memstore.New[meta](), lead.WithLogger(slog.New(logs)), lead.WithLookupEnv(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range logs.all() {
+		if strings.Contains(r.msg, "Tenure does not read") {
+			t.Errorf("warned %v with WithLookupEnv and no WithEnviron", r.attrs)
+		}
 	}
 }

@@ -228,6 +228,13 @@ func (h *attrLog) WithAttrs(as []slog.Attr) slog.Handler {
 }
 func (h *attrLog) WithGroup(string) slog.Handler { return h }
 
+// all returns every record.
+func (h *attrLog) all() []logRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]logRecord(nil), *h.records...)
+}
+
 // find returns the records at level with message msg.
 func (h *attrLog) find(level slog.Level, msg string) []logRecord {
 	h.mu.Lock()

@@ -17,6 +17,9 @@ type options struct {
 	identity      string
 	config        *lease.Config
 	lookup        lease.LookupFunc
+	lookupSet     bool            // WithLookupEnv was given
+	environ       func() []string // WithEnviron; nil when not given
+	environSet    bool
 	clock         Clock
 	clockSets     int // how many options set a clock (Group.Add: did its own?)
 	rand          fsm.Rand
@@ -67,9 +70,22 @@ func WithIdentity(id string) Option {
 func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c } }
 
 // WithLookupEnv sets how environment variables are read (default
-// os.LookupEnv). A nil function reads none.
+// os.LookupEnv). A nil function reads none. Without WithEnviron, an
+// elector given WithLookupEnv does not list the environment (see
+// WithEnviron).
 func WithLookupEnv(f lease.LookupFunc) Option {
-	return func(o *options) { o.lookup = f }
+	return func(o *options) { o.lookup, o.lookupSet = f, true }
+}
+
+// WithEnviron sets how the environment is listed, as os.Environ does
+// ("KEY=value" strings), for one check: New logs a Warn for each TENURE_
+// variable that no part of Tenure reads (a misspelt TENURE_LEASE_DURATIN,
+// say; see lease.UnknownEnv), through the elector's logger. The default is
+// os.Environ, unless WithLookupEnv is given, which reads the variables from
+// elsewhere: then nothing is listed unless WithEnviron is given too. A nil
+// f lists nothing.
+func WithEnviron(f func() []string) Option {
+	return func(o *options) { o.environ, o.environSet = f, true }
 }
 
 // WithClock sets the clock (default: the system's, which detects the

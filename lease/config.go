@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -374,4 +375,52 @@ func lookupSetting(name, suffix string, lookup LookupFunc) (key, val string, ok 
 		}
 	}
 	return "", "", false
+}
+
+// UnknownEnv returns, sorted, the names of the variables in environ (each
+// "KEY=value", as os.Environ returns them) that start with "TENURE_" and
+// that no part of Tenure reads: a misspelt TENURE_LEASE_DURATIN, say. A
+// variable is known when it ends in "_" and one of the suffixes Load reads
+// (EnvLeaseDuration and the others, EnvIdentity included) after
+// "TENURE_" or "TENURE_<NAME>_" for any name, so the per-name variables of
+// every election are known; and when it is one of the variables that the
+// command line (TENURE_STORE; TENURE_TOKEN and TENURE_NAME, which tenure run
+// gives its command), the simulator (TENURE_SIM_SEEDS, TENURE_SIM_BUDGET,
+// TENURE_SIM_SVG, TENURE_SIM_TRACE, TENURE_SIM_FAULTS, TENURE_SIM_REPRO) or
+// Tenure's own tests and scripts read.
+func UnknownEnv(environ []string) []string {
+	var unknown []string
+	for _, kv := range environ {
+		key, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(key, "TENURE_") || knownEnv(key) || slices.Contains(unknown, key) {
+			continue
+		}
+		unknown = append(unknown, key)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// knownEnv reports whether Tenure reads the variable key (see UnknownEnv).
+func knownEnv(key string) bool {
+	rest := strings.TrimPrefix(key, "TENURE_")
+	for _, suffix := range []string{EnvLeaseDuration, EnvRenewDeadline, EnvRetryInterval, EnvRetryJitter, EnvBackendTimeout, EnvErrorInterval, EnvIdentity} {
+		// TENURE_<suffix>, or TENURE_<NAME>_<suffix> with a name.
+		if rest == suffix || len(rest) > len(suffix)+1 && strings.HasSuffix(rest, "_"+suffix) {
+			return true
+		}
+	}
+	switch key {
+	case "TENURE_STORE", "TENURE_TOKEN", "TENURE_NAME",
+		"TENURE_SIM_SEEDS", "TENURE_SIM_BUDGET", "TENURE_SIM_SVG", "TENURE_SIM_TRACE", "TENURE_SIM_FAULTS", "TENURE_SIM_REPRO",
+		// Tenure's own tests, test harness and scripts.
+		"TENURE_DEBUG", "TENURE_REQUIRE_BACKENDS", "TENURE_CACHE", "TENURE_ETCD", "TENURE_KUBE_APISERVER", "TENURE_KUBE_BUILD", "TENURE_KUBE_LOG",
+		"TENURE_POSTGRES_BIN", "TENURE_REDIS_SERVER", "TENURE_REDIS_LOG", "TENURE_HANDOVERS", "TENURE_TEST_CHILD", "TENURE_TEST_CHILD_EXIT",
+		"TENURE_CHAOS_BACKENDS", "TENURE_CHAOS_DURATION", "TENURE_CHAOS_SEED", "TENURE_CHAOS_SUMMARY", "TENURE_CHAOS_TIMELINE",
+		"TENURE_RT_DURATION", "TENURE_RT_SPEED",
+		"TENURE_SCALE_CPUPROFILE", "TENURE_SCALE_ELECTIONS", "TENURE_SCALE_HEAPPROFILE", "TENURE_SCALE_MAXOPS", "TENURE_SCALE_OPSTATS",
+		"TENURE_SCALE_SETTLE", "TENURE_SCALE_START", "TENURE_SCALE_WAIT", "TENURE_SCALE_WINDOW":
+		return true
+	}
+	return false
 }

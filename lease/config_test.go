@@ -3,6 +3,7 @@ package lease_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +267,33 @@ func TestSettingsValidateNamesTheVariables(t *testing.T) {
 				t.Error("Config.Validate accepts what Settings.Validate refuses")
 			}
 		})
+	}
+}
+
+// UnknownEnv names the TENURE_ variables no part of Tenure reads, and
+// none of the per-name variables of any election.
+func TestUnknownEnv(t *testing.T) {
+	environ := []string{
+		"PATH=/bin",
+		"TENURE_LEASE_DURATIN=15s",          // misspelt shared variable
+		"TENURE_JOB_LEASE_DURATIN=15s",      // misspelt per-name variable
+		"TENURE_LEASE_DURATION=15s",         // shared
+		"TENURE_OTHER_JOB_RETRY_JITTER=0.2", // another election's
+		"TENURE_JOB_IDENTITY=pod-1",
+		"TENURE_STORE=redis://localhost",
+		"TENURE_TOKEN=7",
+		"TENURE_SIM_SEEDS=1-10",
+		"TENURE_IDENTIY=pod-1",      // misspelt
+		"TENURE__LEASE_DURATION=1s", // no name: no election has this prefix
+		"TENURE_LEASE_DURATIN=20s",  // named once
+		"TENURE_=x",
+		"tenure_lease_duration=1s", // not Tenure's: variables are upper case
+	}
+	want := []string{"TENURE_", "TENURE_IDENTIY", "TENURE_JOB_LEASE_DURATIN", "TENURE_LEASE_DURATIN", "TENURE__LEASE_DURATION"}
+	if got := lease.UnknownEnv(environ); !slices.Equal(got, want) {
+		t.Errorf("UnknownEnv = %q, want %q", got, want)
+	}
+	if got := lease.UnknownEnv(nil); got != nil {
+		t.Errorf("UnknownEnv(nil) = %q", got)
 	}
 }
