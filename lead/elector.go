@@ -117,7 +117,7 @@ type Elector[M any] struct {
 	guarded       bool // the store guards swaps from a release (store.ReleaseGuard)
 	immediate     bool // the store's operations never wait (store.Immediate): run on the loop
 	instruments   Instruments
-	unknownEnv    []string // TENURE_ variables no part of Tenure reads (lease.UnknownEnv)
+	environ       func() []string // lists the environment for logCapabilities; nil: none
 
 	ready   chan struct{}
 	stopped chan struct{}
@@ -263,10 +263,6 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 	if !o.environSet && !o.lookupSet {
 		environ = os.Environ
 	}
-	var unknownEnv []string
-	if environ != nil {
-		unknownEnv = lease.UnknownEnv(environ())
-	}
 	if o.clock == nil {
 		o.clock = newSystemClock()
 	}
@@ -292,7 +288,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		guarded:       store.ReleaseGuardOf(st) != nil,
 		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
-		unknownEnv:    unknownEnv,
+		environ:       environ,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
 		cfg:           cfg,
@@ -305,7 +301,11 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 // store does not say (see New).
 func (e *Elector[M]) logCapabilities() {
 	st, cfg := e.st, e.cfg
-	for _, key := range e.unknownEnv {
+	var unknownEnv []string
+	if e.environ != nil {
+		unknownEnv = lease.UnknownEnv(e.environ())
+	}
+	for _, key := range unknownEnv {
 		e.log.Warn("the environment sets a TENURE_ variable that Tenure does not read: misspelt? "+
 			"The timing and identity variables are TENURE_<SUFFIX> and TENURE_<NAME>_<SUFFIX>, SUFFIX one of "+
 			strings.Join([]string{lease.EnvLeaseDuration, lease.EnvRenewDeadline, lease.EnvRetryInterval, lease.EnvRetryJitter, lease.EnvBackendTimeout, lease.EnvErrorInterval, lease.EnvIdentity}, ", "),

@@ -70,7 +70,9 @@ const (
 	// exhausted tokens; a long wait; a contradicted watch). On top of them
 	// an elector logs one line when a term starts and one when it ends, and
 	// a few when it starts. With ErrorInterval at least MinErrorInterval,
-	// that is at most ten a second.
+	// that is at most ten a second. The failed runs of lead.Elector.Every,
+	// errors of the application's task, are logged apart from these: at
+	// most one line per ErrorInterval for each call of Every.
 	MaxLinesPerErrorInterval = 10
 )
 
