@@ -368,3 +368,45 @@ func TestEveryRefusesANilOption(t *testing.T) {
 		t.Errorf("Every with a nil option = %v, want ErrNilArgument", err)
 	}
 }
+
+// An error from a run cut short by the end of its term is dropped, even
+// with StopOnError, and not counted: Every goes on to the next term.
+func TestEveryDropsTheErrorOfARunItsTermCutShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter := &everyCounter{}
+		f := &flaky{Store: memstore.New[meta]()}
+		a := start(t, f, "a", lead.WithInstruments(counter))
+		firstLeader(t, a)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var log runLog
+		done := everyGo(ctx, a.e, 10*time.Second, func(ctx context.Context, term lead.Term) error {
+			log.add(term)
+			if term.Token == 1 {
+				f.down.Store(true) // the term ends within RenewDeadline
+				<-ctx.Done()
+				return errors.New("cut short")
+			}
+			return nil
+		}, lead.StopOnError())
+		if c := a.next(t); c.Kind != lead.Stopped {
+			t.Fatalf("change %v, want Stopped", c.Kind)
+		}
+		f.down.Store(false)
+		if c := a.next(t); c.Kind != lead.Started || c.Term.Token != 2 {
+			t.Fatalf("change %v in term %d, want Started in term 2", c.Kind, c.Term.Token)
+		}
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Every = %v after a run its term cut short; want it to go on", err)
+		default:
+		}
+		if runs := log.get(); len(runs) != 2 || runs[1].token != 2 {
+			t.Errorf("runs %+v, want one in term 1 and one in term 2", runs)
+		}
+		if n := counter.count("job"); n != 0 {
+			t.Errorf("EveryFailed counted %d, want 0", n)
+		}
+	})
+}
