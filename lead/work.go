@@ -169,10 +169,12 @@ type EveryInstruments interface {
 //   - The first run of a term starts as soon as Every sees that this
 //     elector leads: at once if it leads when Every is called, else when
 //     the term starts.
-//   - Each later run of the term starts one interval after the start of
-//     the run before it, so runs start at first + k*interval. A run that
-//     lasts longer than interval skips the ticks it overlaps: the next
-//     run starts at the first of those times after it returned. Runs never
+//   - Later runs of the term start on the grid first + k*interval (k = 1,
+//     2, ...), first being the start of the term's first run: the
+//     interval is measured from the start of one run to the start of the
+//     next, so a run's length does not shift the grid. A run that lasts
+//     longer than interval skips the grid times it overlaps: the next run
+//     starts at the first grid time after it returned. Runs never
 //     overlap.
 //   - When the term ends, the run in progress has its context cancelled
 //     and no other run of that term starts. Every waits for the next term
