@@ -25,6 +25,31 @@ var (
 	ErrTokenOutOfRange = errors.New("fence: token above lease.MaxToken")
 )
 
+// StaleTokenError is the error a fence of this module returns for a stale
+// token: it names the token refused and, when the fence knows it, the
+// highest token accepted. It wraps ErrStaleToken, so errors.Is(err,
+// ErrStaleToken) matches it; errors.AsType[*StaleTokenError](err) reads
+// the tokens.
+type StaleTokenError struct {
+	// Token is the token refused.
+	Token Token
+	// Highest is the highest token accepted for the resource, which is
+	// larger than Token; zero when the fence could not read it (a token
+	// is stale only below an accepted one, so zero is never the answer).
+	Highest Token
+}
+
+// Error says which token was refused and what the highest accepted is.
+func (e *StaleTokenError) Error() string {
+	if e.Highest == 0 {
+		return fmt.Sprintf("%v: token %d refused, below the highest accepted", ErrStaleToken, e.Token)
+	}
+	return fmt.Sprintf("%v: token %d refused, the highest accepted is %d", ErrStaleToken, e.Token, e.Highest)
+}
+
+// Unwrap returns ErrStaleToken.
+func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
+
 // Token is a fencing token: the identity of one leadership term. Tokens of
 // later terms are strictly larger. The zero Token is never issued.
 type Token uint64
@@ -82,7 +107,8 @@ func (r *Register) Highest() Token {
 }
 
 // Check accepts t and remembers it if t is at least the highest token
-// accepted so far; otherwise it returns an error wrapping ErrStaleToken.
+// accepted so far; otherwise it returns a *StaleTokenError (wrapping
+// ErrStaleToken) naming t and the highest token accepted.
 func (r *Register) Check(t Token) error {
 	return r.Do(t, nil)
 }
@@ -90,7 +116,8 @@ func (r *Register) Check(t Token) error {
 // Do runs write while holding the register's lock if t is at least the
 // highest token accepted so far, and then remembers t; writes that pass
 // through the same Register are thus applied in token order. If t is stale
-// Do returns an error wrapping ErrStaleToken without calling write. If write
+// Do returns a *StaleTokenError (wrapping ErrStaleToken) naming t and the
+// highest token accepted, without calling write. If write
 // returns an error, t is not remembered and the error is returned. A nil
 // write only checks and remembers t. A token above lease.MaxToken is
 // refused with an error wrapping ErrTokenOutOfRange (see CheckToken).
@@ -104,7 +131,7 @@ func (r *Register) Do(t Token, write func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t < r.highest {
-		return fmt.Errorf("%w: token %d, already accepted %d", ErrStaleToken, t, r.highest)
+		return &StaleTokenError{Token: t, Highest: r.highest}
 	}
 	if write != nil {
 		if err := write(); err != nil {

@@ -134,3 +134,23 @@ func TestRegisterConcurrentWritesNeverGoBackwards(t *testing.T) {
 		t.Fatal("no write was applied")
 	}
 }
+
+// A stale token's error names the token refused and the highest accepted.
+func TestRegisterStaleErrorNamesBothTokens(t *testing.T) {
+	var r fence.Register
+	if err := r.Check(5); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Check(3)
+	se, ok := errors.AsType[*fence.StaleTokenError](err)
+	if !ok || se.Token != 3 || se.Highest != 5 || !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("Check(3) after 5 = %v, want a StaleTokenError{3, 5} wrapping ErrStaleToken", err)
+	}
+	if want := "fence: stale token: token 3 refused, the highest accepted is 5"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	unknown := &fence.StaleTokenError{Token: 3}
+	if want := "fence: stale token: token 3 refused, below the highest accepted"; unknown.Error() != want {
+		t.Errorf("error %q, want %q", unknown, want)
+	}
+}

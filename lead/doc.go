@@ -11,7 +11,8 @@
 //		return compact(ctx, t.Token)
 //	}, lead.Repeat())
 //
-//	// Or a periodic task that runs only on the leader:
+//	// Or a periodic task on the leader only: at the start of each term,
+//	// then every minute; a failed run is logged and the schedule goes on.
 //	err = e.Every(ctx, time.Minute, func(ctx context.Context, t lead.Term) error {
 //		return sendReminders(ctx)
 //	})

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ var (
 	// zero store that its Validate method refuses (see store.Validate). It
 	// wraps ErrNilArgument.
 	ErrNilStore = fmt.Errorf("%w: store is nil", ErrNilArgument)
-	// ErrInvalidIdentity: the identity breaks the rules of holder names.
+	// ErrInvalidIdentity: the identity breaks the rules of holder names,
+	// or WithIdentity was given an empty one.
 	ErrInvalidIdentity = errors.New("lead: invalid identity")
 	// ErrInvalidOption: an option's value breaks its rule (WithMaxStoreOps
 	// below 1, say). The error names the option and the rule.
@@ -115,6 +117,7 @@ type Elector[M any] struct {
 	guarded       bool // the store guards swaps from a release (store.ReleaseGuard)
 	immediate     bool // the store's operations never wait (store.Immediate): run on the loop
 	instruments   Instruments
+	environ       func() []string // lists the environment for logCapabilities; nil: none
 
 	ready   chan struct{}
 	stopped chan struct{}
@@ -184,7 +187,8 @@ type activeTerm struct {
 // of a name then waits a LeaseDuration) and cannot watch (followers poll).
 // New logs that once, with what to do (forward the interface with
 // store.MayLoseRecords and store.Watch), and logs at debug level what it
-// found.
+// found. It also logs a Warn for each TENURE_ variable of the environment
+// that no part of Tenure reads, a misspelt one say (see WithEnviron).
 func New[M any](name string, st store.Store[M], opts ...Option) (*Elector[M], error) {
 	e, err := newElector(name, st, opts)
 	if err != nil {
@@ -230,7 +234,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		}
 	}
 	cfg := env.Config
-	if err := cfg.Validate(); err != nil {
+	if err := env.Validate(); err != nil { // names the variables that set a field
 		return nil, err
 	}
 	if o.rand == nil {
@@ -254,6 +258,10 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 	}
 	if err := store.ValidateName(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidIdentity, err)
+	}
+	environ := o.environ
+	if !o.environSet && !o.lookupSet {
+		environ = os.Environ
 	}
 	if o.clock == nil {
 		o.clock = newSystemClock()
@@ -280,6 +288,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		guarded:       store.ReleaseGuardOf(st) != nil,
 		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
+		environ:       environ,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
 		cfg:           cfg,
@@ -287,10 +296,21 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 	return e, nil
 }
 
-// logCapabilities logs what the elector learnt from its store, and what it
-// assumes because the store does not say (see New).
+// logCapabilities logs the TENURE_ variables that no part of Tenure reads,
+// what the elector learnt from its store, and what it assumes because the
+// store does not say (see New).
 func (e *Elector[M]) logCapabilities() {
 	st, cfg := e.st, e.cfg
+	var unknownEnv []string
+	if e.environ != nil {
+		unknownEnv = lease.UnknownEnv(e.environ())
+	}
+	for _, key := range unknownEnv {
+		e.log.Warn("the environment sets a TENURE_ variable that Tenure does not read: misspelt? "+
+			"The timing and identity variables are TENURE_<SUFFIX> and TENURE_<NAME>_<SUFFIX>, SUFFIX one of "+
+			strings.Join([]string{lease.EnvLeaseDuration, lease.EnvRenewDeadline, lease.EnvRetryInterval, lease.EnvRetryJitter, lease.EnvBackendTimeout, lease.EnvErrorInterval, lease.EnvIdentity}, ", "),
+			"variable", key, "env_prefix", lease.EnvPrefix(e.name))
+	}
 	_, saysLossy := st.(store.Lossy)
 	_, watches := st.(store.Watcher[M])
 	e.log.Debug("store capabilities", "store", fmt.Sprintf("%T", st), "may_lose_records", e.lossy, "says_lossy", saysLossy, "watch", watches, "authentic_watch", e.authentic, "release_guard", e.guarded)

@@ -1,10 +1,14 @@
 package lead_test
 
 import (
+	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -53,5 +57,84 @@ func TestBlankVariablesAreUnset(t *testing.T) {
 	}
 	if e.Identity() != "pod-2" {
 		t.Errorf("Identity = %q, want pod-2", e.Identity())
+	}
+}
+
+// WithIdentity("") is an error naming the option and the rule, and saying
+// how to get the default; without WithIdentity the default applies.
+func TestEmptyIdentityIsAnError(t *testing.T) {
+	podName := "" // as os.Getenv("POD_NAME") returns when it is not set
+	_, err := lead.New("job", memstore.New[meta](), lead.WithIdentity(podName), lead.WithLookupEnv(nil))
+	if !errors.Is(err, lead.ErrInvalidOption) || !errors.Is(err, lead.ErrInvalidIdentity) {
+		t.Fatalf("New with WithIdentity(\"\") = %v, want an error wrapping ErrInvalidOption and ErrInvalidIdentity", err)
+	}
+	for _, want := range []string{"WithIdentity", "must not be empty", "hostname plus a random suffix"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := lead.NewGroup(memstore.New[meta](), lead.WithIdentity("")); !errors.Is(err, lead.ErrInvalidIdentity) {
+		t.Errorf("NewGroup with WithIdentity(\"\") = %v, want ErrInvalidIdentity", err)
+	}
+	e, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(nil))
+	if err != nil || e.Identity() == "" {
+		t.Fatalf("New without WithIdentity = %v, identity %q; want the default", err, e.Identity())
+	}
+}
+
+// New's error for a timing a variable set names the variable, its value
+// and the rule.
+func TestNewNamesTheVariableOfABadTiming(t *testing.T) {
+	vars := map[string]string{"TENURE_LEASE_DURATION": "-5s"}
+	_, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }))
+	if !errors.Is(err, lease.ErrInvalidConfig) {
+		t.Fatalf("New = %v, want ErrInvalidConfig", err)
+	}
+	if want := "LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least 1ms"; !strings.Contains(err.Error(), want) {
+		t.Errorf("New = %q, want it to say %q", err, want)
+	}
+}
+
+// New warns about each TENURE_ variable no part of Tenure reads, naming
+// it, and not about the per-name variables of other elections.
+func TestNewWarnsAboutUnknownTenureVariables(t *testing.T) {
+	environ := []string{
+		"HOME=/root",
+		"TENURE_LEASE_DURATIN=20s",
+		"TENURE_JOB_RENEW_DEADLIN=5s",
+		"TENURE_OTHER_LEASE_DURATION=30s",
+		"TENURE_LEASE_DURATION=20s",
+	}
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	logs := newAttrLog()
+	_, err := lead.New("job", memstore.New[meta](), lead.WithLogger(slog.New(logs)),
+		lead.WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }),
+		lead.WithEnviron(func() []string { return environ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, r := range logs.all() {
+		if r.level == slog.LevelWarn && strings.Contains(r.msg, "Tenure does not read") {
+			warned = append(warned, r.attrs["variable"])
+		}
+	}
+	if want := []string{"TENURE_JOB_RENEW_DEADLIN", "TENURE_LEASE_DURATIN"}; !slices.Equal(warned, want) {
+		t.Errorf("warned about %q, want %q", warned, want)
+	}
+	// WithLookupEnv alone lists nothing: no warning about the process's
+	// environment.
+	logs = newAttrLog()
+	if _, err := lead.New("job", memstore.New[meta](), lead.WithLogger(slog.New(logs)), lead.WithLookupEnv(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range logs.all() {
+		if strings.Contains(r.msg, "Tenure does not read") {
+			t.Errorf("warned %v with WithLookupEnv and no WithEnviron", r.attrs)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package lead
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/tenure-go/tenure/fence"
@@ -45,18 +46,44 @@ func (l Leader[M]) key() leaderKey {
 	return leaderKey{l.Holder, l.Token}
 }
 
+// changed reports whether b is a change from a for a Leaders channel:
+// another holder or term, or, with meta, other metadata of the same
+// holder in the same term (compared with reflect.DeepEqual).
+func (a Leader[M]) changed(b Leader[M], meta bool) bool {
+	if a.key() != b.key() {
+		return true
+	}
+	return meta && a.Holder != "" && !reflect.DeepEqual(a.Record.Metadata, b.Record.Metadata)
+}
+
+// LeadersOption configures one call of Leaders.
+type LeadersOption func(*leadersOptions)
+
+type leadersOptions struct{ metadata bool }
+
+// MetadataChanges makes Leaders report a change of the holder's metadata
+// too: a Leader with the same holder and token and the new metadata, as
+// soon as the elector reads a record whose metadata differs from the one
+// before it (SetMetadata on the leader takes effect at its next renewal).
+// Metadata is compared with reflect.DeepEqual, on the values the store's
+// codec decoded: a renewal with the same metadata is not a change, and
+// nor is a released record's metadata.
+func MetadataChanges() LeadersOption { return func(o *leadersOptions) { o.metadata = true } }
+
 // leaderFeed is an Elector's state for Leaders: the last leader seen and
 // the subscriptions. It is guarded by the Elector's mu.
 type leaderFeed[M any] struct {
-	known bool
-	last  Leader[M]
-	subs  map[*leaderSub[M]]struct{}
+	known    bool
+	last     Leader[M]
+	subs     map[*leaderSub[M]]struct{}
+	metaSubs int // subscriptions with MetadataChanges
 }
 
 // leaderSub is one Leaders channel: the newest leader not yet sent, and a
 // goroutine sending it.
 type leaderSub[M any] struct {
 	wake chan struct{} // capacity 1
+	meta bool          // MetadataChanges
 
 	mu      sync.Mutex
 	pending Leader[M]
@@ -99,29 +126,45 @@ func (s *leaderSub[M]) take() (Leader[M], bool) {
 // not yet received, and a receiver that falls behind skips to the newest
 // one. A receiver gets changes in the order the elector saw them, may miss
 // a holder that came and went meanwhile, and never gets the same holder
-// and term twice in a row. Tokens only go up, unless the store goes back
-// in time (see ErrRevisionRollback): the elector then reports what the
-// store holds now. The channel is closed when ctx ends, or after Run has returned and
+// and term twice in a row (with MetadataChanges, never the same holder,
+// term and metadata). Tokens only go up, unless the store goes back in
+// time (see ErrRevisionRollback): the elector then reports what the store
+// holds now. The channel is closed when ctx ends, or after Run has returned and
 // the last change was received. Leaders may be called before Run, and any
 // number of times; each channel is independent, and costs a goroutine until
 // it is closed.
 //
-// Leaders returns an error wrapping ErrNilArgument for a nil ctx or an
-// Elector not made by New.
-func (e *Elector[M]) Leaders(ctx context.Context) (<-chan Leader[M], error) {
+// With MetadataChanges, the channel also reports each change of the
+// holder's metadata within a term, as etcd's Observe reports every value:
+// the same rules of delivery apply, a receiver that falls behind skipping
+// to the newest value.
+//
+// Leaders returns an error wrapping ErrNilArgument for a nil ctx or
+// option, or an Elector not made by New.
+func (e *Elector[M]) Leaders(ctx context.Context, opts ...LeadersOption) (<-chan Leader[M], error) {
 	if err := e.usable("Leaders"); err != nil {
 		return nil, err
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: Leaders: ctx is nil", ErrNilArgument)
 	}
-	s := &leaderSub[M]{wake: make(chan struct{}, 1)}
+	var o leadersOptions
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: Leaders: option %d of %d is nil", ErrNilArgument, i+1, len(opts))
+		}
+		opt(&o)
+	}
+	s := &leaderSub[M]{wake: make(chan struct{}, 1), meta: o.metadata}
 	out := make(chan Leader[M])
 	e.mu.Lock()
 	if e.leaders.subs == nil {
 		e.leaders.subs = map[*leaderSub[M]]struct{}{}
 	}
 	e.leaders.subs[s] = struct{}{}
+	if s.meta {
+		e.leaders.metaSubs++
+	}
 	if e.leaders.known {
 		s.offer(e.leaders.last)
 	}
@@ -131,6 +174,9 @@ func (e *Elector[M]) Leaders(ctx context.Context) (<-chan Leader[M], error) {
 		defer func() {
 			e.mu.Lock()
 			delete(e.leaders.subs, s)
+			if s.meta {
+				e.leaders.metaSubs--
+			}
 			e.mu.Unlock()
 		}()
 		e.serveLeaders(ctx, s, out)
@@ -142,7 +188,7 @@ func (e *Elector[M]) Leaders(ctx context.Context) (<-chan Leader[M], error) {
 // returned and nothing is left to send.
 func (e *Elector[M]) serveLeaders(ctx context.Context, s *leaderSub[M], out chan<- Leader[M]) {
 	var (
-		sent    leaderKey
+		sent    Leader[M]
 		anySent bool
 		next    Leader[M]
 		send    chan<- Leader[M] // nil while nothing waits to be sent
@@ -153,7 +199,7 @@ func (e *Elector[M]) serveLeaders(ctx context.Context, s *leaderSub[M], out chan
 		case <-ctx.Done():
 			return
 		case <-s.wake:
-			if l, ok := s.take(); ok && (!anySent || l.key() != sent) {
+			if l, ok := s.take(); ok && (!anySent || sent.changed(l, s.meta)) {
 				next, send = l, out
 			} else if ok {
 				// Back to the holder last sent before the receiver took
@@ -161,12 +207,12 @@ func (e *Elector[M]) serveLeaders(ctx context.Context, s *leaderSub[M], out chan
 				send = nil
 			}
 		case send <- next:
-			sent, anySent, send = next.key(), true, nil
+			sent, anySent, send = next, true, nil
 		case <-stopped:
 			// Run has returned: the elector learns nothing more. Send
 			// what waits, then close.
 			stopped = nil
-			if l, ok := s.take(); ok && (!anySent || l.key() != sent) {
+			if l, ok := s.take(); ok && (!anySent || sent.changed(l, s.meta)) {
 				next, send = l, out
 			}
 			if send == nil {
@@ -197,7 +243,15 @@ func (e *Elector[M]) seeLeaderLocked(absentSeen bool) {
 	}
 	f := &e.leaders
 	if f.known && f.last.key() == l.key() {
+		prev := f.last
 		f.last = l // the newest record of the same holder, for new channels
+		if f.metaSubs > 0 && prev.changed(l, true) {
+			for s := range f.subs {
+				if s.meta {
+					s.offer(l)
+				}
+			}
+		}
 		return
 	}
 	f.known, f.last = true, l

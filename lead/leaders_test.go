@@ -3,6 +3,7 @@ package lead_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -292,5 +293,76 @@ func TestLeadersNilArguments(t *testing.T) {
 	//lint:ignore SA1012 the nil context is the point
 	if _, err := e.Leaders(nil); !errors.Is(err, lead.ErrNilArgument) {
 		t.Fatalf("nil ctx: %v", err)
+	}
+}
+
+// With MetadataChanges, Leaders reports the holder again when its metadata
+// changes within a term, once per change; renewals with the same metadata
+// are not changes, and a channel without the option reports none of it.
+func TestLeadersWithMetadataChangesReportsNewMetadata(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		a := start(t, st, "a")
+		if err := a.e.SetMetadata(meta{Addr: "10.0.0.1:80"}); err != nil {
+			t.Fatal(err)
+		}
+		firstLeader(t, a)
+		b := start(t, st, "b")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch, err := b.e.Leaders(ctx, lead.MetadataChanges())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu   sync.Mutex
+			seen []lead.Leader[meta]
+		)
+		go func() {
+			for l := range ch {
+				mu.Lock()
+				seen = append(seen, l)
+				mu.Unlock()
+			}
+		}()
+		plain := follow(t, b.e, ctx)
+		time.Sleep(5 * time.Second) // ten renewals with the same metadata
+		synctest.Wait()
+		if err := a.e.SetMetadata(meta{Addr: "10.0.0.2:80"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if err := a.e.SetMetadata(meta{Addr: "10.0.0.3:80"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		var addrs []string
+		for _, l := range seen {
+			if l.Holder != "a" || l.Token != 1 {
+				t.Errorf("reported %s in term %d, want a in term 1", l.Holder, l.Token)
+			}
+			addrs = append(addrs, l.Record.Metadata.Addr)
+		}
+		mu.Unlock()
+		if want := []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"}; !slices.Equal(addrs, want) {
+			t.Errorf("MetadataChanges reported metadata %q, want %q", addrs, want)
+		}
+		if got, _ := plain.snapshot(); len(got) != 1 {
+			t.Errorf("Leaders without the option reported %d changes, want 1 (the holder)", len(got))
+		}
+	})
+}
+
+// Leaders refuses a nil option.
+func TestLeadersRefusesANilOption(t *testing.T) {
+	e, err := lead.New("job", memstore.New[meta](), lead.WithLookupEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Leaders(context.Background(), nil); !errors.Is(err, lead.ErrNilArgument) {
+		t.Errorf("Leaders with a nil option = %v, want ErrNilArgument", err)
 	}
 }

@@ -17,6 +17,9 @@ type options struct {
 	identity      string
 	config        *lease.Config
 	lookup        lease.LookupFunc
+	lookupSet     bool            // WithLookupEnv was given
+	environ       func() []string // WithEnviron; nil when not given
+	environSet    bool
 	clock         Clock
 	clockSets     int // how many options set a clock (Group.Add: did its own?)
 	rand          fsm.Rand
@@ -37,7 +40,23 @@ func (o *options) refuse(option, arg string) {
 // WithIdentity sets the identity recorded as the lease holder. It wins over
 // TENURE_<NAME>_IDENTITY and TENURE_IDENTITY. Two live electors must never
 // share an identity; the default (hostname plus a random suffix) never does.
-func WithIdentity(id string) Option { return func(o *options) { o.identity = id } }
+//
+// An empty id makes New fail with an error wrapping both ErrInvalidOption
+// and ErrInvalidIdentity, rather than fall back to the default: an empty
+// id usually comes from a variable that is not set (POD_NAME, say), and an
+// elector that silently took a random identity would hide it. To get the
+// default, leave WithIdentity out.
+func WithIdentity(id string) Option {
+	return func(o *options) {
+		if id == "" {
+			o.errs = append(o.errs, fmt.Errorf("%w: WithIdentity(\"\"): %w: the identity must not be empty (is a variable such as POD_NAME unset?); "+
+				"leave WithIdentity out for the default: TENURE_<NAME>_IDENTITY or TENURE_IDENTITY if set, else the hostname plus a random suffix",
+				ErrInvalidOption, ErrInvalidIdentity))
+			return
+		}
+		o.identity = id
+	}
+}
 
 // WithConfig sets every timing explicitly: the timing variables
 // (TENURE_LEASE_DURATION and the others of lease.Load) are then not read at
@@ -51,9 +70,22 @@ func WithIdentity(id string) Option { return func(o *options) { o.identity = id 
 func WithConfig(c lease.Config) Option { return func(o *options) { o.config = &c } }
 
 // WithLookupEnv sets how environment variables are read (default
-// os.LookupEnv). A nil function reads none.
+// os.LookupEnv). A nil function reads none. Without WithEnviron, an
+// elector given WithLookupEnv does not list the environment (see
+// WithEnviron).
 func WithLookupEnv(f lease.LookupFunc) Option {
-	return func(o *options) { o.lookup = f }
+	return func(o *options) { o.lookup, o.lookupSet = f, true }
+}
+
+// WithEnviron sets how the environment is listed, as os.Environ does
+// ("KEY=value" strings), for one check: New logs a Warn for each TENURE_
+// variable that no part of Tenure reads (a misspelt TENURE_LEASE_DURATIN,
+// say; see lease.UnknownEnv), through the elector's logger. The default is
+// os.Environ, unless WithLookupEnv is given, which reads the variables from
+// elsewhere: then nothing is listed unless WithEnviron is given too. A nil
+// f lists nothing.
+func WithEnviron(f func() []string) Option {
+	return func(o *options) { o.environ, o.environSet = f, true }
 }
 
 // WithClock sets the clock (default: the system's, which detects the

@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +70,9 @@ const (
 	// exhausted tokens; a long wait; a contradicted watch). On top of them
 	// an elector logs one line when a term starts and one when it ends, and
 	// a few when it starts. With ErrorInterval at least MinErrorInterval,
-	// that is at most ten a second.
+	// that is at most ten a second. The failed runs of lead.Elector.Every,
+	// errors of the application's task, are logged apart from these: at
+	// most one line per ErrorInterval for each call of Every.
 	MaxLinesPerErrorInterval = 10
 )
 
@@ -122,10 +125,32 @@ func DefaultConfig() Config {
 // RenewDeadline < LeaseDuration;
 // RetryInterval*(1+RetryJitter) < RenewDeadline; BackendTimeout <
 // RenewDeadline; 0 <= RetryJitter < 1.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(Sources{}) }
+
+// validate is Validate, with each field named together with where its
+// value came from (see Sources). A field without a source is named alone.
+func (c Config) validate(sources Sources) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	// from says where the fields got their values: " (from X)" after a
+	// value alone, ", from X" inside a parenthesis.
+	from := func(inside bool, fields ...string) string {
+		var srcs []string
+		for _, f := range fields {
+			if src := *sources.field(f); src != "" {
+				srcs = append(srcs, src)
+			}
+		}
+		switch {
+		case len(srcs) == 0:
+			return ""
+		case inside:
+			return ", from " + strings.Join(srcs, " and ")
+		default:
+			return " (from " + strings.Join(srcs, " and ") + ")"
+		}
 	}
 	positive := []struct {
 		name, floorName string
@@ -141,30 +166,30 @@ func (c Config) Validate() error {
 	for _, p := range positive {
 		switch {
 		case p.d < p.floor:
-			bad("%s is %v, must be at least %v (%s)", p.name, p.d, p.floor, p.floorName)
+			bad("%s is %v%s, must be at least %v (%s)", p.name, p.d, from(false, p.name), p.floor, p.floorName)
 			allPositive = false
 		case p.d > MaxDuration:
-			bad("%s is %v, must be at most %v (lease.MaxDuration)", p.name, p.d, MaxDuration)
+			bad("%s is %v%s, must be at most %v (lease.MaxDuration)", p.name, p.d, from(false, p.name), MaxDuration)
 			allPositive = false
 		}
 	}
 	jitterOK := c.RetryJitter >= 0 && c.RetryJitter < 1 // false for NaN
 	if !jitterOK {
-		bad("RetryJitter is %v, must be in [0, 1)", c.RetryJitter)
+		bad("RetryJitter is %v%s, must be in [0, 1)", c.RetryJitter, from(false, "RetryJitter"))
 	}
 	if !allPositive {
 		return errors.Join(errs...)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
-		bad("RenewDeadline (%v) must be < LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
+		bad("RenewDeadline (%v%s) must be < LeaseDuration (%v%s)", c.RenewDeadline, from(true, "RenewDeadline"), c.LeaseDuration, from(true, "LeaseDuration"))
 	}
 	if jitterOK {
 		if maxRetry := c.MaxRetryInterval(); maxRetry >= c.RenewDeadline {
-			bad("RetryInterval*(1+RetryJitter) (%v) must be < RenewDeadline (%v)", maxRetry, c.RenewDeadline)
+			bad("RetryInterval*(1+RetryJitter) (%v%s) must be < RenewDeadline (%v%s)", maxRetry, from(true, "RetryInterval", "RetryJitter"), c.RenewDeadline, from(true, "RenewDeadline"))
 		}
 	}
 	if c.BackendTimeout >= c.RenewDeadline {
-		bad("BackendTimeout (%v) must be < RenewDeadline (%v)", c.BackendTimeout, c.RenewDeadline)
+		bad("BackendTimeout (%v%s) must be < RenewDeadline (%v%s)", c.BackendTimeout, from(true, "BackendTimeout"), c.RenewDeadline, from(true, "RenewDeadline"))
 	}
 	return errors.Join(errs...)
 }
@@ -186,6 +211,17 @@ const (
 	EnvErrorInterval  = "ERROR_INTERVAL"
 	EnvIdentity       = "IDENTITY"
 )
+
+// envFields maps the suffixes of the timing variables to the fields of
+// Config they set.
+var envFields = map[string]string{
+	EnvLeaseDuration:  "LeaseDuration",
+	EnvRenewDeadline:  "RenewDeadline",
+	EnvRetryInterval:  "RetryInterval",
+	EnvRetryJitter:    "RetryJitter",
+	EnvBackendTimeout: "BackendTimeout",
+	EnvErrorInterval:  "ErrorInterval",
+}
 
 // EnvPrefix returns the prefix of the per-name environment variables of an
 // election name: "TENURE_" followed by the name upper-cased, with every
@@ -218,7 +254,48 @@ type Settings struct {
 	// Identity is the identity from TENURE_<NAME>_IDENTITY or
 	// TENURE_IDENTITY (see LoadIdentity), or "" when neither is set.
 	Identity string
+	// Sources names the variable that set each field of Config, with its
+	// value; Validate names them in its errors.
+	Sources Sources
 }
+
+// Sources says where the value of each field of a Config came from: a
+// variable with its value ("TENURE_LEASE_DURATION=-5s"), a key of a file
+// ("key lease_duration in /etc/app/tenure.json"), or "" when nothing set
+// it.
+type Sources struct {
+	LeaseDuration  string
+	RenewDeadline  string
+	RetryInterval  string
+	RetryJitter    string
+	BackendTimeout string
+	ErrorInterval  string
+}
+
+// field returns a pointer to the source of the Config field name, or nil.
+func (s *Sources) field(name string) *string {
+	switch name {
+	case "LeaseDuration":
+		return &s.LeaseDuration
+	case "RenewDeadline":
+		return &s.RenewDeadline
+	case "RetryInterval":
+		return &s.RetryInterval
+	case "RetryJitter":
+		return &s.RetryJitter
+	case "BackendTimeout":
+		return &s.BackendTimeout
+	case "ErrorInterval":
+		return &s.ErrorInterval
+	}
+	return nil
+}
+
+// Validate is Config.Validate, with each field that a variable set named
+// together with the variable and its value: "lease: invalid config:
+// LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least
+// 1ms (lease.MinDuration)".
+func (s Settings) Validate() error { return s.Config.validate(s.Sources) }
 
 // Load applies environment variables to base for the election name and
 // returns the result. For each setting the per-name variable
@@ -226,7 +303,8 @@ type Settings struct {
 // (TENURE_LEASE_DURATION), which wins over base. Durations use Go syntax
 // ("15s", "1500ms"); RETRY_JITTER is a decimal fraction ("0.1"). A value that
 // cannot be parsed is an error naming the variable and wrapping
-// ErrInvalidEnv. Load does not validate the result; call Config.Validate.
+// ErrInvalidEnv. Load does not validate the result: call the Settings'
+// Validate, whose errors name the variable that set each field.
 //
 // A variable that is set to nothing but spaces, or to nothing at all
 // (TENURE_LEASE_DURATION= in a manifest or a .env file), counts as unset,
@@ -247,6 +325,7 @@ func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
 		{EnvBackendTimeout, &s.Config.BackendTimeout},
 		{EnvErrorInterval, &s.Config.ErrorInterval},
 	}
+	set := func(suffix, key, val string) { *s.Sources.field(envFields[suffix]) = key + "=" + val }
 	for _, d := range durations {
 		key, val, ok := lookupSetting(name, d.suffix, lookup)
 		if !ok {
@@ -258,6 +337,7 @@ func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
 			continue
 		}
 		*d.dst = v
+		set(d.suffix, key, val)
 	}
 	if key, val, ok := lookupSetting(name, EnvRetryJitter, lookup); ok {
 		v, err := strconv.ParseFloat(val, 64)
@@ -265,6 +345,7 @@ func Load(name string, base Config, lookup LookupFunc) (Settings, error) {
 			errs = append(errs, fmt.Errorf("%w: %s=%q is not a number (use a fraction such as 0.1)", ErrInvalidEnv, key, val))
 		} else {
 			s.Config.RetryJitter = v
+			set(EnvRetryJitter, key, val)
 		}
 	}
 	return s, errors.Join(errs...)
@@ -296,4 +377,52 @@ func lookupSetting(name, suffix string, lookup LookupFunc) (key, val string, ok 
 		}
 	}
 	return "", "", false
+}
+
+// UnknownEnv returns, sorted, the names of the variables in environ (each
+// "KEY=value", as os.Environ returns them) that start with "TENURE_" and
+// that no part of Tenure reads: a misspelt TENURE_LEASE_DURATIN, say. A
+// variable is known when it ends in "_" and one of the suffixes Load reads
+// (EnvLeaseDuration and the others, EnvIdentity included) after
+// "TENURE_" or "TENURE_<NAME>_" for any name, so the per-name variables of
+// every election are known; and when it is one of the variables that the
+// command line (TENURE_STORE; TENURE_TOKEN and TENURE_NAME, which tenure run
+// gives its command), the simulator (TENURE_SIM_SEEDS, TENURE_SIM_BUDGET,
+// TENURE_SIM_SVG, TENURE_SIM_TRACE, TENURE_SIM_FAULTS, TENURE_SIM_REPRO) or
+// Tenure's own tests and scripts read.
+func UnknownEnv(environ []string) []string {
+	var unknown []string
+	for _, kv := range environ {
+		key, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(key, "TENURE_") || knownEnv(key) || slices.Contains(unknown, key) {
+			continue
+		}
+		unknown = append(unknown, key)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// knownEnv reports whether Tenure reads the variable key (see UnknownEnv).
+func knownEnv(key string) bool {
+	rest := strings.TrimPrefix(key, "TENURE_")
+	for _, suffix := range []string{EnvLeaseDuration, EnvRenewDeadline, EnvRetryInterval, EnvRetryJitter, EnvBackendTimeout, EnvErrorInterval, EnvIdentity} {
+		// TENURE_<suffix>, or TENURE_<NAME>_<suffix> with a name.
+		if rest == suffix || len(rest) > len(suffix)+1 && strings.HasSuffix(rest, "_"+suffix) {
+			return true
+		}
+	}
+	switch key {
+	case "TENURE_STORE", "TENURE_TOKEN", "TENURE_NAME",
+		"TENURE_SIM_SEEDS", "TENURE_SIM_BUDGET", "TENURE_SIM_SVG", "TENURE_SIM_TRACE", "TENURE_SIM_FAULTS", "TENURE_SIM_REPRO",
+		// Tenure's own tests, test harness and scripts.
+		"TENURE_DEBUG", "TENURE_REQUIRE_BACKENDS", "TENURE_CACHE", "TENURE_ETCD", "TENURE_KUBE_APISERVER", "TENURE_KUBE_BUILD", "TENURE_KUBE_LOG",
+		"TENURE_POSTGRES_BIN", "TENURE_REDIS_SERVER", "TENURE_REDIS_LOG", "TENURE_HANDOVERS", "TENURE_TEST_CHILD", "TENURE_TEST_CHILD_EXIT",
+		"TENURE_CHAOS_BACKENDS", "TENURE_CHAOS_DURATION", "TENURE_CHAOS_SEED", "TENURE_CHAOS_SUMMARY", "TENURE_CHAOS_TIMELINE",
+		"TENURE_RT_DURATION", "TENURE_RT_SPEED",
+		"TENURE_SCALE_CPUPROFILE", "TENURE_SCALE_ELECTIONS", "TENURE_SCALE_HEAPPROFILE", "TENURE_SCALE_MAXOPS", "TENURE_SCALE_OPSTATS",
+		"TENURE_SCALE_SETTLE", "TENURE_SCALE_START", "TENURE_SCALE_WAIT", "TENURE_SCALE_WINDOW":
+		return true
+	}
+	return false
 }

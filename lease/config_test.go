@@ -3,6 +3,7 @@ package lease_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,77 @@ func TestLoadIdentityReadsOnlyIdentity(t *testing.T) {
 	}
 	if id := lease.LoadIdentity("x", nil); id != "" {
 		t.Errorf("LoadIdentity with a nil lookup = %q", id)
+	}
+}
+
+// Settings.Validate names the variable that set each field it refuses,
+// with its value and the rule, for a shared and a per-name variable;
+// a field nothing set is named alone.
+func TestSettingsValidateNamesTheVariables(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want []string
+	}{
+		{"shared", map[string]string{"TENURE_LEASE_DURATION": "-5s"},
+			[]string{"LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least 1ms (lease.MinDuration)"}},
+		{"per name", map[string]string{"TENURE_LEASE_DURATION": "20s", "TENURE_JOB_LEASE_DURATION": "5s"},
+			[]string{"RenewDeadline (10s) must be < LeaseDuration (5s, from TENURE_JOB_LEASE_DURATION=5s)"}},
+		{"both sides", map[string]string{"TENURE_JOB_RENEW_DEADLINE": "4s", "TENURE_RETRY_INTERVAL": "4s"},
+			[]string{"RetryInterval*(1+RetryJitter) (4.4s, from TENURE_RETRY_INTERVAL=4s) must be < RenewDeadline (4s, from TENURE_JOB_RENEW_DEADLINE=4s)",
+				"BackendTimeout (5s) must be < RenewDeadline (4s, from TENURE_JOB_RENEW_DEADLINE=4s)"}},
+		{"jitter", map[string]string{"TENURE_JOB_RETRY_JITTER": "1.5"},
+			[]string{"RetryJitter is 1.5 (from TENURE_JOB_RETRY_JITTER=1.5), must be in [0, 1)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := lease.Load("job", lease.DefaultConfig(), env(tc.vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Validate()
+			if !errors.Is(err, lease.ErrInvalidConfig) {
+				t.Fatalf("Validate = %v, want ErrInvalidConfig", err)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tc.want) {
+				t.Fatalf("Validate = %q, want %d errors", err, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if lines[i] != "lease: invalid config: "+w {
+					t.Errorf("error %d is %q, want %q", i, lines[i], w)
+				}
+			}
+			if s.Config.Validate() == nil {
+				t.Error("Config.Validate accepts what Settings.Validate refuses")
+			}
+		})
+	}
+}
+
+// UnknownEnv names the TENURE_ variables no part of Tenure reads, and
+// none of the per-name variables of any election.
+func TestUnknownEnv(t *testing.T) {
+	environ := []string{
+		"PATH=/bin",
+		"TENURE_LEASE_DURATIN=15s",          // misspelt shared variable
+		"TENURE_JOB_LEASE_DURATIN=15s",      // misspelt per-name variable
+		"TENURE_LEASE_DURATION=15s",         // shared
+		"TENURE_OTHER_JOB_RETRY_JITTER=0.2", // another election's
+		"TENURE_JOB_IDENTITY=pod-1",
+		"TENURE_STORE=redis://localhost",
+		"TENURE_TOKEN=7",
+		"TENURE_SIM_SEEDS=1-10",
+		"TENURE_IDENTIY=pod-1",      // misspelt
+		"TENURE__LEASE_DURATION=1s", // no name: no election has this prefix
+		"TENURE_LEASE_DURATIN=20s",  // named once
+		"TENURE_=x",
+		"tenure_lease_duration=1s", // not Tenure's: variables are upper case
+	}
+	want := []string{"TENURE_", "TENURE_IDENTIY", "TENURE_JOB_LEASE_DURATIN", "TENURE_LEASE_DURATIN", "TENURE__LEASE_DURATION"}
+	if got := lease.UnknownEnv(environ); !slices.Equal(got, want) {
+		t.Errorf("UnknownEnv = %q, want %q", got, want)
+	}
+	if got := lease.UnknownEnv(nil); got != nil {
+		t.Errorf("UnknownEnv(nil) = %q", got)
 	}
 }

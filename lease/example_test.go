@@ -54,6 +54,32 @@ func ExampleConfig_UnmarshalJSON() {
 	// 30s 20s 2s
 	// lease: invalid config: unknown field "lease_durration" (keys are exact, in lower case: lease_duration, renew_deadline, retry_interval, retry_jitter, backend_timeout, error_interval)
 	// lease: invalid config: lease_duration is a JSON number, must be a string duration such as "15s"
-	// lease: invalid config: RenewDeadline (1m0s) must be < LeaseDuration (30s)
+	// lease: invalid config: RenewDeadline (1m0s, from key renew_deadline) must be < LeaseDuration (30s)
 	// {"lease_duration":"15s","renew_deadline":"10s","retry_interval":"2s","retry_jitter":0.1,"backend_timeout":"5s","error_interval":"30s"}
+}
+
+// Settings.Validate names the variable that set a value it refuses.
+func ExampleSettings_Validate() {
+	environ := map[string]string{"TENURE_LEASE_DURATION": "-5s"}
+	s, err := lease.Load("billing", lease.DefaultConfig(), func(k string) (string, bool) { v, ok := environ[k]; return v, ok })
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Validate())
+	// Output:
+	// lease: invalid config: LeaseDuration is -5s (from TENURE_LEASE_DURATION=-5s), must be at least 1ms (lease.MinDuration)
+}
+
+// UnknownEnv finds a misspelt variable, and knows the per-name variables
+// of every election.
+func ExampleUnknownEnv() {
+	fmt.Println(lease.UnknownEnv([]string{
+		"TENURE_LEASE_DURATIN=20s",
+		"TENURE_BILLING_LEASE_DURATION=30s",
+		"TENURE_IDENTITY=pod-1",
+		"HOME=/root",
+	}))
+	// Output:
+	// [TENURE_LEASE_DURATIN]
 }

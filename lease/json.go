@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ var configKeys = []string{"lease_duration", "renew_deadline", "retry_interval", 
 // checkKeys refuses a JSON object with a key that is not exactly one of
 // configKeys ("Lease_Duration", "LEASE_DURATION" included), naming it.
 // Input that is not an object is left to the decoding that follows.
-func checkKeys(data []byte) error {
+func checkKeys(data []byte, where string) error {
 	var obj map[string]json.RawMessage
 	if json.NewDecoder(bytes.NewReader(data)).Decode(&obj) != nil {
 		return nil
@@ -48,7 +49,7 @@ func checkKeys(data []byte) error {
 	slices.Sort(unknown)
 	errs := make([]error, len(unknown))
 	for i, k := range unknown {
-		errs[i] = fmt.Errorf("%w: unknown field %q (keys are exact, in lower case: %s)", ErrInvalidConfig, k, strings.Join(configKeys, ", "))
+		errs[i] = fmt.Errorf("%w: unknown field %q%s (keys are exact, in lower case: %s)", ErrInvalidConfig, k, where, strings.Join(configKeys, ", "))
 	}
 	return errors.Join(errs...)
 }
@@ -84,7 +85,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // be read as nanoseconds. An unknown key, a second JSON value after the
 // object, a duration that cannot be parsed, and a result that
 // Config.Validate refuses are errors wrapping ErrInvalidConfig that name the
-// key and the rule; on error c is left unchanged. Keys match exactly:
+// key, the value and the rule; on error c is left unchanged. Keys match exactly:
 // "Lease_Duration" is an unknown key, not lease_duration.
 //
 // YAML follows from it with a library that converts YAML to JSON before
@@ -94,7 +95,32 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	if c == nil {
 		return fmt.Errorf("%w: UnmarshalJSON into a nil *Config", ErrInvalidConfig)
 	}
-	if err := checkKeys(data); err != nil {
+	return c.decodeJSON(data, "")
+}
+
+// ReadFile reads the JSON file at path (the object Config.MarshalJSON
+// writes) over base and returns the result: a key absent from the file
+// leaves base's value. Its errors are UnmarshalJSON's, each naming the
+// file as well as the key, the value and the rule, such as "lease: invalid
+// config: LeaseDuration is -5s (from key lease_duration in
+// /etc/app/tenure.json), must be at least 1ms (lease.MinDuration)"; a file
+// that cannot be read is an error naming it.
+func ReadFile(path string, base Config) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("lease: reading the config file: %w", err)
+	}
+	c := base
+	if err := c.decodeJSON(data, " in "+path); err != nil {
+		return base, err
+	}
+	return c, nil
+}
+
+// decodeJSON is UnmarshalJSON, with where (" in FILE", or "") after every
+// key its errors name.
+func (c *Config) decodeJSON(data []byte, where string) error {
+	if err := checkKeys(data, where); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -106,25 +132,28 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			if te.Field == "retry_jitter" {
 				want = "a number such as 0.1"
 			}
-			return fmt.Errorf("%w: %s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, te.Value, want)
+			return fmt.Errorf("%w: %s%s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, where, te.Value, want)
 		}
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w%s: %w", ErrInvalidConfig, where, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: data after the JSON object", ErrInvalidConfig)
+		return fmt.Errorf("%w: data after the JSON object%s", ErrInvalidConfig, where)
 	}
 	next := *c
-	var errs []error
+	var (
+		errs    []error
+		sources Sources
+	)
 	durations := []struct {
-		key string
-		in  *string
-		dst *time.Duration
+		key, field string
+		in         *string
+		dst        *time.Duration
 	}{
-		{"lease_duration", in.LeaseDuration, &next.LeaseDuration},
-		{"renew_deadline", in.RenewDeadline, &next.RenewDeadline},
-		{"retry_interval", in.RetryInterval, &next.RetryInterval},
-		{"backend_timeout", in.BackendTimeout, &next.BackendTimeout},
-		{"error_interval", in.ErrorInterval, &next.ErrorInterval},
+		{"lease_duration", "LeaseDuration", in.LeaseDuration, &next.LeaseDuration},
+		{"renew_deadline", "RenewDeadline", in.RenewDeadline, &next.RenewDeadline},
+		{"retry_interval", "RetryInterval", in.RetryInterval, &next.RetryInterval},
+		{"backend_timeout", "BackendTimeout", in.BackendTimeout, &next.BackendTimeout},
+		{"error_interval", "ErrorInterval", in.ErrorInterval, &next.ErrorInterval},
 	}
 	for _, d := range durations {
 		if d.in == nil {
@@ -132,18 +161,20 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		}
 		v, err := time.ParseDuration(*d.in)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s is %q, not a duration (use Go syntax such as 15s or 1500ms)", ErrInvalidConfig, d.key, *d.in))
+			errs = append(errs, fmt.Errorf("%w: %s%s is %q, not a duration (use Go syntax such as 15s or 1500ms)", ErrInvalidConfig, d.key, where, *d.in))
 			continue
 		}
 		*d.dst = v
+		*sources.field(d.field) = "key " + d.key + where
 	}
 	if in.RetryJitter != nil {
 		next.RetryJitter = *in.RetryJitter
+		sources.RetryJitter = "key retry_jitter" + where
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := next.Validate(); err != nil {
+	if err := next.validate(sources); err != nil {
 		return err
 	}
 	*c = next

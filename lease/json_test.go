@@ -66,10 +66,10 @@ func TestConfigJSONRefuses(t *testing.T) {
 		{"bad duration", `{"renew_deadline":"10 seconds"}`, []string{`renew_deadline is "10 seconds", not a duration`}},
 		{"overflowing duration", `{"error_interval":"9999999999h"}`, []string{"error_interval", "not a duration"}},
 		{"two bad durations", `{"renew_deadline":"x","retry_interval":"y"}`, []string{"renew_deadline", "retry_interval"}},
-		{"validated", `{"renew_deadline":"20s"}`, []string{"RenewDeadline (20s) must be < LeaseDuration (15s)"}},
-		{"negative", `{"backend_timeout":"-1s"}`, []string{"BackendTimeout is -1s, must be at least 1ms"}},
-		{"past the bound", `{"lease_duration":"169h"}`, []string{"LeaseDuration is 169h0m0s, must be at most"}},
-		{"jitter one", `{"retry_jitter":1}`, []string{"RetryJitter is 1, must be in [0, 1)"}},
+		{"validated", `{"renew_deadline":"20s"}`, []string{"RenewDeadline (20s, from key renew_deadline) must be < LeaseDuration (15s)"}},
+		{"negative", `{"backend_timeout":"-1s"}`, []string{"BackendTimeout is -1s (from key backend_timeout), must be at least 1ms"}},
+		{"past the bound", `{"lease_duration":"169h"}`, []string{"LeaseDuration is 169h0m0s (from key lease_duration), must be at most"}},
+		{"jitter one", `{"retry_jitter":1}`, []string{"RetryJitter is 1 (from key retry_jitter), must be in [0, 1)"}},
 		{"not an object", `["15s"]`, []string{"invalid config"}},
 		{"not JSON", `lease_duration: 15s`, []string{"invalid config"}},
 	}
@@ -219,4 +219,48 @@ func TestConfigJSONValidRoundTripProperty(t *testing.T) {
 			t.Fatalf("%+v through %s gave %+v, %v", c, b, got, err)
 		}
 	})
+}
+
+// ReadFile names the file and the key of every value it refuses, with the
+// value and the rule; an absent key keeps the base's value.
+func TestReadFileNamesTheFileAndKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{"lease_duration":"30s","renew_deadline":"20s"}`)
+	c, err := lease.ReadFile(good, lease.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseDuration != 30*time.Second || c.RenewDeadline != 20*time.Second || c.RetryInterval != lease.DefaultConfig().RetryInterval {
+		t.Errorf("ReadFile = %+v, want the file's two keys over the defaults", c)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"negative", `{"lease_duration":"-5s"}`, "LeaseDuration is -5s (from key lease_duration in FILE), must be at least 1ms (lease.MinDuration)"},
+		{"relation", `{"renew_deadline":"20s"}`, "RenewDeadline (20s, from key renew_deadline in FILE) must be < LeaseDuration (15s)"},
+		{"not a duration", `{"retry_interval":"2"}`, `retry_interval in FILE is "2", not a duration`},
+		{"unknown key", `{"lease_duratin":"2s"}`, `unknown field "lease_duratin" in FILE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(tc.name+".json", tc.body)
+			c, err := lease.ReadFile(p, lease.DefaultConfig())
+			if !errors.Is(err, lease.ErrInvalidConfig) {
+				t.Fatalf("ReadFile = %v, want ErrInvalidConfig", err)
+			}
+			if want := strings.ReplaceAll(tc.want, "FILE", p); !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadFile = %q, want %q", err, want)
+			}
+			if c != lease.DefaultConfig() {
+				t.Errorf("ReadFile returned %+v with its error, want the base", c)
+			}
+		})
+	}
+	if _, err := lease.ReadFile(filepath.Join(dir, "missing.json"), lease.DefaultConfig()); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("ReadFile of a missing file = %v, want an error naming it", err)
+	}
 }

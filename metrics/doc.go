@@ -14,4 +14,5 @@
 //	tenure_renewal_failures_total          counter of renewals that failed (not conflicts)
 //	tenure_last_renewal_timestamp_seconds  gauge: when the last successful acquire or renewal returned
 //	tenure_store_errors_total              counter of failed store operations, label op=read|acquire|renew|release
+//	tenure_every_errors_total              counter of runs of Elector.Every that failed while their term went on
 package metrics

@@ -11,7 +11,8 @@ import (
 )
 
 // Collectors holds Tenure's metrics for any number of electors in one
-// process. It implements prometheus.Collector and lead.Instruments. Make it
+// process. It implements prometheus.Collector, lead.Instruments and
+// lead.EveryInstruments. Make it
 // with New: a nil or zero Collectors records and reports nothing.
 type Collectors struct {
 	now          func() time.Time
@@ -22,7 +23,13 @@ type Collectors struct {
 	renewFails   *prometheus.CounterVec
 	lastRenewal  *prometheus.GaugeVec
 	storeErrors  *prometheus.CounterVec
+	everyErrors  *prometheus.CounterVec
 }
+
+var (
+	_ lead.Instruments      = (*Collectors)(nil)
+	_ lead.EveryInstruments = (*Collectors)(nil)
+)
 
 // Option configures Collectors.
 type Option func(*Collectors)
@@ -65,6 +72,9 @@ func New(opts ...Option) *Collectors {
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_store_errors_total", Help: "Store operations that failed or timed out (conflicts and missing records excluded).",
 		}, []string{"name", "op"}),
+		everyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_every_errors_total", Help: "Runs of lead.Elector.Every that returned an error while their term was still going.",
+		}, name),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -82,7 +92,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors}
 }
 
 // Describe implements prometheus.Collector.
@@ -148,4 +158,13 @@ func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
 	if failed {
 		c.storeErrors.WithLabelValues(name, op).Inc()
 	}
+}
+
+// EveryFailed counts a failed run of Every. It implements
+// lead.EveryInstruments.
+func (c *Collectors) EveryFailed(name string, _ error) {
+	if !c.usable() {
+		return
+	}
+	c.everyErrors.WithLabelValues(name).Inc()
 }

@@ -133,3 +133,40 @@ tenure_store_errors_total{name="job",op="read"} 1
 		t.Fatal(err)
 	}
 }
+
+// A failed run of Every is counted in tenure_every_errors_total; the
+// schedule goes on.
+func TestEveryErrorsAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := metrics.New()
+		changes := make(chan lead.Change, 10)
+		opts := append(m.Options(), lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+			lead.WithObserver(func(c lead.Change) { changes <- c }))
+		e, err := lead.New("job", memstore.New[struct{}](), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer func() { cancel(); <-e.Done() }()
+		go e.Run(ctx)
+		<-changes
+		runs := 0
+		go e.Every(ctx, time.Second, func(context.Context, lead.Term) error {
+			runs++
+			if runs%2 == 1 {
+				return errors.New("boom")
+			}
+			return nil
+		})
+		time.Sleep(3500 * time.Millisecond) // runs at 0, 1, 2, 3s: two fail
+		synctest.Wait()
+		want := `
+# HELP tenure_every_errors_total Runs of lead.Elector.Every that returned an error while their term was still going.
+# TYPE tenure_every_errors_total counter
+tenure_every_errors_total{name="job"} 2
+`
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "tenure_every_errors_total"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -52,8 +52,8 @@ func CheckKey(key string) error {
 // Put writes value to key, as etcd's Put does with opts (clientv3.WithLease,
 // say), if token is at least the highest token accepted for key so far,
 // and records token as the highest, in one transaction. Otherwise it writes
-// nothing and returns an error wrapping [fence.ErrStaleToken] that names
-// both tokens. A nil ctx or kv is an error wrapping [fence.ErrNilArgument].
+// nothing and returns an error wrapping a [fence.StaleTokenError] (and so
+// [fence.ErrStaleToken]) that names both tokens. A nil ctx or kv is an error wrapping [fence.ErrNilArgument].
 // A token above lease.MaxToken, which no store issues, is refused with an
 // error wrapping [fence.ErrTokenOutOfRange] before anything is sent (by Do
 // too).
@@ -80,7 +80,8 @@ func PutContext(ctx context.Context, kv clientv3.KV, key, value string, opts ...
 // Do applies ops (puts and deletes of keys the resource stands for) in one
 // transaction if token is at least the highest token accepted for resource,
 // and records token as the highest (in TokenKey(resource)). Otherwise it
-// applies nothing and returns an error wrapping [fence.ErrStaleToken].
+// applies nothing and returns an error wrapping a [fence.StaleTokenError]
+// (and so [fence.ErrStaleToken]) that names both tokens.
 // An operation on a token key, a range that holds the resource's token
 // key, or a nested transaction is refused with [ErrInvalidKey] before anything is sent; keep ranges
 // clear of other resources' token keys too. Gets among ops are allowed,
@@ -152,7 +153,7 @@ func do(ctx context.Context, op string, kv clientv3.KV, token fence.Token, key s
 				return fmt.Errorf("etcdfence: %s %q: %w: %s %v", op, key, ErrCorruptToken, tk, err)
 			}
 			if cur > token {
-				return fmt.Errorf("etcdfence: %s %q: %w: token %d, already accepted %d", op, key, fence.ErrStaleToken, token, cur)
+				return fmt.Errorf("etcdfence: %s %q: %w", op, key, &fence.StaleTokenError{Token: token, Highest: cur})
 			}
 			rev = kvs[0].ModRevision
 			if cur == token {

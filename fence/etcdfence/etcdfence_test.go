@@ -258,3 +258,29 @@ func TestNilArguments(t *testing.T) {
 		}
 	}
 }
+
+// The stale token's error names the token refused and the highest
+// accepted, from Put and from Do.
+func TestStaleErrorNamesTheHighestAccepted(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	key := uniqueKey(t)
+	if err := etcdfence.Put(ctx, c, 9, key, "term 9"); err != nil {
+		t.Fatal(err)
+	}
+	for what, err := range map[string]error{
+		"Put(3)": etcdfence.Put(ctx, c, 3, key, "term 3"),
+		"Do(3)":  etcdfence.Do(ctx, c, 3, key, clientv3.OpPut(key, "term 3")),
+	} {
+		se, ok := errors.AsType[*fence.StaleTokenError](err)
+		if !ok || se.Token != 3 || se.Highest != 9 || !errors.Is(err, fence.ErrStaleToken) {
+			t.Fatalf("%s after Put(9) = %v, want a StaleTokenError{3, 9}", what, err)
+		}
+		if !strings.Contains(err.Error(), "token 3 refused, the highest accepted is 9") {
+			t.Errorf("%s: error %q does not name both tokens", what, err)
+		}
+	}
+	if got := value(t, c, key); got != "term 9" {
+		t.Errorf("value %q, want term 9", got)
+	}
+}

@@ -88,8 +88,9 @@ func WithTable(parts ...string) Option {
 // nil or zero Fence, and those given a nil ctx or database handle, return an
 // error wrapping fence.ErrNilArgument.
 type Fence struct {
-	table    pgx.Identifier
-	sqlCheck string
+	table      pgx.Identifier
+	sqlCheck   string
+	sqlHighest string
 }
 
 // New returns a Fence. It does not touch the database: create the table
@@ -111,6 +112,7 @@ func New(opts ...Option) (*Fence, error) {
 ON CONFLICT (resource) DO UPDATE SET token = excluded.token
 WHERE f.token <= excluded.token
 RETURNING f.token`,
+		sqlHighest: `SELECT token FROM ` + t.Sanitize() + ` WHERE resource = $1`,
 	}, nil
 }
 
@@ -181,8 +183,10 @@ func checkResource(resource string) error {
 }
 
 // Check accepts token for resource within tx, the transaction that makes the
-// guarded write, or returns an error wrapping fence.ErrStaleToken when a
-// larger token was accepted for resource before. Once accepted, the token is
+// guarded write, or returns an error wrapping a *fence.StaleTokenError (and
+// so fence.ErrStaleToken) when a larger token was accepted for resource
+// before: it names the token and the highest accepted, read in tx by a
+// second statement that only a stale token costs. Once accepted, the token is
 // recorded and resource stays locked until tx ends: commit tx for the
 // record to count, and make the write in tx. If tx rolls back, nothing is
 // recorded. Check may come before or after the write in tx; before is
@@ -206,7 +210,15 @@ func (f *Fence) Check(ctx context.Context, tx Querier, resource string, token fe
 	err := tx.QueryRow(ctx, f.sqlCheck, resource, uint64(token)).Scan(&got)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: token %d for resource %q is below the highest accepted", fence.ErrStaleToken, token, resource)
+		// Stale. One more read, on this path only, names the highest
+		// token accepted; if it fails the error says so without it.
+		stale := &fence.StaleTokenError{Token: token}
+		var highest uint64
+		if err := tx.QueryRow(ctx, f.sqlHighest, resource).Scan(&highest); err != nil {
+			return fmt.Errorf("pgfence: Check %q: %w (reading the highest: %w)", resource, stale, err)
+		}
+		stale.Highest = fence.Token(highest)
+		return fmt.Errorf("pgfence: Check %q: %w", resource, stale)
 	case err != nil:
 		return fmt.Errorf("pgfence: Check %q: %w", resource, err)
 	}
@@ -256,7 +268,7 @@ func (f *Fence) Highest(ctx context.Context, db Querier, resource string) (fence
 		return 0, false, err
 	}
 	var t uint64
-	err := db.QueryRow(ctx, "SELECT token FROM "+f.table.Sanitize()+" WHERE resource = $1", resource).Scan(&t)
+	err := db.QueryRow(ctx, f.sqlHighest, resource).Scan(&t)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil

@@ -335,3 +335,37 @@ func TestOldLeaderRefused(t *testing.T) {
 		t.Fatalf("writer = %q, want new-leader", w)
 	}
 }
+
+// The stale token's error names the token refused and the highest
+// accepted, from Do and from Check, whose transaction stays usable to roll
+// back.
+func TestStaleErrorNamesTheHighestAccepted(t *testing.T) {
+	ctx := t.Context()
+	pool := newPool(t)
+	f, jobs := setup(t, pool)
+	if err := write(ctx, f, pool, jobs, 7, "term 7"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		se, ok := errors.AsType[*fence.StaleTokenError](err)
+		if !ok || se.Token != 5 || se.Highest != 7 || !errors.Is(err, fence.ErrStaleToken) {
+			t.Fatalf("%s = %v, want a StaleTokenError{5, 7}", what, err)
+		}
+		if !strings.Contains(err.Error(), "token 5 refused, the highest accepted is 7") {
+			t.Errorf("%s: error %q does not name both tokens", what, err)
+		}
+	}
+	check("Do(5)", write(ctx, f, pool, jobs, 5, "term 5"))
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Check(5)", f.Check(ctx, tx, "jobs", 5))
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatalf("Rollback after a stale Check: %v", err)
+	}
+	if got := writer(t, pool, jobs); got != "term 7" {
+		t.Errorf("writer %q, want term 7", got)
+	}
+}

@@ -59,7 +59,8 @@ return {'ok'}
 // token accepted for key so far, and records token as the highest; both
 // happen atomically in one round trip (EVALSHA, with EVAL when the server
 // lost the script cache). Otherwise it writes nothing and returns an error
-// wrapping [fence.ErrStaleToken] that names both tokens.
+// wrapping a [fence.StaleTokenError] (and so [fence.ErrStaleToken]) that
+// names both tokens.
 //
 // An expiration above zero sets the value's time to live (rounded down to a
 // millisecond, at least one); zero writes a value that does not expire. The
@@ -108,7 +109,8 @@ func Set(ctx context.Context, c redis.Scripter, token fence.Token, key, value st
 	case len(reply) == 1 && reply[0] == "ok":
 		return nil
 	case len(reply) == 2 && reply[0] == "stale":
-		return fmt.Errorf("redisfence: Set %q: %w: token %d, already accepted %s", key, fence.ErrStaleToken, token, reply[1])
+		highest, _ := strconv.ParseUint(reply[1], 10, 64) // checked by the script; 0 (unknown) if not
+		return fmt.Errorf("redisfence: Set %q: %w", key, &fence.StaleTokenError{Token: token, Highest: fence.Token(highest)})
 	case len(reply) == 2 && reply[0] == "corrupt":
 		return fmt.Errorf("redisfence: Set %q: %w: %s holds %q", key, ErrCorruptToken, TokenKey(key), reply[1])
 	default:

@@ -285,3 +285,25 @@ func TestCluster(t *testing.T) {
 		}
 	}
 }
+
+// The stale token's error names the token refused and the highest
+// accepted.
+func TestStaleErrorNamesTheHighestAccepted(t *testing.T) {
+	c, prefix := client(t)
+	ctx := t.Context()
+	key := prefix + "v"
+	if err := redisfence.Set(ctx, c, 9, key, "term 9", 0); err != nil {
+		t.Fatal(err)
+	}
+	err := redisfence.Set(ctx, c, 3, key, "term 3", 0)
+	se, ok := errors.AsType[*fence.StaleTokenError](err)
+	if !ok || se.Token != 3 || se.Highest != 9 || !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("Set(3) after Set(9) = %v, want a StaleTokenError{3, 9}", err)
+	}
+	if !strings.Contains(err.Error(), "token 3 refused, the highest accepted is 9") {
+		t.Errorf("error %q does not name both tokens", err)
+	}
+	if got := get(t, c, key); got != "term 9" {
+		t.Errorf("value %q, want term 9", got)
+	}
+}
