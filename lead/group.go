@@ -160,7 +160,8 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 // if it leads, waits for its term's bodies and releases the lease (unless
 // WithReleaseOnStop(false)), as when Run's ctx ends (the wait is bounded
 // the same way, see Run); its Done is closed once that is over, and the
-// name may then be added again. Remove reports whether name was in the Group.
+// name may then be added again. Remove reports whether name was in the
+// Group.
 func (g *Group[M]) Remove(name string) bool {
 	if g.usable("Remove") != nil {
 		return false
@@ -202,9 +203,11 @@ func (g *Group[M]) Remove(name string) bool {
 // fn of Lead and Every), releases its lease (unless
 // WithReleaseOnStop(false)), and Run returns once all have stopped (their
 // Done is closed). The wait for the bodies is bounded by the term's
-// deadline, as in Elector.Run: an elector whose bodies still run then
-// does not release its lease (it expires in the store), and Run returns an
-// error wrapping ErrBodiesStillRunning for it. An elector whose writes the
+// deadline (its last renewal sent plus RenewDeadline), as in Elector.Run:
+// an elector whose bodies still run then does not release its lease (it
+// expires in the store, and a successor leads one LeaseDuration after the
+// last renewal), and Run returns an error wrapping ErrBodiesStillRunning
+// for it. An elector whose writes the
 // store refuses for good (see Elector.Run) stops alone; Run returns these
 // errors, joined, at the end.
 // Run returns ErrAlreadyRunning when called a second time, and an error

@@ -31,9 +31,11 @@ func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
 //
 // fn is one of the term's bodies: when the term ends (Run's ctx ends,
 // Resign, Group.Remove, or the term is lost), its context is cancelled,
-// and the lease is not released before fn has returned, or before the
-// term's deadline has passed (see Run, which says what happens to a body
-// that never returns). If the term ends before fn starts, fn does not run.
+// and the lease is not released before fn has returned. The wait lasts
+// until the term's deadline (its last renewal sent plus RenewDeadline) at
+// most: if fn still runs then, the lease is not released but expires in
+// the store, and Run returns an error wrapping ErrBodiesStillRunning (see
+// Run). If the term ends before fn starts, fn does not run.
 //
 // Without Repeat, Lead returns fn's result; if the term ended before fn
 // returned, it returns an error wrapping ErrLeadershipLost (and fn's error,
@@ -140,7 +142,8 @@ func (e *Elector[M]) awaitTerm(ctx context.Context, after fence.Token) (Term, co
 // while fn is still running. fn's context ends with the term, as Lead's
 // does, and carries the term's fencing token. fn is one of the term's
 // bodies, as Lead's is: the lease is not released while it runs, up to the
-// term's deadline (see Run).
+// term's deadline (its last renewal sent plus RenewDeadline); if it still
+// runs then, the lease expires in the store instead (see Run).
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
 // when Run has returned (at once if it had returned before Every was
