@@ -29,6 +29,11 @@ import (
 // before the step-down is over, and ctx's error if ctx ends first (the
 // step-down goes on without it). A nil ctx, or an Elector not made by
 // New, is an error wrapping ErrNilArgument.
+//
+// A body of the term (the fn of Lead or Every) that resigns passes its own
+// context: Resign cancels it, and so returns its error at once; the lease
+// is released once the body has returned. With any other ctx, Resign would
+// wait for the body that called it until the term's deadline.
 func (e *Elector[M]) Resign(ctx context.Context) error {
 	if err := e.usable("Resign"); err != nil {
 		return err

@@ -170,3 +170,29 @@ func TestResignWithABodyThatNeverReturns(t *testing.T) {
 		}
 	})
 }
+
+// A body that resigns with its own context returns at once, and the lease
+// is handed over as soon as the body has returned.
+func TestBodyResignsWithItsOwnContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		a := start(t, st, "a")
+		a.next(t)
+		b := start(t, st, "b")
+		synctest.Wait()
+		var resigned time.Time
+		err := a.e.Lead(context.Background(), func(ctx context.Context, _ lead.Term) error {
+			if err := a.e.Resign(ctx); !errors.Is(err, context.Canceled) {
+				t.Errorf("Resign from the body = %v, want its context's error", err)
+			}
+			resigned = time.Now()
+			return nil
+		})
+		if !errors.Is(err, lead.ErrLeadershipLost) {
+			t.Fatalf("Lead = %v, want ErrLeadershipLost", err)
+		}
+		if c := b.next(t); c.Kind != lead.Started || c.Term.Start.Sub(resigned) > 100*time.Millisecond {
+			t.Fatalf("b: %v %v after the body resigned; want Started at once", c.Kind, c.Term.Start.Sub(resigned))
+		}
+	})
+}
