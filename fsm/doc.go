@@ -28,12 +28,16 @@
 //	Leader    -> Follower   the store does not hold the term: another
 //	                        holder or token, no record, a rollback, or a
 //	                        record the machine refuses
-//	Leader    -> Expiring   no renewal within RenewDeadline, or stop
+//	Leader    -> Expiring   no renewal within RenewDeadline, stop, or
+//	                        resign
 //	Expiring  -> Follower   released, taken by another, or surely expired
 //
 // After Stop the machine is stopping: a leader's term ends (Expiring), the
 // lease is released unless Stop said to keep it, and the machine then
-// emits Done and has stopped ([Machine.Stopped]).
+// emits Done and has stopped ([Machine.Stopped]). After Resign a leader's
+// term ends and the lease is released as after Stop, but the machine goes
+// on as a Follower that starts no term until it has accepted a record held
+// by another node, or LeaseDuration has passed.
 //
 // # Safety
 //

@@ -81,6 +81,12 @@ const (
 	// until the store's next watch event. The machine polls as if it had
 	// no watch until a watch event shows a renewal again.
 	WatchLost
+	// Resign: a leader steps down (ReasonResigned), releases the lease
+	// and stays in the election as a Follower that starts no term until
+	// it has accepted a record held by another node, or until
+	// LeaseDuration has passed, whichever comes first. A node that does
+	// not lead, or is stopping, ignores it.
+	Resign
 )
 
 func (k EventKind) String() string {
@@ -105,6 +111,8 @@ func (k EventKind) String() string {
 		return "Reconfigure"
 	case WatchLost:
 		return "WatchLost"
+	case Resign:
+		return "Resign"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -221,6 +229,8 @@ const (
 	ReasonLost
 	// ReasonStopped: the driver is shutting down.
 	ReasonStopped
+	// ReasonResigned: the node resigned (Resign) and stays a follower.
+	ReasonResigned
 )
 
 func (r Reason) String() string {
@@ -231,6 +241,8 @@ func (r Reason) String() string {
 		return "lease lost"
 	case ReasonStopped:
 		return "stopped"
+	case ReasonResigned:
+		return "resigned"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }

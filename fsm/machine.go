@@ -60,6 +60,9 @@ type Machine struct {
 	corrupt   bool           // the store's last answer was a record the machine refused
 	holdUntil time.Duration  // after a rollback, no new term before this
 	exhausted uint64         // requests sent when tokens were last reported exhausted
+	// After a Resign: no new term before this, unless a record held by
+	// another node is accepted first (observe clears it).
+	yieldUntil time.Duration
 
 	// The watch hint not yet settled by an answer (see hinted).
 	hint        bool
@@ -256,6 +259,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.watchLost()
 	case Stop:
 		m.stop(ev.Release)
+	case Resign:
+		m.resign()
 	case Reconfigure:
 		m.reconfigure(ev.Config)
 	}
@@ -323,6 +328,20 @@ func (m *Machine) stop(release bool) {
 	if m.state == Leader {
 		m.stepDown(ReasonStopped)
 	}
+}
+
+// resign handles Resign: a leader that is not stopping ends its term and
+// releases (Expiring), then follows; it starts no term before
+// LeaseDuration has passed, unless it accepts a record held by another
+// node first (see observe), so that another candidate takes the released
+// lease over rather than this node taking it straight back. Delaying a
+// term never harms safety.
+func (m *Machine) resign() {
+	if m.state != Leader || m.stopping {
+		return
+	}
+	m.yieldUntil = sat(m.now, m.cfg.LeaseDuration)
+	m.stepDown(ReasonResigned)
 }
 
 // reconfigure handles Reconfigure: valid timings replace the old ones

@@ -60,6 +60,7 @@ func failed(t time.Duration) Event {
 	return Event{Kind: SwapFailed, Now: t, Err: errors.New("timeout")}
 }
 func stop(t time.Duration, release bool) Event { return Event{Kind: Stop, Now: t, Release: release} }
+func resign(t time.Duration) Event             { return Event{Kind: Resign, Now: t} }
 func reconfigure(t time.Duration, c lease.Config) Event {
 	return Event{Kind: Reconfigure, Now: t, Config: c}
 }
@@ -591,6 +592,55 @@ func TestTransitions(t *testing.T) {
 			{tick(2 * s), []Action{aRead()}, Follower},
 			{stop(2*s+ms, true), []Action{aDone()}, Follower},
 			{read(2*s+2*ms, released(4, 2), 11), nil, Follower},
+		})},
+		{"resign releases, then takes no term for a LeaseDuration", false, true, join(leaderAt(), []step{
+			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
+			{done(1*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(16*s - ns), nil, Follower},
+			{tick(16 * s), []Action{acquire(12, me(6, 4))}, Candidate},
+		})},
+		{"resign: another holder seen ends the wait", false, true, join(leaderAt(), []step{
+			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
+			{done(1*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+ms, other(6, 4), 13), nil, Follower},
+			{watched(12*s, released(6, 4), 14), []Action{aRead()}, Follower},
+			{read(12*s+ms, released(6, 4), 14), []Action{acquire(14, me(7, 5))}, Candidate},
+		})},
+		{"resign: a hint of another holder does not end the wait", false, true, join(leaderAt(), []step{
+			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
+			{done(1*s+ms, released(5, 3), 12), nil, Follower},
+			{watched(2*s, other(6, 4), 13), []Action{aRead()}, Follower},
+			{read(2*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(16*s - ns), nil, Follower},
+			{tick(16 * s), []Action{acquire(12, me(6, 4))}, Candidate},
+		})},
+		{"resign during a renewal waits for it, then releases its revision", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{resign(2*s + 2*ms), []Action{stopped(5, ReasonResigned)}, Expiring},
+			{done(2*s+3*ms, me(5, 3), 12), []Action{release(12, released(5, 3))}, Expiring},
+			{done(2*s+4*ms, released(5, 3), 13), nil, Follower},
+		})},
+		{"resign is ignored by a follower", false, false, join(followOther(), []step{
+			{resign(1 * s), nil, Follower},
+			{tick(2 * s), []Action{aRead()}, Follower},
+			{read(2*s+ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
+		})},
+		{"resign is ignored while stopping", false, false, join(leaderAt(), []step{
+			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
+			{stop(2*s+2*ms, true), []Action{stopped(5, ReasonStopped)}, Expiring},
+			{resign(2*s + 3*ms), nil, Expiring},
+			{done(2*s+4*ms, me(5, 3), 12), []Action{release(12, released(5, 3))}, Expiring},
+			{done(2*s+5*ms, released(5, 3), 13), []Action{aDone()}, Follower},
+		})},
+		{"stop after resign finishes the release, then done", false, false, join(leaderAt(), []step{
+			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
+			{stop(1*s+ms, true), nil, Expiring},
+			{done(1*s+2*ms, released(5, 3), 12), []Action{aDone()}, Follower},
 		})},
 		{"expiring retries the release until the lease surely expired", false, true, join(leaderAt(), []step{
 			{tick(9*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},

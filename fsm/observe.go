@@ -69,6 +69,9 @@ func (m *Machine) observe(ev Event) verdict {
 	m.topRev = max(m.topRev, ev.Revision)
 	m.seen, m.absent = true, false
 	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
+	if ev.Lease.Holder != "" && ev.Lease.Holder != m.id {
+		m.yieldUntil = 0 // another node took over: a resign's wait is over
+	}
 	m.maxToken = max(m.maxToken, ev.Lease.Token)
 	m.maxTrans = max(m.maxTrans, ev.Lease.Transitions)
 	m.maxLease = max(m.maxLease, ev.Lease.LeaseDuration)
@@ -158,15 +161,17 @@ func (m *Machine) patienceEnds() time.Duration { return sat(m.firstSeen, m.patie
 // acquireAt is when the follower may start a term on what it observed
 // (Never while it knows nothing or the store's record is unreadable): at
 // once if the lease is free, when its patience ends if it is held, and
-// never before a rollback has been waited out.
+// never before a rollback has been waited out, nor before a resign's wait
+// (see resign) is over.
 func (m *Machine) acquireAt() time.Duration {
 	if !m.seen || m.corrupt {
 		return Never
 	}
+	hold := max(m.holdUntil, m.yieldUntil)
 	if m.absent || m.obs.Holder == "" {
-		return m.holdUntil
+		return hold
 	}
-	return max(m.patienceEnds(), m.holdUntil)
+	return max(m.patienceEnds(), hold)
 }
 
 // confirmable reports whether a read shows the acquire whose outcome was

@@ -116,6 +116,8 @@ func TestPropertyNewRejectsInvalidConfigs(t *testing.T) {
 //   - a new term's token is above every token the machine accepted, at
 //     most lease.MaxToken and never 0, and terms' tokens strictly increase;
 //   - every record it asks to write passes the bounds of a stored record;
+//   - after a term ends for a Resign, no acquire goes out for a
+//     LeaseDuration unless a record held by another node was accepted;
 //   - no busy loop: at one instant, with W watch events, no more than
 //     (1+maxQuick)·(2+W) requests go out;
 //   - terms nest properly: StoppedLeading ends the open term, the state is
@@ -145,9 +147,10 @@ func TestPropertyNoOverflow(t *testing.T) {
 			lastRev        lease.Revision
 			segment        time.Duration = -1 // the instant of the current burst
 			burst, watched int                // requests and watch events at that instant
+			yieldUntil     time.Duration      // a resign's wait: no acquire before it, unless another holder was accepted
 		)
 		holders := rapid.SampledFrom([]string{"", "me", "other"})
-		kinds := rapid.SampledFrom([]EventKind{Tick, ReadDone, ReadFailed, Watched, SwapDone, SwapConflict, SwapFailed, Stop, Reconfigure, 0, 200})
+		kinds := rapid.SampledFrom([]EventKind{Tick, ReadDone, ReadFailed, Watched, SwapDone, SwapConflict, SwapFailed, Stop, Reconfigure, Resign, 0, 200})
 		steps := rapid.IntRange(1, 200).Draw(t, "steps")
 		for i := 0; i < steps && !m.Stopped(); i++ {
 			ev := Event{Kind: kinds.Draw(t, "kind")}
@@ -212,6 +215,9 @@ func TestPropertyNoOverflow(t *testing.T) {
 			if acceptable {
 				maxAccepted = max(maxAccepted, ev.Lease.Token)
 				lastRev = ev.Revision
+				if ev.Lease.Holder == "other" {
+					yieldUntil = 0
+				}
 			}
 			switch ev.Kind {
 			case ReadDone, ReadFailed:
@@ -258,6 +264,9 @@ func TestPropertyNoOverflow(t *testing.T) {
 					if a.Swap == Acquire && (a.Next.Token <= maxAccepted || a.Next.Token > lease.MaxToken || a.Next.Token == 0) {
 						t.Fatalf("step %d: acquire with token %d; largest accepted %d", i, a.Next.Token, maxAccepted)
 					}
+					if a.Swap == Acquire && now < yieldUntil {
+						t.Fatalf("step %d: acquire at %v, before the resign's wait ends at %v", i, now, yieldUntil)
+					}
 					if a.Next.Holder == "me" && a.Next.LeaseDuration != m.Config().LeaseDuration {
 						t.Fatalf("step %d: writes LeaseDuration %v, config says %v", i, a.Next.LeaseDuration, m.Config().LeaseDuration)
 					}
@@ -275,6 +284,12 @@ func TestPropertyNoOverflow(t *testing.T) {
 						t.Fatalf("step %d: term %d stops; the open term is %d", i, a.Token, openTerm)
 					}
 					openTerm = 0
+					if a.Reason == ReasonResigned && ev.Kind != Resign {
+						t.Fatalf("step %d: %v ends term %d for %v", i, ev.Kind, a.Token, a.Reason)
+					}
+					if a.Reason == ReasonResigned {
+						yieldUntil = sat(now, m.Config().LeaseDuration)
+					}
 				case Done:
 					pendingRead, pendingSwap = false, false
 				}

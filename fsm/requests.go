@@ -66,15 +66,15 @@ func (m *Machine) acquire() {
 // confirms it (see answer). The machine does it only where it would take
 // over at once after such a read: the hint shows a valid released record
 // at a revision above every one it accepted or heard of, no rollback's
-// wait is in force, and a token is left above the hint's and every token
-// it saw. Like the read it replaces, it is not counted against the
+// or resign's wait is in force, and a token is left above the hint's and
+// every token it saw. Like the read it replaces, it is not counted against the
 // request budget; a hint it does not confirm mutes hints for a
 // RetryInterval (see answered), so forged hints cost at most one swap per
 // RetryInterval.
 func (m *Machine) takeHeardRelease() bool {
 	h := m.hintLease
 	if !m.guarded || m.hintAbsent || m.hintCorrupt || h.Holder != "" || !InBounds(h) || m.hintRev == 0 ||
-		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || !m.reached(m.holdUntil) ||
+		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || !m.reached(max(m.holdUntil, m.yieldUntil)) ||
 		max(m.maxToken, h.Token) >= lease.MaxToken {
 		return false
 	}

@@ -25,6 +25,11 @@
 // successful renewal; its work is cancelled at that moment even if the
 // store cannot be reached. Each term carries a fencing token (see package
 // fence) that a resource can use to refuse writes from a term that ended.
+// The lease is released (when Run's ctx ends, or by [Elector.Resign], which
+// steps down and stays in the election) only once the term's work has
+// returned, so that the next leader's work never runs beside it; work that
+// outruns the term's deadline leaves the lease to expire instead (see
+// [Elector.Run]).
 //
 // What a store returns is untrusted: every record is checked with
 // store.ValidateStored, a record out of bounds is reported (Err, and the

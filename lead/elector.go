@@ -58,6 +58,13 @@ var (
 	// take the election over; Err reports it until then, with the wait
 	// and how to end it sooner.
 	ErrLongWait = errors.New("lead: waiting out a longer lease")
+	// ErrBodiesStillRunning: a term ended and some of its bodies (the fn
+	// of Lead or Every) were still running at the term's deadline, the
+	// last renewal sent plus RenewDeadline. The lease was not released
+	// (a successor leads once it expires in the store, after
+	// LeaseDuration) and Run, or Resign, returned without waiting
+	// further. The error says how many bodies were still running.
+	ErrBodiesStillRunning = errors.New("lead: bodies of the ended term still running")
 )
 
 // Term is one period of leadership.
@@ -157,6 +164,10 @@ type Elector[M any] struct {
 	longUntil    time.Duration // longWaitErr stands until then (monotonic since epoch)
 	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
 	leaders      leaderFeed[M] // see Leaders
+	resignReq    *resignation  // a Resign the loop has not taken yet
+	// releaseEarly: releases do not wait for the bodies of the ended term
+	// (the unsafe variant, for tests only).
+	releaseEarly bool
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -171,6 +182,9 @@ type activeTerm struct {
 	watchdog  Timer
 	unhook    func() bool // stops cancelling the term when Run's ctx ends
 	ended     fsm.Reason  // why Run's loop ended the term (0: it has not); under e.mu
+	resigned  bool        // Resign ended it: it is not led any more; under e.mu
+	bodies    termBodies  // the bodies running in it (runInTerm)
+	warned    bool        // bodies still running at its deadline were logged (Run's loop)
 }
 
 // New returns an Elector for the election name, keeping its record in st.
@@ -379,9 +393,9 @@ func (e *Elector[M]) Done() <-chan struct{} {
 }
 
 // IsLeader reports whether this elector leads now: it is in a term, its
-// renew deadline has not passed, and Run's context has not ended (it turns
-// false the moment that context ends, without waiting for Run to step
-// down). It is advisory: use the fencing token to make writes safe.
+// renew deadline has not passed, Run's context has not ended and Resign
+// has not been called in the term (it turns false the moment either
+// happens, without waiting for Run to step down). It is advisory: use the fencing token to make writes safe.
 func (e *Elector[M]) IsLeader() bool {
 	_, ok := e.Term()
 	return ok
@@ -402,12 +416,12 @@ func (e *Elector[M]) Term() (Term, bool) {
 }
 
 // leadingLocked returns the open term if this elector leads now: the term's
-// deadline has not passed, Run's ctx has not ended and Group.Remove did not
-// take it out (whether or not Run's loop has seen it yet). e.mu must be
-// held.
+// deadline has not passed, Run's ctx has not ended, Group.Remove did not
+// take it out and Resign did not end it (whether or not Run's loop has
+// seen it yet). e.mu must be held.
 func (e *Elector[M]) leadingLocked() *activeTerm {
 	t := e.term
-	if t == nil || e.removed || e.sinceEpoch() >= t.until {
+	if t == nil || e.removed || t.resigned || e.sinceEpoch() >= t.until {
 		return nil
 	}
 	select {
@@ -652,6 +666,9 @@ func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
 	}
 	if e.removed {
 		return true, fsm.ReasonStopped
+	}
+	if t.resigned {
+		return true, fsm.ReasonResigned
 	}
 	return true, fsm.ReasonDeadline
 }

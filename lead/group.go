@@ -157,9 +157,11 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 }
 
 // Remove takes the election name out of the Group: its elector steps down
-// if it leads and releases the lease (unless WithReleaseOnStop(false)), as
-// when Run's ctx ends; its Done is closed once that is over, and the name
-// may then be added again. Remove reports whether name was in the Group.
+// if it leads, waits for its term's bodies and releases the lease (unless
+// WithReleaseOnStop(false)), as when Run's ctx ends (the wait is bounded
+// the same way, see Run); its Done is closed once that is over, and the
+// name may then be added again. Remove reports whether name was in the
+// Group.
 func (g *Group[M]) Remove(name string) bool {
 	if g.usable("Remove") != nil {
 		return false
@@ -197,10 +199,17 @@ func (g *Group[M]) Remove(name string) bool {
 }
 
 // Run runs every elector of the Group, those added later too, until ctx
-// ends. Then each steps down if it leads and releases its lease (unless
+// ends. Then each steps down if it leads, waits for its term's bodies (the
+// fn of Lead and Every), releases its lease (unless
 // WithReleaseOnStop(false)), and Run returns once all have stopped (their
-// Done is closed). An elector whose writes the store refuses for good (see
-// Elector.Run) stops alone; Run returns those errors, joined, at the end.
+// Done is closed). The wait for the bodies is bounded by the term's
+// deadline (its last renewal sent plus RenewDeadline), as in Elector.Run:
+// an elector whose bodies still run then does not release its lease (it
+// expires in the store, and a successor leads one LeaseDuration after the
+// last renewal), and Run returns an error wrapping ErrBodiesStillRunning
+// for it. An elector whose writes the
+// store refuses for good (see Elector.Run) stops alone; Run returns these
+// errors, joined, at the end.
 // Run returns ErrAlreadyRunning when called a second time, and an error
 // wrapping ErrNilArgument for a nil ctx.
 func (g *Group[M]) Run(ctx context.Context) error {
@@ -310,6 +319,9 @@ func (g *Group[M]) finished(r *runner[M]) {
 	g.live--
 	if r.fatal != nil {
 		g.fatal = append(g.fatal, r.fatal)
+	}
+	if err := r.bodiesLeft(); err != nil {
+		g.fatal = append(g.fatal, err)
 	}
 	g.waits.Go(r.wait)
 }

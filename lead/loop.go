@@ -215,6 +215,8 @@ const (
 	msgWatchEnd                        // the watch of generation gen ended
 	msgWatchStarted                    // WatchFunc of generation gen returned err
 	msgWatchRetry                      // time to watch again after a failure
+	msgDrained                         // the ended term's last body returned, or its deadline came
+	msgResign                          // Resign asked the elector to step down (Elector.resignReq)
 )
 
 // Flags of the messages that are merged while one waits (runner.queued).
@@ -466,7 +468,7 @@ func (l *loop[M]) dispatch(batch []msg[M]) (stopped bool) {
 			continue // a late answer, or an event of a watch that ended
 		}
 		m.r.handle(m)
-		if m.r.m.Stopped() {
+		if m.r.over() {
 			m.r.finish()
 			stopped = true
 		}

@@ -13,11 +13,26 @@ import (
 )
 
 // Run takes part in the election until ctx ends. Then it steps down if it
-// leads, releases the lease (unless WithReleaseOnStop(false)) so that a
-// successor leads at once, and returns nil. From the moment ctx ends this
-// elector no longer reports itself leader (IsLeader, Term, ConfirmedWithin
-// and Status say so at once, without waiting for Run's loop) and the
-// contexts of the work that Lead and Every run are cancelled.
+// leads, waits for the term's bodies (the fn of each Lead and Every running
+// in it) to return, releases the lease (unless WithReleaseOnStop(false)) so
+// that a successor leads at once, and returns nil. From the moment ctx
+// ends this elector no longer reports itself leader (IsLeader, Term,
+// ConfirmedWithin and Status say so at once, without waiting for Run's
+// loop) and the contexts of the bodies are cancelled.
+//
+// The lease is never released while a body of the ending term still runs:
+// the successor's bodies would run beside it. The wait is bounded by the
+// term's deadline, the instant this elector would have stopped believing
+// it leads anyway (its last renewal sent plus RenewDeadline; no renewal is
+// sent once the term has ended). If a body still runs then, Run does not
+// release the lease: it logs a warning (with the election's name and how
+// many bodies still run) and returns an error wrapping
+// ErrBodiesStillRunning, and the lease expires in the store, so a
+// successor leads one LeaseDuration after the last renewal. A body that
+// never returns is then covered by the fencing token only: return when the
+// context is cancelled. Run also returns that error when a body of its
+// last term outran the term's deadline with nothing to release (a term
+// lost to another holder, or WithReleaseOnStop(false)).
 //
 // Run returns an error without waiting for ctx when the store refuses what
 // this elector writes for a reason that retrying cannot mend (a name or
@@ -52,8 +67,12 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 		return err
 	}
 	l.runOne(ctx, r)
+	left := r.bodiesLeft()
 	r.wait()
-	return r.fatal
+	if r.fatal != nil {
+		return r.fatal
+	}
+	return left
 }
 
 // start makes the runner of one Run (or of one elector of a Group: ctx is
@@ -154,6 +173,16 @@ type runner[M any] struct {
 	stopping bool               // the machine was told to Stop
 	ctxEnded bool               // the elector's ctx ended (the reason of the Stop)
 	done     bool               // the machine stopped; the loop hands this runner nothing more
+
+	// The drain (drain.go): the term ended last, whose bodies may still
+	// run; the release held back for them; the timer of its deadline.
+	ending     *activeTerm
+	held       fsm.Action
+	holding    bool
+	drainTimer Timer
+	waitingEnd bool         // the machine stopped and over waits for the bodies
+	abandoned  bool         // given up on the machine: bodies outran the deadline while stopping
+	resigning  *resignation // the Resign in progress, if any
 }
 
 // runOne is the loop of Run: it hands r its messages until r's machine has
@@ -203,22 +232,34 @@ func (r *runner[M]) handle(m *msg[M]) {
 		}
 	case msgWatchRetry:
 		r.startWatch()
+	case msgDrained:
+		r.drained()
+	case msgResign:
+		r.resign()
 	}
 	if r.fatal != nil && !r.stopping && !r.m.Stopped() {
 		r.stop()
 	}
+	r.settleResign()
 }
 
-// finish ends the runner once its machine has stopped: its timers and
-// store operations are stopped, and (for a Group's elector) the Group
-// told. The machine stops only after stepping down (fsm's property test
-// checks it), so no term is open here: each ended at its StoppedLeading.
+// finish ends the runner once it is over (see over: its machine has
+// stopped, and the bodies of its last term returned or outran their
+// deadline): its timers and store operations are stopped, a Resign
+// waiting told, and (for a Group's elector) the Group told. The machine
+// stops (or is given up on, after its term ended) only after stepping
+// down (fsm's property test checks it), so no term is open here: each
+// ended at its StoppedLeading.
 func (r *runner[M]) finish() {
 	r.done = true
 	r.disarm()
 	if r.watchTimer != nil {
 		r.watchTimer.Stop()
 	}
+	if r.drainTimer != nil {
+		r.drainTimer.Stop()
+	}
+	r.endResign()
 	r.opCtx.end()
 	r.e.markReady()
 	if r.onFinish != nil {
@@ -435,26 +476,10 @@ func (r *runner[M]) perform(a fsm.Action) {
 			return e.st.Get(ctx, e.name)
 		})
 	case fsm.Swap:
-		next := r.buildRecord(a)
-		// A create may be vouched for by the store (fsm.Event.Vouched).
-		var v *store.CreateVouch
-		if a.Expected == 0 {
-			v = new(store.CreateVouch)
+		if a.Swap == fsm.Release && r.holdRelease(a) {
+			return // performed once the ended term's bodies returned (drain.go)
 		}
-		r.vouch = v
-		if a.Guarded {
-			// Only asked for with fsm.Options.GuardedRelease, set when the
-			// store has a guard; never a plain swap instead (the helper
-			// fails when the guard is gone).
-			was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
-			r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-				return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
-			})
-			return
-		}
-		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-			return e.st.CompareAndSwap(store.WithCreateVouch(ctx, v), e.name, a.Expected, next)
-		})
+		r.performSwap(a)
 	case fsm.StartedLeading:
 		r.startTerm(a)
 	case fsm.StoppedLeading:
@@ -463,6 +488,31 @@ func (r *runner[M]) perform(a fsm.Action) {
 		r.report(a)
 	case fsm.Done:
 	}
+}
+
+// performSwap starts the swap a asks for.
+func (r *runner[M]) performSwap(a fsm.Action) {
+	e := r.e
+	next := r.buildRecord(a)
+	// A create may be vouched for by the store (fsm.Event.Vouched).
+	var v *store.CreateVouch
+	if a.Expected == 0 {
+		v = new(store.CreateVouch)
+	}
+	r.vouch = v
+	if a.Guarded {
+		// Only asked for with fsm.Options.GuardedRelease, set when the
+		// store has a guard; never a plain swap instead (the helper
+		// fails when the guard is gone).
+		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
+		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
+		})
+		return
+	}
+	r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		return e.st.CompareAndSwap(store.WithCreateVouch(ctx, v), e.name, a.Expected, next)
+	})
 }
 
 // buildRecord turns a swap action into the record to write, adding the

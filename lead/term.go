@@ -35,7 +35,8 @@ func (r *runner[M]) startTerm(a fsm.Action) {
 	// Whoever asks the term's context whether it is done learns the
 	// moment the term ends, from the clock, whether or not a timer has
 	// cancelled it yet (see checkedContext).
-	t.ctx = fence.WithToken(checkedContext{Context: ctx, check: func() {
+	// The term's context carries its bodies' count (runInTerm).
+	t.ctx = fence.WithToken(checkedContext{Context: context.WithValue(ctx, termKey{}, &t.bodies), check: func() {
 		if ctx.Err() != nil {
 			return
 		}
@@ -115,7 +116,9 @@ func (r *runner[M]) armWatchdog(t *activeTerm) {
 }
 
 // endTerm closes the term the machine ended for reason: its work is
-// cancelled, its timers stopped, the observers told.
+// cancelled, its timers stopped, the observers told. From now on no body
+// starts in it, and the release of its lease waits for the bodies running
+// (see drain.go): the last to return tells the loop.
 func (r *runner[M]) endTerm(reason fsm.Reason) {
 	if r.ctxEnded {
 		// The Stop that Run's ctx ending brought: that is why the term
@@ -137,6 +140,10 @@ func (r *runner[M]) endTerm(reason fsm.Reason) {
 	t.unhook()
 	cause := fmt.Errorf("%w: %s", ErrLeadershipLost, reason)
 	t.cancel(cause)
+	// Sealed after the cancel: a body refused from now on finds the
+	// term's context cancelled, with its cause.
+	r.ending, r.waitingEnd = t, false
+	t.bodies.seal(func() { r.loop.post(r, msgDrained) })
 	e.log.Info("stopped leading", "token", uint64(t.term.Token), "reason", reason.String())
 	r.obs.push(Change{Kind: Stopped, Term: t.term, Reason: cause})
 }

@@ -29,6 +29,14 @@ func Repeat() LeadOption { return func(o *leadOptions) { o.repeat = true } }
 // took earlier is woken by the term's timer, as soon as the runtime runs
 // it.
 //
+// fn is one of the term's bodies: when the term ends (Run's ctx ends,
+// Resign, Group.Remove, or the term is lost), its context is cancelled,
+// and the lease is not released before fn has returned. The wait lasts
+// until the term's deadline (its last renewal sent plus RenewDeadline) at
+// most: if fn still runs then, the lease is not released but expires in
+// the store, and Run returns an error wrapping ErrBodiesStillRunning (see
+// Run). If the term ends before fn starts, fn does not run.
+//
 // Without Repeat, Lead returns fn's result; if the term ended before fn
 // returned, it returns an error wrapping ErrLeadershipLost (and fn's error,
 // if any). With Repeat, Lead waits for the next term after each run and runs
@@ -82,8 +90,16 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 }
 
 // runInTerm runs fn with a context that ends with ctx or with the term, and
-// returns fn's error and whether the term ended before fn returned.
+// returns fn's error and whether the term ended before fn returned. fn is
+// one of the term's bodies: the term's lease is not released while it runs
+// (see drain.go), and once Run's loop has ended the term no body starts
+// in it (lost, without running fn).
 func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (lost bool, err error) {
+	b := bodiesOf(termCtx)
+	if !b.enter() {
+		return true, nil
+	}
+	defer b.leave()
 	inner, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
 	defer cancel(nil)
 	stop := context.AfterFunc(termCtx, func() { cancel(context.Cause(termCtx)) })
@@ -196,6 +212,11 @@ type EveryInstruments interface {
 // StopOnError, Every returns the first such error instead. An error from a
 // run cut short by the end of its term, or by the end of ctx, is dropped
 // either way: the next leader runs the task.
+//
+// fn is one of the term's bodies, as Lead's is: the lease is not released
+// while it runs, up to the term's deadline (its last renewal sent plus
+// RenewDeadline); if it still runs then, the lease expires in the store
+// instead (see Run).
 //
 // Every returns ctx's error when ctx ends, an error wrapping ErrStopped
 // when Run has returned (at once if it had returned before Every was

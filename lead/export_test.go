@@ -1,0 +1,10 @@
+package lead
+
+// ReleaseWithoutWaiting makes e release its lease as soon as a term ends,
+// without waiting for the term's bodies: the unsafe variant, which the
+// drain tests must catch. Call it before e runs.
+func ReleaseWithoutWaiting[M any](e *Elector[M]) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.releaseEarly = true
+}
