@@ -127,6 +127,7 @@ func checks[M any]() []check[M] {
 		{name: "TokenExhausted", fn: testTokenExhausted[M]},
 		{name: "NewTermTokens", fn: testNewTermTokens[M]},
 		{name: "ReleaseGuard", fn: testReleaseGuard[M]},
+		{name: "TokenFloorAcrossReopen", fn: testTokenFloorAcrossReopen[M]},
 		{name: "Watch", sub: watchChecks[M](false)},
 		{name: "WatchFunc", sub: append(watchChecks[M](true),
 			check[M]{name: "OneCallAtATime", fn: testWatchFuncOneCallAtATime[M]},
