@@ -50,7 +50,11 @@ var Preambles = map[string]Preamble{
 		// examples/customstore, a module of its own.
 		"Endpoint":      "type Endpoint struct { Addr string; Zones []string }",
 		"endpointstore": "var endpointstore struct{ New func() store.Store[Endpoint] }",
-		"timings":       "var timings = lease.DefaultConfig()",
+		// A store of the reader's over a server.
+		"serverAddr":   "var serverAddr string",
+		"openMyStore":  "func openMyStore(t *testing.T, addr string) store.Store[storetest.Meta] { return nil }",
+		"deleteByHand": "func deleteByHand(t *testing.T, addr, name string) {}",
+		"timings":      "var timings = lease.DefaultConfig()",
 	}),
 	"docs/backends/postgres.md": with(common, Preamble{
 		"cfg": "var cfg *pgxpool.Config",
