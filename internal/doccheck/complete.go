@@ -51,6 +51,7 @@ var Packages = map[string]string{
 	"corev1":         "k8s.io/api/core/v1",
 	"ctrl":           "sigs.k8s.io/controller-runtime",
 	"ctxwatch":       "github.com/jackc/pgx/v5/pgconn/ctxwatch",
+	"gocron":         "github.com/go-co-op/gocron/v2", // in no module of the repository: check such a snippet where it is, or mark it
 	"kubernetes":     "k8s.io/client-go/kubernetes",
 	"manager":        "sigs.k8s.io/controller-runtime/pkg/manager",
 	"metav1":         "k8s.io/apimachinery/pkg/apis/meta/v1",
