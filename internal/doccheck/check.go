@@ -119,9 +119,9 @@ func writeModule(work, dir string) error {
 	mod = moduleLine.ReplaceAll(mod, []byte("module doccheck.example/snippets"))
 	mod = relativeDir.ReplaceAllFunc(mod, func(b []byte) []byte {
 		rel := relativeDir.FindSubmatch(b)[1]
-		return []byte("=> " + filepath.Join(dir, string(rel)))
+		return []byte("=> " + strconv.Quote(filepath.Join(dir, string(rel))))
 	})
-	mod = append(mod, fmt.Sprintf("\nrequire %s v0.0.0\n\nreplace %s => %s\n", path, path, dir)...)
+	mod = append(mod, fmt.Sprintf("\nrequire %s v0.0.0\n\nreplace %s => %s\n", path, path, strconv.Quote(dir))...)
 	if err := os.WriteFile(filepath.Join(work, "go.mod"), mod, 0o644); err != nil {
 		return err
 	}
