@@ -29,9 +29,16 @@ func TestConformance(t *testing.T) {
 	)
 }
 
-// The JSON view, which the tenure command uses, passes too.
+// The JSON view, which the tenure command uses, passes too. The store keeps
+// its records and token floors in its *Store, so a process restart loses
+// them (as with memstore) and there is no server to open again; a new
+// JSON view over the same *Store is what opening it again means here,
+// which storetest.WithReopen checks: the floor lives in the *Store, not in
+// a view.
 func TestRawConformance(t *testing.T) {
+	shared := endpointstore.New()
 	storetest.Run(t, func(t *testing.T) store.Store[json.RawMessage] { return endpointstore.Raw(endpointstore.New()) },
+		storetest.WithReopen(func(t *testing.T) store.Store[json.RawMessage] { return endpointstore.Raw(shared) }),
 		storetest.WithSamples(json.RawMessage(`{"addr":""}`), json.RawMessage(`{"addr":"10.0.0.1:8080","zones":["a","b"]}`)),
 		storetest.WithOversized(func() json.RawMessage {
 			return json.RawMessage(`{"addr":"` + strings.Repeat("a", store.MaxMetadataBytes) + `"}`)

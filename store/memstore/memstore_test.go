@@ -19,6 +19,10 @@ import (
 	"github.com/tenure-go/tenure/store/storetest"
 )
 
+// No storetest.WithReopen: a memstore's records and token floors live in
+// its Store value, so there is nothing to open again; a restart of the
+// process loses both, which is why memstore serves one process only. Its
+// floor across Delete is TestDeleteThenCreate's.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return memstore.New[storetest.Meta]()

@@ -1,17 +1,37 @@
 package pgstore_test
 
 import (
+	"context"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/pgstore"
 	"github.com/tenure-go/tenure/store/storetest"
 )
 
+// The suite, and its token floor across a reopen: each reopened store has
+// a pool of its own on one table, and a record deleted by hand (DELETE
+// FROM) gets a new term's token above every token issued before.
 func TestConformance(t *testing.T) {
+	table := freshTable()
+	reopen := func(t *testing.T) store.Store[storetest.Meta] {
+		st, err := pgstore.New[storetest.Meta](newPool(t), pgstore.WithTable(table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	del := func(t *testing.T, name string) {
+		sql := "DELETE FROM " + pgx.Identifier{table}.Sanitize() + " WHERE name = $1"
+		if _, err := newPool(t).Exec(context.Background(), sql, name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return newStore(t, newPool(t))
-	})
+	}, storetest.WithReopen(reopen), storetest.WithDelete[storetest.Meta](del))
 }
 
 // TestConformanceSharedTable runs the suite with every store on the default

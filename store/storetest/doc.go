@@ -22,7 +22,8 @@
 //
 // [Run] runs each check as a subtest with a fresh store from newStore. Names
 // carry a random prefix, unique to each Run, so a store may be a shared server
-// that outlives the test; the suite never deletes what it wrote. The checks
+// that outlives the test; the suite deletes nothing it wrote, except one
+// name through [WithDelete]. The checks
 // that use Watch run when the store implements [store.Watcher], and those of
 // WatchFunc when it implements [store.FuncWatcher]; they are skipped
 // otherwise.
@@ -74,6 +75,15 @@
 //     zero LeaseDuration, Transitions above lease.MaxToken, or a bad holder
 //     gets ErrInvalidRecord; and the record stored before is still there,
 //     unchanged.
+//   - With [WithReopen], the token floor is kept with the data, not in a
+//     Store value: terms written through one store, then new terms,
+//     proposed with token 1, through stores opened again on the same data
+//     (over a held record, over a released one) get tokens above every
+//     token issued before, and Get through a store opened again returns the
+//     record and revision written. With [WithDelete] as well, after the
+//     record is deleted behind the store's back, creating it again through
+//     a store opened again gets a token above every token issued before
+//     and a revision the name never had.
 //   - Watch: a fresh subscriber first gets the current record, or an Absent
 //     event; later changes arrive with strictly increasing revisions up to
 //     the last write (intermediate ones may be skipped), each with the record

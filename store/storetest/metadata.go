@@ -5,11 +5,13 @@ import (
 	"hash/fnv"
 	"reflect"
 	"strings"
+	"testing"
 
 	"github.com/tenure-go/tenure/store"
 )
 
-// Option describes the metadata type M to Run.
+// Option describes the metadata type M to Run, or gives a check what it
+// needs beyond a fresh store (WithReopen, WithDelete).
 type Option[M any] func(*metadata[M])
 
 // WithSamples gives the metadata values the suite writes and reads back:
@@ -39,13 +41,16 @@ func WithShared[M any](fresh func() M, mutate func(*M)) Option[M] {
 	return func(md *metadata[M]) { md.fresh, md.mutate = fresh, mutate }
 }
 
-// metadata is what the suite knows of M.
+// metadata is what the suite knows of M, and of the store beyond
+// newStore.
 type metadata[M any] struct {
 	samples   []M
 	labels    []string // one per sample, for subtest names; nil for the caller's
 	oversized func() M
 	fresh     func() M
 	mutate    func(*M)
+	reopen    func(t *testing.T) store.Store[M] // WithReopen; nil without
+	del       func(t *testing.T, name string)   // WithDelete; nil without
 }
 
 // metadataOf applies opts over the defaults for M: the suite's own values

@@ -65,7 +65,10 @@ const timeSlack = time.Second
 // values; for any other M the caller passes them with WithSamples (at
 // least one), and may pass WithOversized and WithShared for the checks that
 // need them (they are skipped, saying so, without). Without samples for an
-// M other than Meta, Run fails t.
+// M other than Meta, Run fails t. A store whose data outlives its Store
+// value (a server, a table, a file) passes WithReopen, and WithDelete if
+// its records can be deleted behind its back, for the check of its token
+// floor across a reopen.
 func Run[M any](t *testing.T, newStore func(t *testing.T) store.Store[M], opts ...Option[M]) {
 	t.Helper()
 	if newStore == nil {
@@ -127,6 +130,7 @@ func checks[M any]() []check[M] {
 		{name: "TokenExhausted", fn: testTokenExhausted[M]},
 		{name: "NewTermTokens", fn: testNewTermTokens[M]},
 		{name: "ReleaseGuard", fn: testReleaseGuard[M]},
+		{name: "TokenFloorAcrossReopen", fn: testTokenFloorAcrossReopen[M]},
 		{name: "Watch", sub: watchChecks[M](false)},
 		{name: "WatchFunc", sub: append(watchChecks[M](true),
 			check[M]{name: "OneCallAtATime", fn: testWatchFuncOneCallAtATime[M]},

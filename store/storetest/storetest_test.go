@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,4 +104,95 @@ func TestOtherMetadataType(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store[string] { return memstore.New[string]() },
 			storetest.WithSamples("", "primary", "héllo ✓"))
 	})
+}
+
+// A store opened again on the same memstore (a new Store value over the
+// same data) keeps the token floor, which memstore keeps with its data.
+func TestReopenOverSharedData(t *testing.T) {
+	shared := memstore.New[storetest.Meta]()
+	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] { return memstore.New[storetest.Meta]() },
+		storetest.WithReopen(func(t *testing.T) store.Store[storetest.Meta] { return getOnly{shared} }),
+		storetest.WithDelete[storetest.Meta](func(t *testing.T, name string) { shared.Delete(name) }))
+}
+
+// server is the data of forgetfulStore, shared by its Store values as a
+// database is by its clients: records and a revision counter.
+type server struct {
+	mu   sync.Mutex
+	recs map[string]storedRecord
+	rev  lease.Revision
+}
+
+type storedRecord struct {
+	rec lease.Record[storetest.Meta]
+	rev lease.Revision
+}
+
+// forgetfulStore keeps each name's token floor in the Store value instead
+// of with the data: within one Store value its tokens are right, but a
+// store opened again issues a new term a token from the proposal alone.
+type forgetfulStore struct {
+	srv  *server
+	seen map[string]uint64 // guarded by srv.mu
+}
+
+func (s forgetfulStore) Get(_ context.Context, name string) (lease.Record[storetest.Meta], lease.Revision, error) {
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	r, ok := s.srv.recs[name]
+	if !ok {
+		return lease.Record[storetest.Meta]{}, 0, store.ErrNotFound
+	}
+	return r.rec, r.rev, nil
+}
+
+func (s forgetfulStore) CompareAndSwap(_ context.Context, name string, expected lease.Revision, next lease.Record[storetest.Meta]) (lease.Record[storetest.Meta], lease.Revision, error) {
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	cur, ok := s.srv.recs[name]
+	if cur.rev != expected {
+		return cur.rec, cur.rev, store.ErrConflict
+	}
+	if !ok || !store.Renews(cur.rec, next) {
+		tok, err := store.NewToken(next.Token, s.seen[name])
+		if err != nil {
+			return lease.Record[storetest.Meta]{}, 0, err
+		}
+		next.Token = tok
+	}
+	s.seen[name] = max(s.seen[name], next.Token)
+	s.srv.rev++
+	s.srv.recs[name] = storedRecord{next, s.srv.rev}
+	return next, s.srv.rev, nil
+}
+
+// The reopen check fails a store whose token floor lives in a Store value:
+// run in a child process, since the failure is the point.
+func TestReopenCatchesAFloorKeptInTheStoreValue(t *testing.T) {
+	if os.Getenv("STORETEST_FORGETFUL") == "1" {
+		srv := &server{recs: map[string]storedRecord{}}
+		open := func(t *testing.T) store.Store[storetest.Meta] { return forgetfulStore{srv, map[string]uint64{}} }
+		storetest.Run(t, open, storetest.WithReopen(open),
+			storetest.WithDelete[storetest.Meta](func(t *testing.T, name string) {
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				delete(srv.recs, name)
+			}))
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReopenCatchesAFloorKeptInTheStoreValue$/^(NewTermTokens|TokenFloorAcrossReopen)$", "-test.v")
+	cmd.Env = append(os.Environ(), "STORETEST_FORGETFUL=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the suite passed a store whose token floor lives in its Store value:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- PASS: TestReopenCatchesAFloorKeptInTheStoreValue/NewTermTokens",
+		"--- FAIL: TestReopenCatchesAFloorKeptInTheStoreValue/TokenFloorAcrossReopen",
+		"taking over a held record through a store opened again: a new term got Token 1",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the child's output lacks %q:\n%s", want, out)
+		}
+	}
 }

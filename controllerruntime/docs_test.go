@@ -1,0 +1,14 @@
+package controllerruntime_test
+
+import (
+	"testing"
+
+	"github.com/tenure-go/tenure/internal/doccheck"
+)
+
+// The Go snippets of README.md, the guide and this module's README.md that
+// use controller-runtime compile; the main module's doccheck test checks
+// the others.
+func TestDocumentSnippetsCompile(t *testing.T) {
+	doccheck.CheckDocuments(t, "..", ".", doccheck.ControllerRuntime)
+}
