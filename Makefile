@@ -70,9 +70,9 @@ chaos: backends kube
 		TENURE_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout 0 -run 'TestChaos$$' -v ./internal/chaos/
 
 ## sim: long sweeps of the simulator: model mode (100,000 random schedules,
-## 25,000 of the adversary and 25,000 with forged releases, 10,000 each on the
-## gated and authentic-watch stores) and runtime mode (2,000 seeds of the real
-## electors on memstore)
+## 25,000 of the adversary, 25,000 with forged releases and 25,000 with
+## resigns, 10,000 each on the gated and authentic-watch stores) and runtime
+## mode (2,000 seeds of the real electors on memstore, and 2,000 with resigns)
 sim:
-	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep|TestSimAuthenticWatchSweep|TestSimCreateGateSweep|TestSimForgedReleaseSweep' -v ./sim/
-	TENURE_SIM_SEEDS=1-2000 $(GO) test -count=1 -timeout 60m -run 'TestRuntimeSweep$$' -v ./sim/simtest/
+	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep|TestSimAuthenticWatchSweep|TestSimCreateGateSweep|TestSimForgedReleaseSweep|TestSimResignSweep' -v ./sim/
+	TENURE_SIM_SEEDS=1-2000 $(GO) test -count=1 -timeout 60m -run 'TestRuntimeSweep$$|TestRuntimeResignSweep' -v ./sim/simtest/

@@ -40,6 +40,7 @@ func advSchedule(s *Cluster) []Fault {
 	add(f.Jitter, FaultJitter)
 	add(f.MuteWatch, FaultMuteWatch)
 	add(f.ForgeRelease, FaultForgeRelease)
+	add(f.Resign, FaultResign)
 	if len(kinds) == 0 {
 		return []Fault{}
 	}
@@ -77,6 +78,8 @@ func advSchedule(s *Cluster) []Fault {
 			fl.Dur = dur(u/15, 2*u)
 		case FaultReconfigure:
 			fl.Config = advConfig(s)
+		case FaultResign:
+			fl.AtLeader = true
 		case FaultForge:
 			fl.Record = forgedRecord(s)
 			fl.Dur = dur(u/15, 3*u)

@@ -125,7 +125,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 		if !ev.Absent && !ev.Corrupt && ev.Revision != 0 && fsm.InBounds(ev.Lease) {
 			a.maxToken = max(a.maxToken, ev.Lease.Token)
 		}
-	case fsm.Stop, fsm.Reconfigure:
+	case fsm.Stop, fsm.Reconfigure, fsm.Resign:
 		a.credit(1)
 	case fsm.Watched:
 		// A record the store really held at that revision, not forged.

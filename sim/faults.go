@@ -98,13 +98,18 @@ const (
 	// node's driver counts it as lead does (see stopCounted); a Hidden stop
 	// is one nothing reveals, which only fencing covers.
 	FaultClockStop
+	// FaultResign makes Node resign (fsm.Resign, lead's Elector.Resign):
+	// a leader steps down, releases the lease and stays a follower that
+	// takes no term until it has seen another holder or a LeaseDuration
+	// has passed. A node that does not lead ignores it.
+	FaultResign
 )
 
 // lastFaultKind is the largest FaultKind.
-const lastFaultKind = FaultClockStop
+const lastFaultKind = FaultResign
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease", "clockstop"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease", "clockstop", "resign"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -188,6 +193,8 @@ func (f Fault) String() string {
 		return "store loses the record, and a resent call makes the marker anew"
 	case FaultRelease:
 		return fmt.Sprintf("release n%d, back after %v", f.Node, f.Dur)
+	case FaultResign:
+		return fmt.Sprintf("n%d resigns", f.Node)
 	case FaultReconfigure:
 		c := f.Config
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
@@ -243,7 +250,7 @@ func (f Fault) muted() uint64 {
 // the leader).
 func (k FaultKind) Aimed() bool {
 	switch k {
-	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure, FaultClockStop:
+	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure, FaultClockStop, FaultResign:
 		return true
 	}
 	return false
@@ -265,9 +272,10 @@ func (s *Cluster) applyFault(i int) {
 	n := s.nodes[f.Node]
 	end := simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(f.Node), count: i}
 	c := &s.chk
-	if f.Kind != FaultRelease && f.Kind != FaultMuteWatch {
-		// A graceful release is no fault: the handover it starts is
-		// checked. Nor is a silent watch: followers must notice it.
+	if f.Kind != FaultRelease && f.Kind != FaultResign && f.Kind != FaultMuteWatch {
+		// A graceful release (or a resign) is no fault: the handover it
+		// starts is checked. Nor is a silent watch: followers must notice
+		// it.
 		c.disturbed(s.now)
 	}
 	switch f.Kind {
@@ -315,6 +323,10 @@ func (s *Cluster) applyFault(i int) {
 		}
 		if f.Dur > 0 {
 			s.push(end)
+		}
+	case FaultResign:
+		if n.up && n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Resign})
 		}
 	case FaultReconfigure:
 		n.cfg = f.Config
@@ -443,6 +455,7 @@ func randomSchedule(s *Cluster) []Fault {
 	add(f.Release, FaultRelease)
 	add(f.Reconfigure, FaultReconfigure)
 	add(f.MuteWatch, FaultMuteWatch)
+	add(f.Resign, FaultResign)
 	stops := clockStops(s)
 	if len(kinds) == 0 {
 		return append([]Fault{}, stops...)
@@ -480,6 +493,8 @@ func randomSchedule(s *Cluster) []Fault {
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
 		case FaultReconfigure:
 			fl.Config = randomConfig(s)
+		case FaultResign:
+			fl.AtLeader = true
 		case FaultMuteWatch:
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 6*l))
 			if s.chance(0.5) {

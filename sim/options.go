@@ -143,6 +143,10 @@ type Faults struct {
 	// the clock-rate bound is broken and only fencing covers it, so the
 	// one-leader check may fail. Model mode only.
 	ClockStopHidden bool
+	// Resign makes the leader resign now and then (FaultResign): it steps
+	// down, releases and stays in the election. Off in AllFaults and
+	// AdversaryFaults, so that their sweeps' seeds keep their schedules.
+	Resign bool
 
 	// The adversary (adversary.go, targeted.go). While any of Forge,
 	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
@@ -214,6 +218,7 @@ func (f *Faults) fields() []struct {
 		{"dataswap", &f.DataSwap}, {"resend", &f.Resend},
 		{"release", &f.Release}, {"reconfigure", &f.Reconfigure}, {"mute-watch", &f.MuteWatch},
 		{"clock-stop", &f.ClockStop}, {"clock-stop-hidden", &f.ClockStopHidden},
+		{"resign", &f.Resign},
 	}
 }
 

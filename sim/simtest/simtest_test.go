@@ -259,3 +259,13 @@ func TestRuntimeOptionsRejected(t *testing.T) {
 		t.Errorf("data loss on a store without Delete: %v", err)
 	}
 }
+
+// TestRuntimeResignSweep runs the sweep's faults with the leader resigning
+// now and then (Elector.Resign, sim.FaultResign), seeds 1-40: the bodies
+// of a resigned term end before its successor's start, and every other
+// check holds.
+func TestRuntimeResignSweep(t *testing.T) {
+	faults := sim.AllFaults()
+	faults.Resign = true
+	Check(t, Options[struct{}]{Faults: faults, Seeds: "1-40"})
+}

@@ -643,6 +643,22 @@ func (h *harness[M]) applyFault(i int) {
 		h.mu.Unlock()
 		h.del.Delete(h.o.Name)
 		return
+	case sim.FaultResign:
+		// No disturbance: the handover it starts is checked.
+		h.noteFault(*f)
+		h.mu.Lock()
+		inc := n.cur
+		h.mu.Unlock()
+		if inc != nil {
+			go func() {
+				err := inc.e.Resign(h.ctx)
+				if err != nil && !errors.Is(err, lead.ErrNotLeader) && !errors.Is(err, lead.ErrStopped) &&
+					!errors.Is(err, lead.ErrBodiesStillRunning) && h.ctx.Err() == nil {
+					h.fail(sim.CheckRun, "%s: Resign: %v", inc.id, err)
+				}
+			}()
+		}
+		return
 	case sim.FaultReconfigure:
 		h.noteFault(*f)
 		h.mu.Lock()

@@ -30,6 +30,7 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 	add(f.Release, sim.FaultRelease)
 	add(f.Reconfigure, sim.FaultReconfigure)
 	add(f.MuteWatch, sim.FaultMuteWatch)
+	add(f.Resign, sim.FaultResign)
 	out := []sim.Fault{}
 	if len(kinds) == 0 {
 		return out
@@ -65,6 +66,8 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 			fl.Dur = uniform(r, time.Second, 2*l)
 		case sim.FaultRelease:
 			fl.Dur = uniform(r, time.Second, 2*l)
+		case sim.FaultResign:
+			fl.AtLeader = true
 		case sim.FaultReconfigure:
 			rho := 0.0
 			if f.Drift {
