@@ -231,7 +231,9 @@ func TestTimingFlagsConfig(t *testing.T) {
 			mention: []string{"BackendTimeout (5s) must be < RenewDeadline (2s)", "BackendTimeout 5s from the default", "RenewDeadline 2s from --renew-deadline"}},
 		{name: "a flag wins over the variables", flags: []string{"--lease-duration", "20s"}, ok: true,
 			env: map[string]string{"TENURE_LEASE_DURATION": "30s", "TENURE_JOB_LEASE_DURATION": "40s", "TENURE_RENEW_DEADLINE": "12s"},
-			want: func(c lease.Config) bool { return c.LeaseDuration == 20*time.Second && c.RenewDeadline == 12*time.Second }},
+			want: func(c lease.Config) bool {
+				return c.LeaseDuration == 20*time.Second && c.RenewDeadline == 12*time.Second
+			}},
 		{name: "invalid with the default", flags: []string{"--lease-duration", "1s"},
 			mention: []string{"RenewDeadline (10s) must be < LeaseDuration (1s)", "LeaseDuration 1s from --lease-duration", "RenewDeadline 10s from the default"}},
 		{name: "invalid with a variable", flags: []string{"--renew-deadline", "1s"}, env: map[string]string{"TENURE_JOB_RETRY_INTERVAL": "2s"},

@@ -56,10 +56,11 @@ new term, until interrupted.
 
 Flags may come before or after NAME; "--" must come before COMMAND, and
 everything after it is the command's. Timings come from --lease-duration,
---renew-deadline and --retry-interval, which win over the TENURE_*
-environment variables (see docs/guide.md), which win over the defaults;
-they are checked together (lease.Config.Validate), and an error names
-where each value it involves came from.
+--renew-deadline, --retry-interval and --backend-timeout, which win over
+the TENURE_<NAME>_* and TENURE_* environment variables (see
+docs/guide.md), which win over the defaults; they are checked together
+(lease.Config.Validate), and an error names where each value it involves
+came from.
 
 The store URL comes from --store, or else from the TENURE_STORE
 environment variable, which keeps a password out of the process list.
@@ -71,6 +72,7 @@ client-go) at level INFO; without it they are dropped.
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
   TENURE_STORE=postgres://app@db/app tenure run --repeat --grace 4s compactor -- ./compact --all
+  tenure run nightly --lease-duration 6s --renew-deadline 4s --backend-timeout 2s --grace 1s -- sh -c './report && ./mail'
 
 Flags:
 `
