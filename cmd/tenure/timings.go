@@ -89,6 +89,21 @@ func (t *timingFlags) config(name string, lookup lease.LookupFunc) (cfg lease.Co
 
 // sources says where the value of each field that msg names came from.
 func (t *timingFlags) sources(name string, cfg lease.Config, msg string, lookup lease.LookupFunc) string {
+	return configSources(name, cfg, msg, lookup, func(field string) string {
+		for _, f := range timingFlagList {
+			if f.field == field && f.flag != "" && t.set[f.flag] {
+				return "--" + f.flag
+			}
+		}
+		return ""
+	})
+}
+
+// configSources says where the value of each lease.Config field that msg
+// names came from: the flag flagFor returns for it (none: ""), else the
+// environment variable of the election name that set it, else the
+// default.
+func configSources(name string, cfg lease.Config, msg string, lookup lease.LookupFunc, flagFor func(field string) string) string {
 	var out []string
 	for _, f := range timingFlagList {
 		if !strings.Contains(msg, f.field) {
@@ -98,16 +113,16 @@ func (t *timingFlags) sources(name string, cfg lease.Config, msg string, lookup 
 		if f.value != nil {
 			v = *f.value(&cfg)
 		}
-		out = append(out, fmt.Sprintf("%s %v from %s", f.field, v, t.source(name, f, lookup)))
+		out = append(out, fmt.Sprintf("%s %v from %s", f.field, v, configSource(name, f, lookup, flagFor)))
 	}
 	return strings.Join(out, ", ")
 }
 
-// source is where field f's value came from: its flag, the variable that
-// set it, or the default.
-func (t *timingFlags) source(name string, f timingFlag, lookup lease.LookupFunc) string {
-	if f.flag != "" && t.set[f.flag] {
-		return "--" + f.flag
+// configSource is where field f's value came from: its flag, the variable
+// that set it, or the default.
+func configSource(name string, f timingFlag, lookup lease.LookupFunc, flagFor func(field string) string) string {
+	if fl := flagFor(f.field); fl != "" {
+		return fl
 	}
 	if lookup != nil {
 		for _, key := range []string{lease.EnvPrefix(name) + f.env, "TENURE_" + f.env} {
