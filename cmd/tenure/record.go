@@ -146,14 +146,15 @@ func (f storeFlags) parse(args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if names := append(p.positional, p.rest...); len(names) != 1 {
+	names := append(p.positional, p.rest...)
+	if len(names) != 1 {
 		f.Usage()
 		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", len(names))
 	}
 	if *f.format != "text" && *f.format != "json" {
 		return "", fmt.Errorf("-o is %q, want text or json", *f.format)
 	}
-	return append(p.positional, p.rest...)[0], nil
+	return names[0], nil
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
