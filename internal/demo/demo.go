@@ -150,17 +150,17 @@ type summary struct {
 // waits for a leader that cannot come.
 func handOver(ctx context.Context, st stage, n int, step time.Duration) (summary, error) {
 	var sum summary
-	late := -1 // the worker whose late write is to be tried, once
+	late, lateTried := -1, false // the worker whose late write is tried, once
 	for {
 		i, err := st.nextLeader(ctx)
 		if err != nil {
 			return sum, err
 		}
-		if late >= 0 {
+		if late >= 0 && !lateTried {
 			if st.lateWrite(late) {
 				sum.stale++
 			}
-			late = -2
+			lateTried = true
 		}
 		if sum.graceful > 0 && sum.crashed > 0 || sum.graceful+sum.crashed == n-1 {
 			return sum, pause(ctx, step/2)
@@ -172,7 +172,7 @@ func handOver(ctx context.Context, st stage, n int, step time.Duration) (summary
 		st.stop(i, graceful)
 		if graceful {
 			sum.graceful++
-			if late == -1 {
+			if late < 0 {
 				late = i
 			}
 		} else {
