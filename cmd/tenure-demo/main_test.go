@@ -14,7 +14,7 @@ func TestRunEndsByItself(t *testing.T) {
 		if code := run(context.Background(), nil, &out, &out); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out.String())
 		}
-		if !strings.HasPrefix(out.String(), "tenure demo: 4 workers electing a leader") || !strings.Contains(out.String(), "stopping every worker") {
+		if !strings.HasPrefix(out.String(), "tenure demo: 4 workers elect a leader") || !strings.Contains(out.String(), "\ndemo done: ") {
 			t.Fatalf("not the demo's output:\n%s", out.String())
 		}
 	})

@@ -245,3 +245,43 @@ func TestRunKilledTakesItsWholeTree(t *testing.T) {
 		}
 	}
 }
+
+// trapScript is a job whose shell counts the SIGTERMs it gets: each one
+// runs the trap, which appends a line to $TRAP_FILE. After the first, it
+// keeps running for a second (ten sleeps of 100ms, restarted by every
+// later SIGTERM), time for a second signal to arrive, then exits.
+const trapScript = `n=-1
+trap 'echo TERM >> "$TRAP_FILE"; n=10' TERM
+echo "gc $TENURE_IDENTITY $TENURE_TOKEN $$"
+while [ "$n" -ne 0 ]; do
+	sleep 0.1
+	if [ "$n" -gt 0 ]; then n=$((n-1)); fi
+done
+`
+
+// TestRunSignalsTheCommandOnce: at the end of a term the command's shell
+// gets one SIGTERM, not one through its process group and another as a
+// descendant of the supervisor: a trap with cleanup that must not run
+// twice runs once.
+func TestRunSignalsTheCommandOnce(t *testing.T) {
+	bin := tenureBinary(t)
+	dir := t.TempDir()
+	script, trapFile := filepath.Join(dir, "trap.sh"), filepath.Join(dir, "traps")
+	if err := os.WriteFile(script, []byte(trapScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := startTreeRun(t, bin, []string{"TRAP_SCRIPT=" + script, "TRAP_FILE=" + trapFile},
+		"run", "--store", "memory://trap", "--grace", "4s", "job", "--", "sh", "-c", `sh "$TRAP_SCRIPT"`)
+	tr.grandchild(t, 20*time.Second)
+	if err := tr.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	tr.waitGone(t, 10*time.Second, "after tenure run got SIGTERM")
+	b, err := os.ReadFile(trapFile)
+	if err != nil {
+		t.Fatalf("the trap never ran: %v; stderr:\n%s", err, tr.stderr.String())
+	}
+	if n := strings.Count(string(b), "TERM"); n != 1 {
+		t.Fatalf("the command's shell got SIGTERM %d times, want once; stderr:\n%s", n, tr.stderr.String())
+	}
+}

@@ -242,7 +242,7 @@ func TestRunExitsWithChildStatus(t *testing.T) {
 	t.Setenv("TENURE_TEST_CHILD", r.sock)
 	t.Setenv("TENURE_TEST_CHILD_EXIT", "1")
 	self, _ := os.Executable()
-	code, out := inProcess(context.Background(), &storeurl.Opener{}, "run", "--store", "memory://x", "job", self)
+	code, out := inProcess(context.Background(), &storeurl.Opener{}, "run", "--store", "memory://x", "job", "--", self)
 	if code != 4 {
 		t.Fatalf("exit %d, want 4:\n%s", code, out.String())
 	}
@@ -258,7 +258,7 @@ func TestGetAndWatchMemory(t *testing.T) {
 	fastEnv(t)
 	o := &storeurl.Opener{}
 	code, out := inProcess(context.Background(), o, "get", "--store", "memory://gw", "job")
-	if code != 1 || !strings.Contains(out.String(), `no lease record for "job"`) {
+	if code != exitNoRecord || !strings.Contains(out.String(), `no lease record for "job"`) {
 		t.Fatalf("get on empty store: %d %q", code, out.String())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -283,7 +283,7 @@ func TestGetAndWatchMemory(t *testing.T) {
 	t.Setenv("TENURE_TEST_CHILD", r.sock)
 	t.Setenv("TENURE_TEST_CHILD_EXIT", "1")
 	self, _ := os.Executable()
-	if code, out := inProcess(context.Background(), o, "run", "--store", "memory://gw", "--identity", "solo", "job", self); code != 4 {
+	if code, out := inProcess(context.Background(), o, "run", "--store", "memory://gw", "--identity", "solo", "job", "--", self); code != 4 {
 		t.Fatalf("run: %d %s", code, out.String())
 	}
 	code, out = inProcess(context.Background(), o, "get", "--store", "memory://gw", "job")
@@ -319,7 +319,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"get", "--store", "memory://x", "-o", "yaml", "job"}, 1, `-o is "yaml"`},
 		{[]string{"get", "--store", "memory://x"}, 1, "want exactly one election NAME"},
 		{[]string{"run", "--store", "memory://x", "job"}, 1, "want a COMMAND"},
-		{[]string{"run", "--store", "memory://x", "--grace", "-1s", "job", "true"}, 1, "--grace is -1s"},
+		{[]string{"run", "--store", "memory://x", "--grace", "-1s", "job", "--", "true"}, 1, "--grace is -1s"},
 		{[]string{"get", "-h"}, 0, "tenure get --store redis://localhost:6379 nightly-report"},
 		{[]string{"watch", "-h"}, 0, "Examples:"},
 		{[]string{"run", "-h"}, 0, "Examples:"},

@@ -20,7 +20,7 @@ func TestDemoCommand(t *testing.T) {
 		if code := run(ctx, []string{"demo", "-workers", "3"}, &out, &out); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out.String())
 		}
-		if !strings.Contains(out.String(), "stopping every worker") {
+		if !strings.Contains(out.String(), "\ndemo done: ") {
 			t.Fatalf("output lacks its closing line:\n%s", out.String())
 		}
 	})

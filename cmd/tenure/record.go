@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
@@ -136,19 +135,26 @@ func newStoreFlags(command, usage, formatHelp string, stderr io.Writer) storeFla
 	return f
 }
 
-// parse parses args and returns the election NAME.
+// exitNoRecord is the exit status of tenure get when the store holds no
+// record for the name.
+const exitNoRecord = 3
+
+// parse parses args, flags before or after NAME, and returns the election
+// NAME.
 func (f storeFlags) parse(args []string) (string, error) {
-	if err := f.Parse(args); err != nil {
+	p, err := parseArgs(f.FlagSet, args, -1)
+	if err != nil {
 		return "", err
 	}
-	if f.NArg() != 1 {
+	names := append(p.positional, p.rest...)
+	if len(names) != 1 {
 		f.Usage()
-		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", f.NArg())
+		return "", fmt.Errorf("want exactly one election NAME, got %d arguments", len(names))
 	}
 	if *f.format != "text" && *f.format != "json" {
 		return "", fmt.Errorf("-o is %q, want text or json", *f.format)
 	}
-	return f.Arg(0), nil
+	return names[0], nil
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -158,7 +164,12 @@ Prints the lease record of the election NAME: holder, fencing token, when
 the term was acquired and last renewed, the lease duration, the number of
 transitions and the leader's metadata. A holder or metadata with
 characters that are not printable (escape sequences, line breaks) is
-shown escaped: quoted, or with \u escapes inside JSON.
+shown escaped: quoted, or with \u escapes inside JSON. Flags may come
+before or after NAME.
+
+Exit status: 0 when a record was printed (held or released), 3 when the
+store holds no record for NAME (with -o json, {"name":"NAME","absent":true}
+is printed, as tenure watch -o json prints it), 1 on any other failure.
 
 The store URL comes from --store, or else from the TENURE_STORE
 environment variable, which keeps a password out of the process list.
@@ -181,7 +192,13 @@ Flags:
 	defer st.Close()
 	rec, rev, err := st.Get(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no lease record for %q in this store", name)
+		if *fs.format == "json" {
+			if err := writeJSONLine(stdout, watchEventJSON{Name: name, Absent: true}); err != nil {
+				return err
+			}
+			return exitCode(exitNoRecord)
+		}
+		return &exitError{code: exitNoRecord, err: fmt.Errorf("no lease record for %q in this store", name)}
 	}
 	if err != nil {
 		return err
@@ -204,7 +221,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 Prints one line per change of the lease record of NAME (every renewal
 included) until interrupted. A watch that breaks (the server restarted,
 say) is started again after -interval. Holders and metadata with
-characters that are not printable are shown escaped.
+characters that are not printable are shown escaped. Flags may come
+before or after NAME.
 
 With -o json, every line on stdout is one JSON object, and nothing else
 is printed there:
@@ -285,22 +303,4 @@ func watchLoop(ctx context.Context, w store.Watcher[rawMeta], name string, retry
 		case <-time.After(retry):
 		}
 	}
-}
-
-// splitCommand splits "NAME -- COMMAND ARGS..." (the "--" is optional).
-func splitCommand(args []string) (name string, cmd []string, err error) {
-	if len(args) == 0 {
-		return "", nil, errors.New("want an election NAME and a COMMAND")
-	}
-	name, rest := args[0], args[1:]
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	if len(rest) == 0 {
-		return "", nil, fmt.Errorf("want a COMMAND to run after %q", name)
-	}
-	if strings.HasPrefix(name, "-") {
-		return "", nil, fmt.Errorf("flags go before NAME: %q", name)
-	}
-	return name, rest, nil
 }

@@ -34,9 +34,12 @@ func newRedactor(w io.Writer, args []string) io.Writer {
 	for _, a := range append(slices.Clone(args), os.Getenv(storeEnv)) {
 		for _, s := range argSecrets(a) {
 			secrets = append(secrets, s)
-			// As %q shows it, when that differs.
+			// As %q shows it, and as shellQuote does, when that differs.
 			if q := strconv.Quote(s.secret); q[1:len(q)-1] != s.secret {
 				secrets = append(secrets, argSecret{q[1 : len(q)-1], s.shown})
+			}
+			if q := strings.ReplaceAll(s.secret, "'", `'\''`); q != s.secret {
+				secrets = append(secrets, argSecret{q, s.shown})
 			}
 		}
 	}

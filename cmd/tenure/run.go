@@ -31,7 +31,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // runUsage is the help text of tenure run; the flags follow it.
-const runUsage = `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] NAME -- COMMAND [ARGS...]
+const runUsage = `usage: tenure run [--store URL] [--identity ID] [--repeat] [--grace 3s] [timing flags] NAME -- COMMAND [ARGS...]
 
 Takes part in the election NAME and runs COMMAND only while this process
 leads. The command gets TENURE_TOKEN (the term's fencing token), TENURE_NAME
@@ -52,17 +52,27 @@ when signal N ended it; 127 when COMMAND is not found and 126 when it
 cannot be run, as in a shell, checked before taking part). When leadership
 is lost and the command had to be stopped, tenure run exits too, unless
 --repeat: then it waits to lead again and runs the command again in the
-new term, until interrupted. Timings come from the TENURE_* environment
-variables (see docs/guide.md).
+new term, until interrupted.
+
+Flags may come before or after NAME; "--" must come before COMMAND, and
+everything after it is the command's. Timings come from --lease-duration,
+--renew-deadline, --retry-interval and --backend-timeout, which win over
+the TENURE_<NAME>_* and TENURE_* environment variables (see
+docs/guide.md), which win over the defaults; they are checked together
+(lease.Config.Validate), and an error names where each value it involves
+came from.
 
 The store URL comes from --store, or else from the TENURE_STORE
 environment variable, which keeps a password out of the process list.
-With -v, the client libraries' own log lines (go-redis, client-go) are
-shown too, at level INFO; without it they are dropped.
+With -v, tenure run says who leads while it follows (a line when it
+starts following and one for each new leader), logs the election's
+progress, and shows the client libraries' own log lines (go-redis,
+client-go) at level INFO; without it they are dropped.
 
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
   TENURE_STORE=postgres://app@db/app tenure run --repeat --grace 4s compactor -- ./compact --all
+  tenure run nightly --lease-duration 6s --renew-deadline 4s --backend-timeout 2s --grace 1s -- sh -c './report && ./mail'
 
 Flags:
 `
@@ -73,6 +83,7 @@ type runFlags struct {
 	repeat        bool
 	grace         time.Duration
 	verbose       bool
+	timings       timingFlags
 	name          string
 	command       []string
 }
@@ -88,19 +99,20 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.identity, "identity", "", "identity in the lease record (default: TENURE_<NAME>_IDENTITY, TENURE_IDENTITY, or hostname plus a random suffix)")
 	fs.BoolVar(&f.repeat, "repeat", false, "after losing leadership, wait to lead again and rerun the command, until interrupted")
 	fs.DurationVar(&f.grace, "grace", 3*time.Second, "time between SIGTERM and SIGKILL when the command must stop; keep it below LeaseDuration - RenewDeadline (5s by default) so the command is gone before the next leader starts its own")
-	fs.BoolVar(&f.verbose, "v", false, "log the election's progress to stderr")
+	fs.BoolVar(&f.verbose, "v", false, "say who leads while following, and log the election's progress, to stderr")
+	f.timings.define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	p, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return f, err
 	}
-	var err error
-	if f.name, f.command, err = splitCommand(fs.Args()); err != nil {
-		fs.Usage()
+	if f.name, f.command, err = splitCommand(p, args); err != nil {
 		return f, err
 	}
+	f.timings.visit(fs)
 	if f.grace < 0 {
 		return f, fmt.Errorf("--grace is %v, must be >= 0", f.grace)
 	}
@@ -131,6 +143,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.identity != "" {
 		opts = append(opts, lead.WithIdentity(f.identity))
 	}
+	if cfg, ok, err := f.timings.config(f.name, os.LookupEnv); err != nil {
+		return err
+	} else if ok {
+		opts = append(opts, lead.WithConfig(cfg))
+	}
 	e, err := lead.New(f.name, st, opts...)
 	if err != nil {
 		return err
@@ -140,6 +157,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			f.grace, cfg.LeaseDuration-cfg.RenewDeadline)
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	followed := make(chan struct{})
+	if f.verbose {
+		leaders, err := e.Leaders(runCtx)
+		if err != nil {
+			stopRun()
+			return err
+		}
+		go func() {
+			defer close(followed)
+			sayLeaders(leaders, e.Identity(), f.name, stderr)
+		}()
+	} else {
+		close(followed)
+	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- e.Run(runCtx) }()
 	defer func() {
@@ -147,6 +178,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := <-runErr; err != nil {
 			fmt.Fprintf(stderr, "tenure run: %v\n", err)
 		}
+		<-followed
 	}()
 	return leadCommand(ctx, e, f, stderr)
 }
@@ -183,6 +215,31 @@ func leadCommand(ctx context.Context, e *lead.Elector[rawMeta], f runFlags, stde
 			return err
 		default: // the command exited by itself
 			return exitCode(status)
+		}
+	}
+}
+
+// sayLeaders prints a line for each change of leader that leaders
+// reports while this process (identity) does not lead: who leads, with
+// its token and metadata, and that this process waits. It returns when
+// leaders is closed.
+func sayLeaders(leaders <-chan lead.Leader[rawMeta], identity, name string, stderr io.Writer) {
+	self := printable(identity)
+	for l := range leaders {
+		switch {
+		case l.Self:
+			// The term's own line says so ("leads ... starting").
+		case l.Holder != "":
+			meta := ""
+			if m := string(l.Record.Metadata); m != "" && m != "null" {
+				meta = ", metadata " + safeJSON(l.Record.Metadata)
+			}
+			fmt.Fprintf(stderr, "tenure run: %s leads %q (token %d%s); %s follows and waits to lead\n",
+				printable(l.Holder), name, l.Token, meta, self)
+		case l.Present:
+			fmt.Fprintf(stderr, "tenure run: nobody leads %q (the lease was released); %s tries to take it\n", name, self)
+		default:
+			fmt.Fprintf(stderr, "tenure run: no lease record for %q yet; %s tries to take the lease\n", name, self)
 		}
 	}
 }

@@ -113,11 +113,12 @@ var faultFlagNames = sim.FaultNames()
 func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 	a := &simArgs{}
 	fs := a.define(stderr)
-	if err := fs.Parse(args); err != nil {
+	p, err := parseArgs(fs, args, -1)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if extra := append(p.positional, p.rest...); len(extra) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", extra)
 	}
 	a.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { a.set[fl.Name] = true })
@@ -228,6 +229,31 @@ func (a *simArgs) defineTimings(fs *flag.FlagSet) {
 	fs.DurationVar(&a.cfg.RetryInterval, "retry", def.RetryInterval, "RetryInterval (overrides TENURE_*)")
 	fs.Float64Var(&a.cfg.RetryJitter, "jitter", def.RetryJitter, "RetryJitter (overrides TENURE_*)")
 	fs.DurationVar(&a.cfg.BackendTimeout, "backend-timeout", def.BackendTimeout, "BackendTimeout (overrides TENURE_*)")
+	// The names of tenure run's timing flags, for the same fields.
+	fs.DurationVar(&a.cfg.LeaseDuration, "lease-duration", def.LeaseDuration, "the same as -lease")
+	fs.DurationVar(&a.cfg.RenewDeadline, "renew-deadline", def.RenewDeadline, "the same as -renew")
+	fs.DurationVar(&a.cfg.RetryInterval, "retry-interval", def.RetryInterval, "the same as -retry")
+}
+
+// simTimingFlags are the timing flags of tenure sim for each lease.Config
+// field, by both their names.
+var simTimingFlags = map[string][]string{
+	"LeaseDuration":  {"lease", "lease-duration"},
+	"RenewDeadline":  {"renew", "renew-deadline"},
+	"RetryInterval":  {"retry", "retry-interval"},
+	"RetryJitter":    {"jitter"},
+	"BackendTimeout": {"backend-timeout"},
+}
+
+// timingFlag returns the flag that set field, as "-name", or "" when none
+// did.
+func (a *simArgs) timingFlag(field string) string {
+	for _, name := range simTimingFlags[field] {
+		if a.set[name] {
+			return "-" + name
+		}
+	}
+	return ""
 }
 
 // namedFaults returns the fault flags given, as -name.
@@ -309,19 +335,19 @@ func (a *simArgs) config() (lease.Config, error) {
 		return lease.Config{}, err
 	}
 	cfg := env.Config
-	for flagName, apply := range map[string]func(){
-		"lease":           func() { cfg.LeaseDuration = a.cfg.LeaseDuration },
-		"renew":           func() { cfg.RenewDeadline = a.cfg.RenewDeadline },
-		"retry":           func() { cfg.RetryInterval = a.cfg.RetryInterval },
-		"jitter":          func() { cfg.RetryJitter = a.cfg.RetryJitter },
-		"backend-timeout": func() { cfg.BackendTimeout = a.cfg.BackendTimeout },
+	for field, apply := range map[string]func(){
+		"LeaseDuration":  func() { cfg.LeaseDuration = a.cfg.LeaseDuration },
+		"RenewDeadline":  func() { cfg.RenewDeadline = a.cfg.RenewDeadline },
+		"RetryInterval":  func() { cfg.RetryInterval = a.cfg.RetryInterval },
+		"RetryJitter":    func() { cfg.RetryJitter = a.cfg.RetryJitter },
+		"BackendTimeout": func() { cfg.BackendTimeout = a.cfg.BackendTimeout },
 	} {
-		if a.set[flagName] {
+		if a.timingFlag(field) != "" {
 			apply()
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return lease.Config{}, err
+		return lease.Config{}, fmt.Errorf("%w (%s)", err, configSources(a.name, cfg, err.Error(), os.LookupEnv, a.timingFlag))
 	}
 	return cfg, nil
 }

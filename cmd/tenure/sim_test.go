@@ -74,6 +74,8 @@ func TestSimCommand(t *testing.T) {
 		{"replay command", []string{"-seeds", "3,4", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1,
 			"replay: tenure sim -seeds 3 -crash=true -drift-beyond=true -duration=5m0s -nodes=3 -partition=true"},
 		{"bad timings", []string{"-lease", "5s", "-renew", "6s"}, 1, "RenewDeadline"},
+		{"bad timings name their flags", []string{"-lease-duration", "5s", "-renew", "6s"}, 1, "(LeaseDuration 5s from -lease-duration, RenewDeadline 6s from -renew)"},
+		{"flags after a stray argument", []string{"extra", "-seeds", "1"}, 1, `unexpected arguments ["extra"]`},
 		{"bad width", []string{"-width", "3"}, 1, "-width"},
 		{"stray argument", []string{"extra"}, 1, "unexpected arguments"},
 		{"calm with a fault", []string{"-calm", "-crash"}, 1, "-calm runs no fault, but -crash"},

@@ -39,8 +39,9 @@ import (
 //     term any more. (On Linux the command also gets SIGKILL if the
 //     supervisor itself is killed.)
 //   - At the end of a term tenure run sends the supervisor SIGTERM; the
-//     supervisor sends SIGTERM (and SIGCONT) to the group and every
-//     descendant, and SIGKILL to whatever is left after the grace period.
+//     supervisor sends SIGTERM (and SIGCONT) to the group and to every
+//     descendant outside it, each process once, and SIGKILL to whatever
+//     is left after the grace period.
 //     When the command exits by itself, what it left running is stopped
 //     the same way. The supervisor exits, with the command's status, only
 //     once no process of the tree is left, so when tenure run releases the
@@ -175,14 +176,29 @@ func supervise(args []string, stderr io.Writer) int {
 // every descendant of the supervisor.
 type tree struct{ pgid int }
 
-// signal sends sig to the group and to every descendant. A descendant may
-// exit and its PID be reused between the scan and the signal: PIDs are not
-// reused that fast.
+// signal sends sig to the group, then to every descendant outside it, so
+// that each process gets sig once: a process in the group that got it
+// twice would run its handler twice (a shell's trap, a cleanup that must
+// not run twice). A descendant may exit and its PID be reused between the
+// scan and the signal: PIDs are not reused that fast. One that leaves the
+// group between the group's signal and the scan gets sig twice, one that
+// joins it then gets none; neither happens in the microseconds between.
 func (t tree) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-t.pgid, sig)
 	for _, pid := range descendants() {
+		if t.inGroup(pid) {
+			continue
+		}
 		_ = syscall.Kill(pid, sig)
 	}
+}
+
+// inGroup reports whether pid is in the command's process group, which
+// the group's signal reached. A process whose group cannot be read (it
+// exited) is not: signalling it again is harmless.
+func (t tree) inGroup(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == t.pgid
 }
 
 // groupAlive reports whether a process of the group is left.
