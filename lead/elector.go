@@ -154,6 +154,10 @@ type Elector[M any] struct {
 	longUntil    time.Duration // longWaitErr stands until then (monotonic since epoch)
 	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
 	leaders      leaderFeed[M] // see Leaders
+	// The claim last reported (fsm.ProblemClaim): its token, and when it
+	// will have stood for its wait (monotonic since epoch). See Status.
+	claimToken uint64
+	claimUntil time.Duration
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -416,6 +420,14 @@ type Status struct {
 	LastRenewal time.Time
 	// Deadline is when the open term's belief ends unless renewed.
 	Deadline time.Time
+	// Claim reports that the record in the store is this elector's claim:
+	// a record it created in a store that may lose records (see
+	// lease.Record's Claim). It does not lead on it; it takes it over, with
+	// a new token, at ClaimEnds, unless another elector takes the lease
+	// first.
+	Claim bool
+	// ClaimEnds is when the claim will have stood for its wait (if Claim).
+	ClaimEnds time.Time
 	// Err is what Elector.Err returns.
 	Err error
 }
@@ -432,6 +444,9 @@ func (e *Elector[M]) Status() Status {
 		s.InTerm, s.Term = true, t.term
 		s.Leading = e.leadingLocked() != nil
 		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
+	}
+	if e.term == nil && e.claimToken != 0 && e.haveRec && e.rec.Holder == e.id && e.rec.Token == e.claimToken {
+		s.Claim, s.ClaimEnds = true, e.epoch.Add(e.claimUntil)
 	}
 	return s
 }
