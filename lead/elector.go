@@ -465,7 +465,8 @@ func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
 
 // Record returns the last record this elector saw: who leads, since when,
 // how many handovers, the leader's metadata. ok is false until a record has
-// been seen, and while the store holds none.
+// been seen, and while the store holds none. A record whose Claim is true
+// is only a claim: its holder does not lead on it yet (see lease.Record).
 func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 	if e == nil {
 		return rec, false
