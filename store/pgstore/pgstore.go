@@ -396,7 +396,8 @@ SELECT false, ` + selected(c) + `, 0 FROM ` + c
 }
 
 // SchemaSQL returns the statements that create the Store's sequence and
-// table if they do not exist, as Migrate runs them. Teams that manage their
+// table if they do not exist, and add the claim column to a table made
+// before that column existed, as Migrate runs them. Teams that manage their
 // own schema can run them (or their equivalent) instead.
 func (s *Store[M]) SchemaSQL() string {
 	if s.Validate() != nil {
