@@ -247,9 +247,12 @@ func TestClaimAnnotation(t *testing.T) {
 	leases := e.client.CoordinationV1().Leases(e.ns)
 	claim := record("pod-a", 1)
 	claim.Claim = true
-	got, rev, err := st.CompareAndSwap(c, "job", 0, claim)
+	got, _, err := st.CompareAndSwap(c, "job", 0, claim)
 	if err != nil || !got.Claim {
 		t.Fatalf("create of a claim = %+v, %v; want Claim", got, err)
+	}
+	if rec, _, err := st.Get(c, "job"); err != nil || !rec.Claim {
+		t.Fatalf("Get of a claim = %+v, %v; want Claim", rec, err)
 	}
 	l, err := leases.Get(c, "job", metav1.GetOptions{})
 	if err != nil || l.Annotations[kubestore.AnnotationClaim] != l.Annotations[kubestore.AnnotationToken] {
