@@ -281,6 +281,14 @@ const (
 	// last accepted, counted from now, as after a rollback) and takes no
 	// watch event as a renewal until a read shows the record move on.
 	ProblemContradicted
+	// ProblemClaim: the record this node just created is only a claim
+	// (Options.LossyStore; the store did not vouch for it): the node does
+	// not lead on it. It follows its own record, with Token, like anyone's,
+	// and takes it over with a new token once it has stood for Wait, at
+	// Until (if nothing else changes meanwhile). Nothing is wrong: it is
+	// reported so that the wait can be told, since a leader whose record
+	// the store lost may still believe it leads.
+	ProblemClaim
 )
 
 // String names the problem for logs.
@@ -296,6 +304,8 @@ func (p Problem) String() string {
 		return "long wait"
 	case ProblemContradicted:
 		return "renewal hint contradicted"
+	case ProblemClaim:
+		return "claim"
 	}
 	return fmt.Sprintf("Problem(%d)", uint8(p))
 }
@@ -313,6 +323,12 @@ type Action struct {
 	// (store.ReleaseGuard), and otherwise answer with a conflict.
 	Guarded bool
 	Was     Lease
+	// Claim says that the Swap, if it succeeds, creates only a claim (see
+	// Options.LossyStore): the node will not lead on it unless the store
+	// vouches for it (Event.Vouched). The driver marks the record it
+	// writes (lease.Record's Claim) so that people can tell; the machine
+	// never reads it back.
+	Claim bool
 	// Token is the term's token (StartedLeading, StoppedLeading), or the
 	// largest token seen (ProblemTokensExhausted).
 	Token uint64

@@ -510,6 +510,7 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			// the loss. (Unless the store vouched that it lost no record
 			// for a LeaseDuration before the create: Event.Vouched.)
 			m.becomeFollower()
+			m.emit(Action{Kind: Report, Problem: ProblemClaim, Token: ev.Lease.Token, Revision: m.rev, Wait: m.patience(), Until: m.acquireAt()})
 			return
 		}
 		until := sat(m.pendingSent, m.pendingRD)

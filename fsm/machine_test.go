@@ -69,6 +69,14 @@ func aRead() Action { return Action{Kind: Read} }
 func acquire(exp lease.Revision, next Lease) Action {
 	return Action{Kind: Swap, Swap: Acquire, Expected: exp, Next: next}
 }
+
+// create is the Acquire of a record in a lossy store: only a claim.
+func create(next Lease) Action {
+	return Action{Kind: Swap, Swap: Acquire, Next: next, Claim: true}
+}
+func claimed(token uint64, rev lease.Revision, wait, until time.Duration) Action {
+	return Action{Kind: Report, Problem: ProblemClaim, Token: token, Revision: rev, Wait: wait, Until: until}
+}
 func renew(exp lease.Revision, next Lease) Action {
 	return Action{Kind: Swap, Swap: Renew, Expected: exp, Next: next}
 }
@@ -175,8 +183,8 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"a record created in a lossy store is a claim, led on after LeaseDuration", true, true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
-			{done(2*ms, me(1, 0), 1), nil, Follower},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
+			{done(2*ms, me(1, 0), 1), []Action{claimed(1, 1, 15*s, 15*s+2*ms)}, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
 			{tick(15*s + 2*ms - ns), nil, Follower},
@@ -461,7 +469,7 @@ func TestTransitions(t *testing.T) {
 		})},
 		{"leader conflict on a vanished record in a lossy store steps down and claims", true, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
-			{conflictAbsent(2*s + 2*ms), []Action{stopped(5, ReasonLost), acquire(0, me(6, 4))}, Candidate},
+			{conflictAbsent(2*s + 2*ms), []Action{stopped(5, ReasonLost), create(me(6, 4))}, Candidate},
 		})},
 		{"leader conflict showing its own renewal keeps the term", false, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
@@ -668,8 +676,8 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"lossy store: record lost after it was seen", true, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
-			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{done(9*s+2*ms, me(5, 3), 11), nil, Follower},
+			{readAbsent(9*s + 1*ms), []Action{create(me(5, 3))}, Candidate},
+			{done(9*s+2*ms, me(5, 3), 11), []Action{claimed(5, 11, 15*s, 24*s+2*ms)}, Follower},
 			{watched(10*s, other(4, 2), 10), nil, Follower},
 			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
 			{read(18*s+2*ms, me(5, 3), 11), nil, Follower},
@@ -677,7 +685,7 @@ func TestTransitions(t *testing.T) {
 		})},
 		{"lossy store: a create with an unknown outcome is a claim too", true, true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
 			{failed(5 * s), nil, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
@@ -691,7 +699,7 @@ func TestTransitions(t *testing.T) {
 			{read(9*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},
 			{failed(9*s + 200*ms), nil, Follower},
 			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
-			{readAbsent(18*s + 2*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{readAbsent(18*s + 2*ms), []Action{create(me(5, 3))}, Candidate},
 			{failed(18*s + 500*ms), nil, Follower},
 			{tick(27*s + 2*ms), []Action{aRead()}, Follower},
 			{read(27*s+3*ms, me(5, 3), 12), nil, Follower},
@@ -710,7 +718,7 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"lossy store: a record back after a read found none is a rollback", true, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
-			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
+			{readAbsent(9*s + 1*ms), []Action{create(me(5, 3))}, Candidate},
 			{conflict(9*s+2*ms, other(4, 2), 10), []Action{rolledBack(10, 10, 24*s+2*ms, 15*s)}, Follower},
 			{tick(18*s + 1*ms), []Action{aRead()}, Follower},
 			{read(18*s+2*ms, other(4, 2), 10), nil, Follower},
@@ -865,15 +873,15 @@ func TestTransitions(t *testing.T) {
 			{tick(0), []Action{aRead()}, Follower},
 			{read(1*ms, Lease{Holder: "other", Token: 4, Transitions: 2, LeaseDuration: 60 * s}, 10), []Action{longWait(10, 60*s, 60*s+1*ms)}, Follower},
 			{tick(9 * s), []Action{aRead()}, Follower},
-			{readAbsent(9*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{done(9*s+2*ms, me(5, 3), 11), []Action{longWait(11, 60*s, 69*s+2*ms)}, Follower},
+			{readAbsent(9*s + 1*ms), []Action{create(me(5, 3))}, Candidate},
+			{done(9*s+2*ms, me(5, 3), 11), []Action{longWait(11, 60*s, 69*s+2*ms), claimed(5, 11, 60*s, 69*s+2*ms)}, Follower},
 		}, polls(18*s+1*ms, 69*s+2*ms, me(5, 3), 11), []step{
 			{tick(69*s + 2*ms - ns), nil, Follower},
 			{tick(69*s + 2*ms), []Action{acquire(11, me(6, 3))}, Candidate},
 			{done(69*s+3*ms, me(6, 3), 12), []Action{started(6, 69*s+2*ms)}, Leader},
 			{tick(78*s + 2*ms), []Action{renew(12, me(6, 3))}, Leader},
-			{conflictAbsent(78*s + 3*ms), []Action{stopped(6, ReasonLost), acquire(0, me(7, 4))}, Candidate},
-			{done(78*s+4*ms, me(7, 4), 13), nil, Follower},
+			{conflictAbsent(78*s + 3*ms), []Action{stopped(6, ReasonLost), create(me(7, 4))}, Candidate},
+			{done(78*s+4*ms, me(7, 4), 13), []Action{claimed(7, 13, 15*s, 93*s+4*ms)}, Follower},
 		}, polls(87*s+3*ms, 93*s+4*ms, me(7, 4), 13), []step{
 			{tick(93*s + 4*ms - ns), nil, Follower},
 			{tick(93*s + 4*ms), []Action{acquire(13, me(8, 4))}, Candidate},
@@ -882,8 +890,8 @@ func TestTransitions(t *testing.T) {
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{read(9*s+1*ms, Lease{Holder: "evil", Token: 5, LeaseDuration: lease.MaxDuration + 1}, 11), []Action{corrupt(11)}, Follower},
 			{tick(18 * s), []Action{aRead()}, Follower},
-			{readAbsent(18*s + 1*ms), []Action{acquire(0, me(5, 3))}, Candidate},
-			{done(18*s+2*ms, me(5, 3), 12), nil, Follower},
+			{readAbsent(18*s + 1*ms), []Action{create(me(5, 3))}, Candidate},
+			{done(18*s+2*ms, me(5, 3), 12), []Action{claimed(5, 12, 15*s, 33*s+2*ms)}, Follower},
 			{tick(27*s + 1*ms), []Action{aRead()}, Follower},
 			{read(27*s+2*ms, me(5, 3), 12), nil, Follower},
 			{tick(33*s + 2*ms), []Action{acquire(12, me(6, 3))}, Candidate},
@@ -1070,13 +1078,13 @@ func TestVouchedCreates(t *testing.T) {
 	}{
 		{"a vouched create leads at once", true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
 			{vouched(2*ms, me(1, 0), 1), []Action{started(1, 1*ms)}, Leader},
 		}},
 		{"a create not vouched for is a claim", true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
-			{done(2*ms, me(1, 0), 1), nil, Follower},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
+			{done(2*ms, me(1, 0), 1), []Action{claimed(1, 1, 15*s, 15*s+2*ms)}, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
 			{tick(15*s + 2*ms - ns), nil, Follower},
@@ -1085,7 +1093,7 @@ func TestVouchedCreates(t *testing.T) {
 		}},
 		{"a create with an unknown outcome is a claim even if it landed", true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
 			{failed(500 * ms), nil, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
@@ -1097,12 +1105,12 @@ func TestVouchedCreates(t *testing.T) {
 		}},
 		{"a refused create is sent again a LeaseDuration later", true, []step{
 			{tick(0), []Action{aRead()}, Follower},
-			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
 			{conflictAbsent(2 * ms), nil, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{readAbsent(9*s + 2*ms), nil, Follower},
 			{tick(15*s + 2*ms - ns), nil, Follower},
-			{tick(15*s + 2*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{tick(15*s + 2*ms), []Action{create(me(1, 0))}, Candidate},
 		}},
 		{"a store that keeps its records and refuses a create is waited out too", false, []step{
 			{tick(0), []Action{aRead()}, Follower},

@@ -125,6 +125,7 @@ func (m *Machine) sendSwap(a Action) {
 	}
 	m.again = false
 	m.nextOp = sat(m.now, m.retryPause())
+	a.Claim = m.claims()
 	m.emit(a)
 }
 

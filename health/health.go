@@ -73,6 +73,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	name := h.src.Name()
+	if !st.InTerm && st.Claim {
+		fmt.Fprintf(w, "ok: %q not leading (%v): it holds a claim, which it takes over at %s\n",
+			name, st.State, st.ClaimEnds.UTC().Format(time.RFC3339Nano))
+		return
+	}
 	if !st.InTerm {
 		fmt.Fprintf(w, "ok: %q not leading (%v)\n", name, st.State)
 		return

@@ -40,6 +40,8 @@ func TestHandlerStates(t *testing.T) {
 	}{
 		{"follower", lead.Status{State: fsm.Follower}, 200, "not leading (Follower)"},
 		{"candidate", lead.Status{State: fsm.Candidate}, 200, "not leading"},
+		{"claimer", lead.Status{State: fsm.Follower, Claim: true, ClaimEnds: now.Add(15 * time.Second)}, 200,
+			"not leading (Follower): it holds a claim, which it takes over at 2026-11-29T12:00:15Z"},
 		{"fresh leader", lead.Status{State: fsm.Leader, InTerm: true, Leading: true, LastRenewal: now.Add(-2 * time.Second)}, 200, "last renewed 2s ago"},
 		{"leader at the limit", lead.Status{State: fsm.Leader, InTerm: true, LastRenewal: now.Add(-15 * time.Second)}, 200, "leading"},
 		{"stuck leader", lead.Status{State: fsm.Leader, InTerm: true, Term: lead.Term{Token: 7}, LastRenewal: now.Add(-15*time.Second - time.Millisecond)}, 503, "token 7"},

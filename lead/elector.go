@@ -168,6 +168,10 @@ type Elector[M any] struct {
 	// releaseEarly: releases do not wait for the bodies of the ended term
 	// (the unsafe variant, for tests only).
 	releaseEarly bool
+	// The claim last reported (fsm.ProblemClaim): its token, and when it
+	// will have stood for its wait (monotonic since epoch). See Status.
+	claimToken uint64
+	claimUntil time.Duration
 }
 
 // activeTerm is the term in progress, with the context that ends with it.
@@ -450,6 +454,14 @@ type Status struct {
 	LastRenewal time.Time
 	// Deadline is when the open term's belief ends unless renewed.
 	Deadline time.Time
+	// Claim reports that the record in the store is this elector's claim:
+	// a record it created in a store that may lose records (see
+	// lease.Record's Claim). It does not lead on it; it takes it over, with
+	// a new token, at ClaimEnds, unless another elector takes the lease
+	// first.
+	Claim bool
+	// ClaimEnds is when the claim will have stood for its wait (if Claim).
+	ClaimEnds time.Time
 	// Err is what Elector.Err returns.
 	Err error
 }
@@ -466,6 +478,9 @@ func (e *Elector[M]) Status() Status {
 		s.InTerm, s.Term = true, t.term
 		s.Leading = e.leadingLocked() != nil
 		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
+	}
+	if e.term == nil && e.claimToken != 0 && e.haveRec && e.rec.Holder == e.id && e.rec.Token == e.claimToken {
+		s.Claim, s.ClaimEnds = true, e.epoch.Add(e.claimUntil)
 	}
 	return s
 }
@@ -484,7 +499,8 @@ func (e *Elector[M]) ConfirmedWithin(d time.Duration) bool {
 
 // Record returns the last record this elector saw: who leads, since when,
 // how many handovers, the leader's metadata. ok is false until a record has
-// been seen, and while the store holds none.
+// been seen, and while the store holds none. A record whose Claim is true
+// is only a claim: its holder does not lead on it yet (see lease.Record).
 func (e *Elector[M]) Record() (rec lease.Record[M], ok bool) {
 	if e == nil {
 		return rec, false

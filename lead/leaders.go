@@ -30,6 +30,13 @@ type Leader[M any] struct {
 	// record says, not that this elector leads now: use IsLeader, Term or
 	// WithObserver for that.
 	Self bool
+	// Claim reports that the record says it is only a claim (lease.Record's
+	// Claim): its holder created it in a store that may lose records and
+	// does not lead on it yet. It takes it over with a new token, reported
+	// as a change, once the claim has stood for its LeaseDuration. Like the
+	// field it copies, it is for people: no elector decides anything on
+	// it.
+	Claim bool
 }
 
 // leaderKey is what makes two Leaders the same change: the holder and the
@@ -238,6 +245,7 @@ func (e *Elector[M]) seeLeaderLocked(absentSeen bool) {
 			l.Token = 0
 		}
 		l.Self = l.Holder != "" && l.Holder == e.id
+		l.Claim = l.Holder != "" && e.rec.Claim
 	case !absentSeen:
 		return
 	}

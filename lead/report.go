@@ -44,6 +44,15 @@ func (r *runner[M]) report(a fsm.Action) {
 		e.mu.Unlock()
 		r.logAt(slog.LevelWarn, "long-wait", "waiting longer than this elector's LeaseDuration for a longer lease seen in the store",
 			"name", e.name, "wait", a.Wait, "lease_duration", r.cfg.LeaseDuration, "revision", uint64(a.Revision), "error", err)
+	case fsm.ProblemClaim:
+		e.mu.Lock()
+		e.claimToken, e.claimUntil = a.Token, a.Until
+		at := e.epoch.Add(a.Until)
+		e.mu.Unlock()
+		// Every claim is told, at Info: nothing is wrong, but for a
+		// LeaseDuration nobody leads.
+		e.log.Info("created the record only as a claim: not leading on it until it has stood for the wait (the store may have lost a record whose holder could still believe it leads); taking it over with a new token at leads_at, unless another elector takes the lease first",
+			"token", a.Token, "wait", a.Wait, "leads_at", at, "state", r.m.State().String())
 	case fsm.ProblemContradicted:
 		r.logAt(slog.LevelWarn, "contradicted", "the store shows an older revision than a renewal its watch announced: a forged watch event, or a store that went back in time; no new term until the wait ends",
 			"revision", uint64(a.Revision), "announced", uint64(a.Newest), "wait", a.Wait)

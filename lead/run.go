@@ -530,7 +530,10 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 		LeaseDuration: a.Next.LeaseDuration,
 		AcquiredAt:    now,
 		RenewedAt:     now,
-		Metadata:      meta,
+		// For people only (see lease.Record's Claim): a create this
+		// elector will not lead on unless the store vouches for it.
+		Claim:    a.Swap == fsm.Acquire && a.Claim,
+		Metadata: meta,
 	}
 	switch a.Swap {
 	case fsm.Renew:

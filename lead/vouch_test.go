@@ -13,12 +13,16 @@ import (
 
 // vouchingStore is a store that says it may lose records and vouches for
 // every create it makes (as redisstore does once its marker has stood a
-// lease), through the context of the swap.
+// lease), through the context of the swap. A create it vouches for is no
+// claim, so it stores it with Claim false.
 type vouchingStore struct{ store.Store[meta] }
 
 func (vouchingStore) MayLoseRecords() bool { return true }
 
 func (s vouchingStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if expected == 0 {
+		next.Claim = false
+	}
 	rec, rev, err := s.Store.CompareAndSwap(ctx, name, expected, next)
 	if err == nil && expected == 0 {
 		store.VouchCreate(ctx)

@@ -12,8 +12,8 @@ type Revision uint64
 // Record is the lease record kept for one election name. Its shape follows
 // Kubernetes' LeaderElectionRecord so that it maps onto a Lease.
 //
-// AcquiredAt and RenewedAt are wall-clock times for people to read; Tenure
-// never uses them to decide who leads.
+// AcquiredAt, RenewedAt and Claim are for people to read; Tenure never uses
+// them to decide who leads.
 type Record[M any] struct {
 	// Holder is the identity of the current leader, or "" once released.
 	Holder string
@@ -32,6 +32,19 @@ type Record[M any] struct {
 	// Transitions counts the times leadership changed hands: it grows when a
 	// term starts with a holder other than the one recorded before.
 	Transitions uint64
+	// Claim marks a record its holder does not lead on yet. On a store that
+	// may lose records (store.Lossy), an elector that creates a record
+	// holds only a claim: a leader whose record the store lost may still
+	// believe it leads, so the creator follows its own record and takes it
+	// over, with a new token and Claim false, once the claim has stood for
+	// LeaseDuration. The elector sets Claim on such a create; a store that
+	// vouches for the create (store.CreateVouch), so that the creator leads
+	// at once, stores it with Claim false. Every store persists it.
+	//
+	// Claim is informational only, like AcquiredAt: no elector reads it to
+	// decide anything, and a record that says Claim wrongly changes nothing
+	// but what people are shown.
+	Claim bool
 	// Metadata is typed data attached by the holder.
 	Metadata M
 }

@@ -84,6 +84,7 @@ func EncodeRecord[M any](c Codec[M], next lease.Record[M]) (lease.Record[[]byte]
 		RenewedAt:     next.RenewedAt.Round(0),
 		LeaseDuration: next.LeaseDuration,
 		Transitions:   next.Transitions,
+		Claim:         next.Claim,
 		Metadata:      b,
 	}, m, nil
 }

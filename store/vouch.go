@@ -51,6 +51,20 @@ func WithCreateVouch(ctx context.Context, v *CreateVouch) context.Context {
 	return context.WithValue(ctx, vouchKey{}, v)
 }
 
+// VouchAsked is for stores: it reports whether ctx carries a CreateVouch,
+// that is whether the caller of a create asked the store to vouch for it.
+// A store that vouches for such a create stores its record with Claim
+// false, since its creator leads on it at once (see lease.Record's Claim);
+// a create nobody asked a vouch for is stored as given. A nil ctx carries
+// none.
+func VouchAsked(ctx context.Context) bool {
+	if ctx == nil {
+		return false
+	}
+	v, ok := ctx.Value(vouchKey{}).(*CreateVouch)
+	return ok && v != nil
+}
+
 // VouchCreate is for stores: it marks the CreateVouch that ctx carries, if
 // any, as vouched. Call it only under the conditions of CreateVouch. A nil
 // ctx does nothing.

@@ -64,6 +64,7 @@ type recordJSON struct {
 	RenewedAt     *time.Time      `json:"renewedAt,omitempty"`
 	LeaseDuration string          `json:"leaseDuration"`
 	Transitions   uint64          `json:"transitions"`
+	Claim         bool            `json:"claim,omitempty"` // only a claim: its holder does not lead yet (lease.Record's Claim)
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 }
 
@@ -71,6 +72,7 @@ func toJSON(name string, rec lease.Record[rawMeta], rev lease.Revision) recordJS
 	j := recordJSON{
 		Name: name, Revision: uint64(rev), Holder: rec.Holder, Token: rec.Token,
 		LeaseDuration: rec.LeaseDuration.String(), Transitions: rec.Transitions, Metadata: rec.Metadata,
+		Claim: rec.Claim && rec.Held(),
 	}
 	if !rec.AcquiredAt.IsZero() {
 		t := rec.AcquiredAt.UTC()
@@ -101,6 +103,9 @@ func printRecord(w io.Writer, format, name string, rec lease.Record[rawMeta], re
 	holder := printable(rec.Holder)
 	if rec.Holder == "" {
 		holder = "(none: released)"
+	}
+	if rec.Claim && rec.Held() {
+		holder += fmt.Sprintf(" (claim: does not lead yet; it takes the lease with a new token once this record has stood %v, unless another process takes it first)", rec.LeaseDuration)
 	}
 	meta := "-"
 	if m := string(rec.Metadata); m != "" && m != "null" {
@@ -162,7 +167,10 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 Prints the lease record of the election NAME: holder, fencing token, when
 the term was acquired and last renewed, the lease duration, the number of
-transitions and the leader's metadata. A holder or metadata with
+transitions and the leader's metadata. A record that is only a claim (its
+holder created it on a store that may lose records, and does not lead on
+it before it has stood a lease) says so after the holder, and has
+"claim": true in JSON. A holder or metadata with
 characters that are not printable (escape sequences, line breaks) is
 shown escaped: quoted, or with \u escapes inside JSON. Flags may come
 before or after NAME.
@@ -275,6 +283,9 @@ Flags:
 			holder := printable(r.Holder)
 			if r.Holder == "" {
 				holder = "(released)"
+			}
+			if r.Claim && r.Held() {
+				holder += " claim=true" // its holder does not lead yet
 			}
 			_, err = fmt.Fprintf(stdout, "%s  rev=%d holder=%s token=%d transitions=%d renewed=%s\n",
 				shown, ev.Revision, holder, r.Token, r.Transitions, formatTime(r.RenewedAt))

@@ -229,6 +229,9 @@ func sayLeaders(leaders <-chan lead.Leader[rawMeta], identity, name string, stde
 		switch {
 		case l.Self:
 			// The term's own line says so ("leads ... starting").
+		case l.Holder != "" && l.Claim:
+			fmt.Fprintf(stderr, "tenure run: %s claims %q (token %d): it does not lead yet, and takes the lease with a new token once its claim has stood %v, unless another process takes it first; %s follows\n",
+				printable(l.Holder), name, l.Token, l.Record.LeaseDuration, self)
 		case l.Holder != "":
 			meta := ""
 			if m := string(l.Record.Metadata); m != "" && m != "null" {

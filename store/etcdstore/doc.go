@@ -14,7 +14,8 @@
 //
 //	<prefix>leases/<name>   the record: a JSON object (holder, token, acquiredAt,
 //	                        renewedAt, leaseDurationNs, transitions, metadata
-//	                        as base64 of the codec's bytes)
+//	                        as base64 of the codec's bytes; claim, true, only
+//	                        on a claim)
 //	<prefix>tokens/<name>   the highest token issued under the name, in decimal
 //
 // The prefix is "tenure/" unless [WithPrefix] says otherwise. The record's

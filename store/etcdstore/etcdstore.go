@@ -223,6 +223,7 @@ func (s *Store[M]) decodeKV(name string, modRev int64, value []byte) (lease.Revi
 		RenewedAt:     r.RenewedAt,
 		LeaseDuration: r.LeaseDuration,
 		Transitions:   r.Transitions,
+		Claim:         r.Claim,
 	}
 	if err := store.ValidateStored(rec); err != nil {
 		return rev, lease.Record[M]{}, corrupt(name, err)
@@ -418,6 +419,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 				RenewedAt:     edge.StoredTime(next.RenewedAt),
 				LeaseDuration: next.LeaseDuration,
 				Transitions:   next.Transitions,
+				Claim:         next.Claim,
 				Metadata:      m,
 			}, rev, nil
 		}

@@ -14,7 +14,8 @@ import (
 )
 
 // stored is the value of a record key: a JSON object with every field
-// present. Pointers tell a missing field from a zero one.
+// present, save claim, which only a claim has (lease.Record's Claim).
+// Pointers tell a missing field from a zero one.
 type stored struct {
 	Holder          *string `json:"holder"`
 	Token           *uint64 `json:"token"`
@@ -23,6 +24,7 @@ type stored struct {
 	LeaseDurationNs *int64  `json:"leaseDurationNs"`
 	Transitions     *uint64 `json:"transitions"`
 	Metadata        *[]byte `json:"metadata"` // the codec's bytes, base64 in JSON
+	Claim           *bool   `json:"claim,omitempty"`
 }
 
 // encodeRecord returns the value stored for rec with the codec's metadata
@@ -37,6 +39,10 @@ func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte
 		return nil, fmt.Errorf("RenewedAt: %w", err)
 	}
 	d := int64(rec.LeaseDuration)
+	var claim *bool
+	if rec.Claim {
+		claim = &rec.Claim
+	}
 	return json.Marshal(stored{
 		Holder:          &rec.Holder,
 		Token:           &token,
@@ -45,6 +51,7 @@ func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte
 		LeaseDurationNs: &d,
 		Transitions:     &rec.Transitions,
 		Metadata:        &meta,
+		Claim:           claim,
 	})
 }
 
@@ -92,6 +99,7 @@ func decodeRecord(value []byte) (lease.Record[struct{}], []byte, error) {
 		RenewedAt:     renewed,
 		LeaseDuration: time.Duration(*s.LeaseDurationNs),
 		Transitions:   *s.Transitions,
+		Claim:         s.Claim != nil && *s.Claim,
 	}, *s.Metadata, nil
 }
 

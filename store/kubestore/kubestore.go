@@ -344,6 +344,7 @@ func (s *Store[M]) decode(l *coordinationv1.Lease) (rec lease.Record[M], rev lea
 		RenewedAt:     d.rec.RenewedAt,
 		LeaseDuration: d.rec.LeaseDuration,
 		Transitions:   d.rec.Transitions,
+		Claim:         d.rec.Claim,
 	}
 	if d.meta {
 		if rec.Metadata, err = s.codec.Decode(d.rec.Metadata); err != nil {

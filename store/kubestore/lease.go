@@ -48,6 +48,12 @@ const (
 	// API server does not write an unchanged object, and every swap must
 	// produce a new revision. Other writes remove it.
 	AnnotationRewrite = AnnotationPrefix + "rewrite"
+	// AnnotationClaim is set only on a record that is a claim (lease.Record's
+	// Claim), to its token in decimal; other writes remove it. A value
+	// other than the record's token (left by a writer that did not know
+	// the annotation) means no claim. Like Claim, it is for people: it
+	// never makes a Lease unreadable.
+	AnnotationClaim = AnnotationPrefix + "claim"
 )
 
 // FieldManager is the field manager Tenure names in its writes, as shown by
@@ -86,7 +92,11 @@ func encodeRecord[M any](r lease.Record[M], meta []byte) (encoded, error) {
 		AnnotationLeaseDuration:  nil,
 		AnnotationTransitions:    nil,
 		AnnotationRewrite:        nil,
+		AnnotationClaim:          nil,
 	}}
+	if r.Claim {
+		e.annotations[AnnotationClaim] = ptr(strconv.FormatUint(r.Token, 10))
+	}
 	if utf8.Valid(meta) {
 		e.annotations[AnnotationMetadata] = ptr(string(meta))
 	} else {
@@ -220,6 +230,7 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	}
 	d.rec.Token = d.floor
 	d.rec.Metadata = meta
+	d.rec.Claim = hasToken && a[AnnotationClaim] == token
 	// The exact values count only while the spec still holds them rounded
 	// (someone else may have changed the spec and kept the annotations).
 	if exactDur > 0 && s.LeaseDurationSeconds != nil && int64(*s.LeaseDurationSeconds) == int64((exactDur+time.Second-1)/time.Second) {

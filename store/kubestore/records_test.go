@@ -235,3 +235,46 @@ func TestIdenticalWriteNewRevision(t *testing.T) {
 		rev = next
 	}
 }
+
+// A claim is marked by its annotation, holding its token: the claim reads
+// back as one, the write that takes it over removes the annotation, and an
+// annotation of another token (left by a writer that did not know it) or
+// on a Lease client-go wrote last means no claim.
+func TestClaimAnnotation(t *testing.T) {
+	e := newEnv(t, "claim")
+	st := newStore[meta](t, e.client, e.ns)
+	c := ctx(t)
+	leases := e.client.CoordinationV1().Leases(e.ns)
+	claim := record("pod-a", 1)
+	claim.Claim = true
+	got, _, err := st.CompareAndSwap(c, "job", 0, claim)
+	if err != nil || !got.Claim {
+		t.Fatalf("create of a claim = %+v, %v; want Claim", got, err)
+	}
+	if rec, _, err := st.Get(c, "job"); err != nil || !rec.Claim {
+		t.Fatalf("Get of a claim = %+v, %v; want Claim", rec, err)
+	}
+	l, err := leases.Get(c, "job", metav1.GetOptions{})
+	if err != nil || l.Annotations[kubestore.AnnotationClaim] != l.Annotations[kubestore.AnnotationToken] {
+		t.Fatalf("annotations %v, %v; want %s to hold the token", l.Annotations, err, kubestore.AnnotationClaim)
+	}
+	l.Annotations[kubestore.AnnotationClaim] = "12"
+	if _, err := leases.Update(c, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _, err := st.Get(c, "job"); err != nil || rec.Claim {
+		t.Fatalf("Get with the annotation of another token = %+v, %v; want no Claim", rec, err)
+	}
+	rec, rev, err := st.Get(c, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := rec
+	term.Token++
+	if got, _, err = st.CompareAndSwap(c, "job", rev, term); err != nil || got.Claim {
+		t.Fatalf("takeover = %+v, %v; want no Claim", got, err)
+	}
+	if l, err = leases.Get(c, "job", metav1.GetOptions{}); err != nil || l.Annotations[kubestore.AnnotationClaim] != "" {
+		t.Fatalf("annotations after the takeover %v, %v; want no %s", l.Annotations, err, kubestore.AnnotationClaim)
+	}
+}

@@ -169,6 +169,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 			RenewedAt:     next.RenewedAt.Round(0),
 			LeaseDuration: next.LeaseDuration,
 			Transitions:   next.Transitions,
+			Claim:         next.Claim,
 			Metadata:      b,
 		}
 	} else {
@@ -489,6 +490,7 @@ func withMetadata[M any](r lease.Record[[]byte], m M) lease.Record[M] {
 		RenewedAt:     r.RenewedAt,
 		LeaseDuration: r.LeaseDuration,
 		Transitions:   r.Transitions,
+		Claim:         r.Claim,
 		Metadata:      m,
 	}
 }

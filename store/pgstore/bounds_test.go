@@ -354,3 +354,61 @@ func TestTableOfAnotherShape(t *testing.T) {
 		}
 	})
 }
+
+// oldSchema is the table (and sequence) that versions of the Store without
+// the claim column made.
+const oldSchema = `CREATE SEQUENCE %[1]s_revision AS bigint START WITH 1;
+CREATE TABLE %[1]s (
+	name              text PRIMARY KEY,
+	holder            text NOT NULL,
+	token             numeric(20,0) NOT NULL CHECK (token BETWEEN 0 AND 18446744073709551615),
+	revision          bigint NOT NULL CHECK (revision > 0),
+	acquired_at       timestamptz NOT NULL,
+	renewed_at        timestamptz NOT NULL,
+	lease_duration_ns bigint NOT NULL CHECK (lease_duration_ns >= 0),
+	transitions       numeric(20,0) NOT NULL CHECK (transitions BETWEEN 0 AND 18446744073709551615),
+	metadata          bytea NOT NULL
+);
+INSERT INTO %[1]s VALUES ('old', 'a', 7, 5, now(), now(), 15000000000, 1, '{}');`
+
+// A table made before the claim column existed is the Store's all the
+// same: the first use adds the column (a record written before reads back
+// with Claim false, and Claim then round trips); with automatic creation
+// off, the first use fails with ErrSchema saying what to run, and Migrate
+// adds it.
+func TestTableWithoutClaimIsMigrated(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		t.Run(fmt.Sprintf("auto %v", auto), func(t *testing.T) {
+			pool := newPool(t)
+			ctx := testCtx(t)
+			table := freshTable()
+			exec(t, pool, fmt.Sprintf(oldSchema, table))
+			st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(table), pgstore.WithAutoMigrate(auto))
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, rev, err := st.Get(ctx, "old")
+			if !auto {
+				if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), "column claim") || !strings.Contains(err.Error(), "ADD COLUMN IF NOT EXISTS claim") {
+					t.Fatalf("Get with automatic creation off: error %v; want ErrSchema saying how to add the column claim", err)
+				}
+				if err := st.Migrate(ctx); err != nil {
+					t.Fatalf("Migrate: %v", err)
+				}
+				old, rev, err = st.Get(ctx, "old")
+			}
+			if err != nil || old.Holder != "a" || old.Token != 7 || old.Claim || rev != 5 {
+				t.Fatalf("Get of the older record = %+v at %d, %v; want it, with no Claim", old, rev, err)
+			}
+			claim := rec("b", 1)
+			claim.Claim = true
+			got, _ := mustSwap(t, st, "new", 0, claim)
+			if back, _, err := st.Get(ctx, "new"); err != nil || !got.Claim || !back.Claim {
+				t.Fatalf("a claim on the migrated table: returned %+v, read back %+v, %v; want Claim", got, back, err)
+			}
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("Migrate again: %v", err)
+			}
+		})
+	}
+}

@@ -159,3 +159,48 @@ func TestChannelOfTheQualifiedTable(t *testing.T) {
 			schemas[1], table, schemas[0], table, revA, ev)
 	}
 }
+
+// A claim's notification carries no record (the "r1:" payload has no room
+// for Claim): a watcher reads the row and delivers the claim with Claim;
+// the write that takes it over is delivered without.
+func TestWatchDeliversClaim(t *testing.T) {
+	pool := newPool(t)
+	st := newStore(t, pool)
+	ctx := testCtx(t)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events, err := st.Watch(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-events; !ev.Absent {
+		t.Fatalf("first event = %+v; want Absent", ev)
+	}
+	until := func(rev lease.Revision) lease.Record[storetest.Meta] {
+		t.Helper()
+		for ev := range events {
+			if ev.Err != nil || ev.Absent {
+				t.Fatalf("event %+v", ev)
+			}
+			if ev.Revision == rev {
+				return ev.Record
+			}
+		}
+		t.Fatal("the watch ended")
+		return lease.Record[storetest.Meta]{}
+	}
+	claim := rec("a", 1)
+	claim.Claim = true
+	got, rev := mustSwap(t, st, "job", 0, claim)
+	if r := until(rev); !r.Claim {
+		t.Fatalf("the claim's event = %+v; want Claim", r)
+	}
+	next := got
+	next.Token++
+	next.Claim = false
+	_, rev = mustSwap(t, st, "job", rev, next)
+	if r := until(rev); r.Claim {
+		t.Fatalf("the takeover's event = %+v; want no Claim", r)
+	}
+}

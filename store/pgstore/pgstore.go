@@ -251,7 +251,7 @@ func (s *Store[M]) Channel() string {
 }
 
 // columns are the columns of a record.
-const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata"
+const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim"
 
 // selected returns the columns of a record as row.dest reads them, from the
 // table or CTE named alias: the numbers as text, so that whatever a row
@@ -260,7 +260,7 @@ const columns = "holder, token, revision, acquired_at, renewed_at, lease_duratio
 func selected(alias string) string {
 	a := alias + "."
 	return a + "holder, " + a + "token::text, " + a + "revision::text, " + a + "acquired_at, " + a + "renewed_at, " +
-		a + "lease_duration_ns::text, " + a + "transitions::text, " + a + "metadata"
+		a + "lease_duration_ns::text, " + a + "transitions::text, " + a + "metadata, " + a + "claim"
 }
 
 // The bounds of store.ValidateStored and store.MaxRevision, as SQL
@@ -311,8 +311,9 @@ const notifyMetadataMax = 2048
 // notifySQL returns the select list that announces the row of alias a
 // (its name in $1) on the channel in parameter ch, with one notification:
 // the whole record ("r1:" payload, see parseNotification) when its metadata
-// is small enough and its times finite, otherwise "REVISION:NAME", on which
-// the listeners read the row. (Until 2026-12 every write sent both, the
+// is small enough, its times finite and it is no claim (lease.Record's
+// Claim, which the "r1:" payload does not carry), otherwise
+// "REVISION:NAME", on which the listeners read the row. (Until 2026-12 every write sent both, the
 // second for listeners that predated the record payload, none of them
 // released: every listener received and parsed two notifications per
 // write, a quarter of a 10,000-name process's CPU went to listening.)
@@ -323,7 +324,8 @@ func notifySQL(a, ch string) string {
 	full := `'r1:' || ` + a + `.revision::text || ':' || ` + a + `.token::text || ':' || ` + a + `.transitions::text || ':' || ` +
 		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
 		`encode(` + a + `.metadata, 'hex') || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
-	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax)
+	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax) +
+		` AND ` + a + `.claim IS NOT TRUE`
 	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) ELSE pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1) END`
 }
 
@@ -353,10 +355,10 @@ func (s *Store[M]) buildSQL() {
 	// and only if this statement inserted it.
 	s.sqlCreate = `WITH ` + r + ` AS (SELECT nextval($9::text::regclass) AS rev),
 ` + w + ` AS (
-	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata)
-	SELECT $1, $2, greatest($3::numeric, ` + sqlClockToken + `), ` + r + `.rev, $4, $5, $6, $7, $8 FROM ` + r + `
+	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim)
+	SELECT $1, $2, greatest($3::numeric, ` + sqlClockToken + `), ` + r + `.rev, $4, $5, $6, $7, $8, $11 FROM ` + r + `
 	ON CONFLICT (name) DO UPDATE SET holder = t.holder
-	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata
+	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata, t.claim
 ),
 ` + n + ` AS (SELECT ` + notifySQL(w, "$10") + ` FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
 SELECT coalesce(` + w + `.revision = ` + r + `.rev, false), ` + selected(w) + `, (SELECT count(*) FROM ` + n + `)
@@ -379,7 +381,7 @@ FROM ` + w + `, ` + r
 	s.sqlUpdate = `WITH ` + u + ` AS (
 	UPDATE ` + t + ` AS t SET holder = $3, token = ` + sqlNextToken + `,
 		revision = greatest(nextval($10::text::regclass), t.revision + 1, ` + sqlClockToken + `),
-		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9
+		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9, claim = $16
 	WHERE t.name = $1 AND t.revision = $2 AND ` + sqlValid + `
 		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
 		AND ` + sqlReleased + `
@@ -394,7 +396,8 @@ SELECT false, ` + selected(c) + `, 0 FROM ` + c
 }
 
 // SchemaSQL returns the statements that create the Store's sequence and
-// table if they do not exist, as Migrate runs them. Teams that manage their
+// table if they do not exist, and add the claim column to a table made
+// before that column existed, as Migrate runs them. Teams that manage their
 // own schema can run them (or their equivalent) instead.
 func (s *Store[M]) SchemaSQL() string {
 	if s.Validate() != nil {
@@ -404,6 +407,11 @@ func (s *Store[M]) SchemaSQL() string {
 }
 
 func schemaSQL(table, seq pgx.Identifier, now time.Time) string {
+	return createSQL(table, seq, now) + addClaimSQL(table)
+}
+
+// createSQL creates the sequence and the table if they do not exist.
+func createSQL(table, seq pgx.Identifier, now time.Time) string {
 	// The sequence starts at the current time in microseconds, so that if
 	// it is ever lost and created again, the new one still continues above
 	// the revisions the old one handed out (unless more than a million
@@ -419,9 +427,17 @@ func schemaSQL(table, seq pgx.Identifier, now time.Time) string {
 	renewed_at        timestamptz NOT NULL,
 	lease_duration_ns bigint NOT NULL CHECK (lease_duration_ns >= 0),
 	transitions       numeric(20,0) NOT NULL CHECK (transitions BETWEEN 0 AND 18446744073709551615),
-	metadata          bytea NOT NULL
+	metadata          bytea NOT NULL,
+	claim             boolean NOT NULL DEFAULT false
 );
 `
+}
+
+// addClaimSQL adds the claim column to a table made before it existed.
+// Migrate runs it only once the table is found to be the Store's
+// (checkTable): it never alters a table of someone else's.
+func addClaimSQL(table pgx.Identifier) string {
+	return "ALTER TABLE " + table.Sanitize() + " ADD COLUMN IF NOT EXISTS claim boolean NOT NULL DEFAULT false;\n"
 }
 
 // lockKey is the advisory lock Migrate takes: one per table, so that
@@ -434,10 +450,11 @@ func (s *Store[M]) lockKey() int64 {
 }
 
 // Migrate creates the Store's sequence and table if they do not exist
-// (SchemaSQL shows the statements). It runs them in one transaction under a
-// transaction-scoped advisory lock, so that processes starting together do
-// not race to create the same table. It is safe to call at any time and
-// changes nothing that exists. It fails with an error wrapping ErrSchema
+// (SchemaSQL shows the statements), and adds the claim column to a table of
+// the Store's made before that column existed. It runs them in one
+// transaction under a transaction-scoped advisory lock, so that processes
+// starting together do not race to create the same table. It is safe to
+// call at any time and changes nothing else that exists. It fails with an error wrapping ErrSchema
 // when a relation of the table's name exists but cannot hold the records
 // (naming each column missing or of a type the Store cannot use), or when
 // a relation other than a sequence has the sequence's name.
@@ -457,10 +474,14 @@ func (s *Store[M]) Migrate(ctx context.Context) error {
 			if err := s.checkSequenceName(ctx, tx); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, s.SchemaSQL()); err != nil {
+			if _, err := tx.Exec(ctx, createSQL(s.table, s.seq, time.Now())); err != nil {
 				return err
 			}
-			schema, err = s.checkTable(ctx, tx)
+			var noClaim bool
+			if schema, noClaim, err = s.checkTable(ctx, tx); err != nil || !noClaim {
+				return err
+			}
+			_, err = tx.Exec(ctx, addClaimSQL(s.table))
 			return err
 		})
 	})
@@ -493,6 +514,7 @@ var tableColumns = []struct {
 	{"lease_duration_ns", "bigint", "N", ""},
 	{"transitions", "numeric(20,0)", "N", ""},
 	{"metadata", "bytea", "", "bytea"},
+	{"claim", "boolean NOT NULL DEFAULT false", "", "bool"},
 }
 
 // sqlTableColumns lists the relation that the table's name ($1) stands for
@@ -514,17 +536,18 @@ type querier interface {
 }
 
 // checkTable returns the schema of the table the Store's statements use,
-// found through the search_path when the Store's table has no schema. It
-// fails with ErrSchema, naming the table and each column that
+// found through the search_path when the Store's table has no schema, and
+// whether its only lack is the claim column, which Migrate adds (a table
+// made before that column existed). It fails with ErrSchema, naming the table and each column that
 // is missing or of a type the Store cannot use, when the relation its
 // statements would use under the table's name cannot hold its records: a
 // table of someone else's of the same name, say, which CREATE TABLE IF NOT
 // EXISTS leaves as it is. Without it every statement would fail with the
 // server's "column t.revision does not exist".
-func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, err error) {
+func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, noClaim bool, err error) {
 	rows, err := q.Query(ctx, sqlTableColumns, s.table.Sanitize())
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	type column struct {
 		typname, category, sqlType string
@@ -541,7 +564,7 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, er
 		var unique bool
 		if err := rows.Scan(&k, &nsp, &name, &typname, &category, &sqlType, &unique); err != nil {
 			rows.Close()
-			return "", err
+			return "", false, err
 		}
 		found, kind, schema = true, k, nsp
 		if name != nil && typname != nil && category != nil && sqlType != nil {
@@ -549,11 +572,11 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, er
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return "", err
+		return "", false, err
 	}
 	t := s.table.Sanitize()
 	if !found {
-		return "", fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
+		return "", false, fmt.Errorf("%w: the table %s does not exist (automatic creation is off: create it with Migrate or the statements of Store.SchemaSQL)", ErrSchema, t)
 	}
 	var problems []string
 	if kind != "r" && kind != "p" {
@@ -566,6 +589,8 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, er
 	for _, want := range tableColumns {
 		c, ok := cols[want.name]
 		switch {
+		case !ok && want.name == "claim":
+			noClaim = true
 		case !ok:
 			problems = append(problems, fmt.Sprintf("column %s is missing (the Store creates it %s)", want.name, want.created))
 		case want.category != "" && c.category != want.category, want.category == "" && c.typname != want.typname:
@@ -575,9 +600,9 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, er
 		}
 	}
 	if len(problems) == 0 {
-		return schema, nil
+		return schema, noClaim, nil
 	}
-	return "", fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
+	return "", false, fmt.Errorf("%w: the table %s cannot hold the Store's records: %s: rename or fix it, or choose another table with WithTable",
 		ErrSchema, t, strings.Join(problems, "; "))
 }
 
@@ -670,7 +695,13 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 	}
 	var schema string
 	err := s.retry(ctx, connectionLost, func() (err error) {
-		schema, err = s.checkTable(ctx, s.pool)
+		var noClaim bool
+		schema, noClaim, err = s.checkTable(ctx, s.pool)
+		if err == nil && noClaim {
+			t := s.table.Sanitize()
+			err = fmt.Errorf("%w: the table %s has no column claim, which this version of the Store writes (a table made by an older one): "+
+				"add it with Migrate, or run %q (automatic creation is off)", ErrSchema, t, strings.TrimSpace(addClaimSQL(s.table)))
+		}
 		return err
 	})
 	if err != nil {
@@ -688,7 +719,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	if expected == 0 {
 		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-			s.seqText, s.Channel()}}
+			s.seqText, s.Channel(), enc.Claim}}
 	}
 	// No stored revision exceeds MaxInt64: a larger expected revision
 	// matches nothing, and neither does -1.
@@ -702,7 +733,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	}
 	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration)}}
+		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration), enc.Claim}}
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the
@@ -730,10 +761,11 @@ type row struct {
 	durationNS  *string
 	transitions *string
 	metadata    *[]byte
+	claim       *bool // NULL (a notification's record, which has none) is false
 }
 
 func (r *row) dest() []any {
-	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata}
+	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata, &r.claim}
 }
 
 // rev returns the row's revision, or 0 when it is not one.
@@ -797,6 +829,7 @@ func (r *row) parse() (lease.Record[[]byte], lease.Revision, error) {
 	rec.RenewedAt = when("renewed_at", r.renewedAt)
 	rec.LeaseDuration = time.Duration(number("lease_duration_ns", r.durationNS, math.MaxInt64))
 	rec.Transitions = number("transitions", r.transitions, math.MaxUint64)
+	rec.Claim = r.claim != nil && *r.claim
 	if r.metadata == nil {
 		bad("column metadata is NULL")
 	} else {
@@ -828,6 +861,7 @@ func (s *Store[M]) record(name string, r *row) (lease.Record[M], lease.Revision,
 		RenewedAt:     raw.RenewedAt,
 		LeaseDuration: raw.LeaseDuration,
 		Transitions:   raw.Transitions,
+		Claim:         raw.Claim,
 		Metadata:      m,
 	}, rev, nil
 }

@@ -386,6 +386,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
 		gateOn, seen, age, "born:" + escape(name),
+		claimArg(ctx, expected, next, s.gate != nil),
 	}
 	if was != nil {
 		// The guard's arguments (a plain swap, a renewal, sends none).
@@ -416,17 +417,18 @@ func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.
 	}
 	if s.gate != nil && len(reply) > 1 && (status == "ok" || status == "conflict" || status == "absent") {
 		// Every one of these replies ends with the marker's nonce, save
-		// "ok", which adds whether the create was vouched for.
+		// "ok", which adds whether the create was vouched for and whether
+		// the record is a claim.
 		i := len(reply) - 1
 		if status == "ok" {
-			i--
+			i -= 2
 		}
 		if nonce, ok := reply[i].(string); ok {
 			s.gate.saw(nonce)
 		}
 	}
 	switch {
-	case status == "ok" && len(reply) == 5:
+	case status == "ok" && len(reply) == 6:
 		rs, _ := reply[1].(string)
 		ts, _ := reply[2].(string)
 		rev, ok1 := decimal(rs)
@@ -443,12 +445,15 @@ func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.
 			Transitions:   next.Transitions,
 			Metadata:      m,
 		}
+		if c, _ := reply[5].(string); c == "1" {
+			rec.Claim = true
+		}
 		if v, _ := reply[4].(string); v == "1" && expected == 0 && s.gate != nil {
 			store.VouchCreate(ctx)
 		}
 		return rec, lease.Revision(rev), nil
-	case status == "conflict" && len(reply) == 2+numFields:
-		r, err := rawFromReply(reply[1 : 1+numFields])
+	case status == "conflict" && len(reply) == 3+numFields:
+		r, err := rawFromReply(reply[1 : 2+numFields])
 		if err != nil {
 			return lease.Record[M]{}, 0, corrupt(name, err)
 		}
@@ -474,6 +479,22 @@ func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.
 	}
 }
 
+// claimArg is the script's claim argument (ARGV[15]) for a swap of next
+// expecting revision expected: "" when next is no claim; "v" (a claim
+// unless the gate vouches for it) for a create whose caller asked for a
+// vouch, with the gate on, since a create the gate vouches for is led on
+// at once (see lease.Record's Claim); "1" otherwise.
+func claimArg[M any](ctx context.Context, expected lease.Revision, next lease.Record[M], gate bool) string {
+	switch {
+	case !next.Claim:
+		return ""
+	case gate && expected == 0 && store.VouchAsked(ctx):
+		return "v"
+	default:
+		return "1"
+	}
+}
+
 // decode checks and converts a stored record: its fields must parse and
 // pass store.ValidateStored, and its metadata must decode.
 func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision, error) {
@@ -488,6 +509,7 @@ func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision,
 		RenewedAt:     p.renewed,
 		LeaseDuration: p.duration,
 		Transitions:   p.transitions,
+		Claim:         p.claim,
 	}
 	if err := store.ValidateStored(rec); err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)

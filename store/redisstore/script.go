@@ -31,6 +31,12 @@ const (
 	fMeta        = "meta"        // metadata, as encoded by the codec
 	fSum         = "sum"         // SHA-1 (hex) of the fields above; see checksum
 	numFields    = 10
+	// fClaim, beside the fields above, is the revision of a record written
+	// as a claim (lease.Record's Claim); absent, or another revision than
+	// the record's (a write that did not know the field), means no claim.
+	// It is for people, like Claim: the checksum does not cover it, and a
+	// hand edit of it changes nothing but what Claim says.
+	fClaim = "claim"
 )
 
 // fieldNames lists the fields in order.
@@ -51,17 +57,22 @@ const sumPrefix = "tenure/1\x00"
 //	ARGV[12] the marker nonce this process saw last ("" if none)
 //	ARGV[13] how long this process has seen it, in nanoseconds, decimal
 //	ARGV[14] the marker's field for the name: "born:" and the key's tag
-//	ARGV[15] "1": the swap is guarded (store.ReleaseGuard; absent for a plain swap): it writes only
-//	         over a released record with token ARGV[16], transitions
-//	         ARGV[17] and duration ARGV[18] (decimal), and never creates one
+//	ARGV[15] "1": the record is a claim (field claim); "v": a claim unless
+//	         the gate vouches for the create; "": no claim
+//	ARGV[16] "1": the swap is guarded (store.ReleaseGuard; absent for a plain swap): it writes only
+//	         over a released record with token ARGV[17], transitions
+//	         ARGV[18] and duration ARGV[19] (decimal), and never creates one
 //
 // Replies (nonce is the marker's, "" with the gate off):
 //
-//	{"ok", rev, token, nonce, v}   written (or already written by this very
+//	{"ok", rev, token, nonce, v, c} written (or already written by this very
 //	                               call, when go-redis retried it); v is "1"
-//	                               when the gate vouches for the create
-//	{"conflict", <10 fields>, nonce} the stored revision differs (or the
-//	                               stored record is not the guard's)
+//	                               when the gate vouches for the create, c
+//	                               is "1" when the record is a claim
+//	{"conflict", <10 fields>, claim, nonce} the stored revision differs (or
+//	                               the stored record is not the guard's);
+//	                               claim is the stored claim field, or ""
+
 //	{"absent", nonce}              the record is absent and ARGV[1] ~= "0"
 //	                               or the swap is guarded
 //	{"corrupt", reason}            the stored record cannot be read, breaks
@@ -266,15 +277,19 @@ if kind ~= 'none' then
   end
   local why = invalid(cur)
   if why then return {'corrupt', why} end
+  local cclaim = redis.call('HGET', key, 'claim') or ''
   if cur[2] == ARGV[2] then
-    return {'ok', cur[1], cur[4], mnonce, '0'}
+    local c = '0'
+    if cclaim == cur[1] then c = '1' end
+    return {'ok', cur[1], cur[4], mnonce, '0', c}
   end
-  if cur[1] ~= ARGV[1] or ARGV[15] == '1' and (cur[3] ~= '' or cur[4] ~= ARGV[16] or cur[8] ~= ARGV[17] or cur[7] ~= ARGV[18]) then
+  if cur[1] ~= ARGV[1] or ARGV[16] == '1' and (cur[3] ~= '' or cur[4] ~= ARGV[17] or cur[8] ~= ARGV[18] or cur[7] ~= ARGV[19]) then
     table.insert(cur, 1, 'conflict')
+    table.insert(cur, cclaim)
     table.insert(cur, mnonce)
     return cur
   end
-elseif ARGV[1] ~= '0' or ARGV[15] == '1' then
+elseif ARGV[1] ~= '0' or ARGV[16] == '1' then
   return {'absent', mnonce}
 end
 
@@ -310,12 +325,21 @@ for i = 1, #F do
   args[2 * i] = v[i]
   msg[i] = #v[i] .. ':' .. v[i]
 end
+local claim = '0'
+if ARGV[15] == '1' or ARGV[15] == 'v' and vouched ~= '1' then
+  claim = '1'
+  table.insert(args, 'claim')
+  table.insert(args, rev)
+  table.insert(msg, #rev .. ':' .. rev)
+elseif cur then
+  redis.call('HDEL', key, 'claim')
+end
 redis.call('HSET', key, unpack(args))
 if gate then
   redis.call('HSETNX', KEYS[2], ARGV[14], '1')
 end
 redis.call('PUBLISH', ARGV[3], table.concat(msg))
-return {'ok', rev, token, mnonce, vouched}
+return {'ok', rev, token, mnonce, vouched, claim}
 `)
 
 // The bounds the script applies, as decimal text.
@@ -326,8 +350,9 @@ var (
 	maxHolderText   = strconv.Itoa(store.MaxHolderBytes)
 )
 
-// raw is a record as stored: the fields of the hash, in fieldNames order.
-type raw [numFields]string
+// raw is a record as stored: the fields of the hash, in fieldNames order,
+// then the claim field ("" when absent).
+type raw [numFields + 1]string
 
 // sum writes into out the hex digits of the SHA-1 that the script stores in
 // the sum field: it covers every other field, so that a hash edited by hand
@@ -366,19 +391,25 @@ func rawFromMap(m map[string]string) (raw, error) {
 		}
 		r[i] = v
 	}
+	r[numFields] = m[fClaim]
 	return r, nil
 }
 
-// rawFromReply builds a raw record from the fields of a script reply.
+// rawFromReply builds a raw record from the fields of a script reply, the
+// claim field last.
 func rawFromReply(vals []any) (raw, error) {
 	var r raw
-	if len(vals) != numFields {
-		return r, fmt.Errorf("the script replied with %d fields, want %d", len(vals), numFields)
+	if len(vals) != len(r) {
+		return r, fmt.Errorf("the script replied with %d fields, want %d", len(vals), len(r))
 	}
 	for i, v := range vals {
 		s, ok := v.(string)
 		if !ok {
-			return r, fmt.Errorf("field %s: the script replied with a %T", fieldNames[i], v)
+			f := fClaim
+			if i < numFields {
+				f = fieldNames[i]
+			}
+			return r, fmt.Errorf("field %s: the script replied with a %T", f, v)
 		}
 		r[i] = s
 	}
@@ -390,10 +421,14 @@ func rawFromReply(vals []any) (raw, error) {
 var errBadMessage = errors.New("malformed message")
 
 // rawFromMessage parses a published message: every field as its length in
-// decimal, a colon, and its bytes.
+// decimal, a colon, and its bytes; the claim field last, only in the
+// message of a claim.
 func rawFromMessage(msg string) (raw, error) {
 	var r raw
-	for i := range numFields {
+	for i := range numFields + 1 {
+		if i == numFields && msg == "" {
+			break
+		}
 		colon := strings.IndexByte(msg, ':')
 		if colon < 1 || colon > 10 {
 			return r, errBadMessage
@@ -421,6 +456,7 @@ type parsed struct {
 	duration    time.Duration
 	transitions uint64
 	meta        string
+	claim       bool
 }
 
 // parse checks the checksum and every field of r. Its errors say what is
@@ -457,6 +493,7 @@ func (r *raw) parse() (parsed, error) {
 		return p, fmt.Errorf("field %s = %.40q is not a count", fTransitions, r[7])
 	}
 	p.meta = r[8]
+	p.claim = r[numFields] == r[0]
 	return p, nil
 }
 

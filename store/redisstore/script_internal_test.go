@@ -32,7 +32,7 @@ func TestRetriedSwapIsIdempotent(t *testing.T) {
 	ctx := t.Context()
 	args := []any{"0", "nonce-1", st.channel("n"), "a", "1", "", "", "1000", "0", `"m"`}
 	first, err := casScript.Run(ctx, c, []string{st.key("n")}, args...).StringSlice()
-	if err != nil || len(first) != 5 || first[0] != "ok" {
+	if err != nil || len(first) != 6 || first[0] != "ok" {
 		t.Fatalf("first run: %q, %v", first, err)
 	}
 	again, err := casScript.Run(ctx, c, []string{st.key("n")}, args...).StringSlice()
@@ -59,10 +59,14 @@ func (r *raw) checksum() string {
 }
 
 // message is the message the script publishes for r: every field as its
-// length in decimal, a colon, and the field.
+// length in decimal, a colon, and the field; the claim field only when set.
 func message(r raw) string {
 	var b strings.Builder
-	for _, f := range r {
+	fields := r[:]
+	if r[numFields] == "" {
+		fields = r[:numFields]
+	}
+	for _, f := range fields {
 		b.WriteString(strconv.Itoa(len(f)))
 		b.WriteByte(':')
 		b.WriteString(f)
@@ -78,10 +82,23 @@ func TestMessageRoundTrip(t *testing.T) {
 	if err != nil || got != r {
 		t.Fatalf("rawFromMessage = %q, %v; want %q", got, err, r)
 	}
+	if p, err := got.parse(); err != nil || p.claim {
+		t.Fatalf("parse without a claim field = %+v, %v; want no claim", p, err)
+	}
 	if _, err := got.parse(); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	for _, bad := range []string{"", "3:abc", msg + "x", "x:" + msg, "99999999999:a", "-1:" + msg} {
+	// A claim's message carries its claim field last.
+	r[numFields] = r[0]
+	claimMsg := message(r)
+	got, err = rawFromMessage(claimMsg)
+	if err != nil || got != r {
+		t.Fatalf("rawFromMessage of a claim = %q, %v; want %q", got, err, r)
+	}
+	if p, err := got.parse(); err != nil || !p.claim {
+		t.Fatalf("parse of a claim = %+v, %v; want claim", p, err)
+	}
+	for _, bad := range []string{"", "3:abc", msg + "x", claimMsg + "0:", "x:" + msg, "99999999999:a", "-1:" + msg} {
 		if _, err := rawFromMessage(bad); err == nil {
 			t.Errorf("rawFromMessage(%.40q) succeeded", bad)
 		}
@@ -152,7 +169,7 @@ func TestResentCallMakesAMarkerOfItsOwn(t *testing.T) {
 	run := func(what string) string {
 		t.Helper()
 		r, err := casScript.Run(ctx, c, keys, args...).StringSlice()
-		if err != nil || len(r) != 5 || r[0] != "ok" || r[3] == "" {
+		if err != nil || len(r) != 6 || r[0] != "ok" || r[3] == "" {
 			t.Fatalf("%s: %q, %v", what, r, err)
 		}
 		return r[3]

@@ -320,6 +320,25 @@ func testFieldsRoundTrip[M any](e *env[M]) {
 		got, rev := e.swap(name, 0, r)
 		e.stored(name, got, rev)
 	}
+	// Claim round trips: a create marked Claim, then the new term that
+	// takes it over, which is not, then a claim again over a released
+	// record.
+	name := e.name("fields-claim")
+	r := e.term("holder-a", 1)
+	r.Claim = true
+	got, rev := e.swap(name, 0, r)
+	e.stored(name, got, rev)
+	r = e.term("holder-a", got.Token+1)
+	got, rev = e.swap(name, rev, r)
+	e.stored(name, got, rev)
+	r = got
+	r.Holder = ""
+	got, rev = e.swap(name, rev, r)
+	e.stored(name, got, rev)
+	r = e.term("holder-b", got.Token+1)
+	r.Claim = true
+	got, rev = e.swap(name, rev, r)
+	e.stored(name, got, rev)
 }
 
 // endedContext is a context that has ended, and the error it ends with.

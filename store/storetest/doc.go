@@ -54,6 +54,10 @@
 //     largest values a record may hold (lease.MaxToken, lease.MaxDuration)
 //     and durations in whole milliseconds (1.5s); finer durations are not
 //     tried. Times in a zone other than UTC read back as the same instants.
+//   - Claim round trips: a store persists it with every record (true on a
+//     create marked so, false again on the write that takes the claim
+//     over), though no elector reads it to decide anything: it is how
+//     people and other processes tell a claim from a term.
 //   - Every swap returns a revision of at most store.MaxRevision and a
 //     Token in [1, lease.MaxToken].
 //   - Tokens of new terms (see store.Renews and store.NewToken): a new term
