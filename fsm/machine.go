@@ -60,9 +60,11 @@ type Machine struct {
 	corrupt   bool           // the store's last answer was a record the machine refused
 	holdUntil time.Duration  // after a rollback, no new term before this
 	exhausted uint64         // requests sent when tokens were last reported exhausted
-	// After a Resign: no new term before this, unless a record held by
-	// another node is accepted first (observe clears it).
+	// After a Resign: no new term before yieldUntil, unless a record
+	// held by another node, or one with a token above the resigned
+	// term's (yieldToken), is accepted first (observe clears it).
 	yieldUntil time.Duration
+	yieldToken uint64
 
 	// The watch hint not yet settled by an answer (see hinted).
 	hint        bool
@@ -340,7 +342,7 @@ func (m *Machine) resign() {
 	if m.state != Leader || m.stopping {
 		return
 	}
-	m.yieldUntil = sat(m.now, m.cfg.LeaseDuration)
+	m.yieldUntil, m.yieldToken = sat(m.now, m.cfg.LeaseDuration), m.token
 	m.stepDown(ReasonResigned)
 }
 

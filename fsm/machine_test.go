@@ -617,6 +617,12 @@ func TestTransitions(t *testing.T) {
 			{watched(12*s, released(6, 4), 14), []Action{aRead()}, Follower},
 			{read(12*s+ms, released(6, 4), 14), []Action{acquire(14, me(7, 5))}, Candidate},
 		})},
+		{"resign: another's term, released before it was seen, ends the wait", false, true, join(leaderAt(), []step{
+			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
+			{done(1*s+ms, released(5, 3), 12), nil, Follower},
+			{tick(10 * s), []Action{aRead()}, Follower},
+			{read(10*s+ms, released(6, 4), 14), []Action{acquire(14, me(7, 5))}, Candidate},
+		})},
 		{"resign: a hint of another holder does not end the wait", false, true, join(leaderAt(), []step{
 			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
 			{done(1*s+ms, released(5, 3), 12), nil, Follower},

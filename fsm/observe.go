@@ -69,8 +69,10 @@ func (m *Machine) observe(ev Event) verdict {
 	m.topRev = max(m.topRev, ev.Revision)
 	m.seen, m.absent = true, false
 	m.obs, m.rev, m.firstSeen = ev.Lease, ev.Revision, m.now
-	if ev.Lease.Holder != "" && ev.Lease.Holder != m.id {
-		m.yieldUntil = 0 // another node took over: a resign's wait is over
+	if ev.Lease.Holder != "" && ev.Lease.Holder != m.id || ev.Lease.Token > m.yieldToken {
+		// Another node took over (and may have released since, with a
+		// larger token than the resigned term's): a resign's wait is over.
+		m.yieldUntil = 0
 	}
 	m.maxToken = max(m.maxToken, ev.Lease.Token)
 	m.maxTrans = max(m.maxTrans, ev.Lease.Transitions)
