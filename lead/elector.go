@@ -168,6 +168,10 @@ type Elector[M any] struct {
 	// releaseEarly: releases do not wait for the bodies of the ended term
 	// (the unsafe variant, for tests only).
 	releaseEarly bool
+	// metadataFromReadsOnly: MetadataChanges learns nothing from watch
+	// events (metafeed.go), only from what the elector accepts (the
+	// variant without it, for tests only).
+	metadataFromReadsOnly bool
 	// The claim last reported (fsm.ProblemClaim): its token, and when it
 	// will have stood for its wait (monotonic since epoch). See Status.
 	claimToken uint64

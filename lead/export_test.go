@@ -8,3 +8,12 @@ func ReleaseWithoutWaiting[M any](e *Elector[M]) {
 	defer e.mu.Unlock()
 	e.releaseEarly = true
 }
+
+// MetadataFromReadsOnly makes e's MetadataChanges channels report only the
+// records e accepts from its reads and swaps, nothing from its watch: the
+// variant the metadata tests must catch. Call it before e runs.
+func MetadataFromReadsOnly[M any](e *Elector[M]) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.metadataFromReadsOnly = true
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/lease"
@@ -69,21 +70,53 @@ type LeadersOption func(*leadersOptions)
 type leadersOptions struct{ metadata bool }
 
 // MetadataChanges makes Leaders report a change of the holder's metadata
-// too: a Leader with the same holder and token and the new metadata, as
-// soon as the elector reads a record whose metadata differs from the one
-// before it (SetMetadata on the leader takes effect at its next renewal).
+// too: a Leader with the same holder and token and the new metadata.
 // Metadata is compared with reflect.DeepEqual, on the values the store's
 // codec decoded: a renewal with the same metadata is not a change, and
 // nor is a released record's metadata.
+//
+// SetMetadata on the leader reaches the store at its next renewal (within
+// its retry pause, RetryInterval plus jitter), and the leader reports it
+// when the store answers. A follower learns of it:
+//
+//   - when the store's watch events are authentic (store.WatchCapabilities:
+//     memstore, kubestore, etcdstore), from the watch event of that
+//     renewal, at once;
+//   - when they are only hints (redisstore, pgstore, a wrapper whose
+//     WatchCapabilities claim nothing), from a read of the record the event
+//     starts, about a round trip to the store later. At most one such read
+//     is in flight and at most one starts per RetryInterval, so forged
+//     events cost no more than that; a change that comes sooner after the
+//     last such read waits for the rest of the RetryInterval, and one
+//     replaced meanwhile is skipped. A read that shows an older revision
+//     than the events it answers, or another holder or term, reports
+//     nothing;
+//   - when the store does not watch, at the follower's next read (within
+//     its retry pause, as followers poll).
+//
+// A follower also learns of it at any read of its own. What the watch
+// events and these reads show goes to the MetadataChanges channels only:
+// the holders and terms reported, Record, and every decision of the
+// elector still come from what its own reads and swaps accepted, so the
+// rules of delivery of Leaders hold (tokens only go up, and a term
+// reported is never followed by metadata of an earlier one). A value that
+// lasts less than the leader's retry pause may never be written, and so
+// never reported.
 func MetadataChanges() LeadersOption { return func(o *leadersOptions) { o.metadata = true } }
 
 // leaderFeed is an Elector's state for Leaders: the last leader seen and
-// the subscriptions. It is guarded by the Elector's mu.
+// the subscriptions. It is guarded by the Elector's mu, but for metaSubs,
+// written under it and read without it (on every watch event).
 type leaderFeed[M any] struct {
-	known    bool
-	last     Leader[M]
+	known bool
+	last  Leader[M]
+	// ahead: last is a record of the same holder and term newer than
+	// Record's, reported to MetadataChanges from a watch event or a read
+	// of its own (metafeed.go); an older record Record takes in after it
+	// is not reported.
+	ahead    bool
 	subs     map[*leaderSub[M]]struct{}
-	metaSubs int // subscriptions with MetadataChanges
+	metaSubs atomic.Int32 // subscriptions with MetadataChanges
 }
 
 // leaderSub is one Leaders channel: the newest leader not yet sent, and a
@@ -123,7 +156,9 @@ func (s *leaderSub[M]) take() (Leader[M], bool) {
 // is client-go's OnNewLeader, with the record (and its metadata) in hand.
 //
 // A change is what this elector accepted from the store, as Record reports
-// it: the answer of a read or a swap it checked. An elector learns of a
+// it: the answer of a read or a swap it checked (a change of metadata
+// alone, with MetadataChanges, may also come from the watch: see
+// MetadataChanges). An elector learns of a
 // change at its next read: at once when the store watches (store.Watcher),
 // within a RetryInterval when followers poll. A record names its holder
 // until someone replaces it, also after the holder crashed: a lease that
@@ -142,9 +177,10 @@ func (s *leaderSub[M]) take() (Leader[M], bool) {
 // it is closed.
 //
 // With MetadataChanges, the channel also reports each change of the
-// holder's metadata within a term, as etcd's Observe reports every value:
-// the same rules of delivery apply, a receiver that falls behind skipping
-// to the newest value.
+// holder's metadata within a term, as etcd's Observe reports every value,
+// on a follower as soon as its watch shows it (see MetadataChanges for
+// exactly when): the same rules of delivery apply, a receiver that falls
+// behind skipping to the newest value.
 //
 // Leaders returns an error wrapping ErrNilArgument for a nil ctx or
 // option, or an Elector not made by New.
@@ -170,7 +206,7 @@ func (e *Elector[M]) Leaders(ctx context.Context, opts ...LeadersOption) (<-chan
 	}
 	e.leaders.subs[s] = struct{}{}
 	if s.meta {
-		e.leaders.metaSubs++
+		e.leaders.metaSubs.Add(1)
 	}
 	if e.leaders.known {
 		s.offer(e.leaders.last)
@@ -182,7 +218,7 @@ func (e *Elector[M]) Leaders(ctx context.Context, opts ...LeadersOption) (<-chan
 			e.mu.Lock()
 			delete(e.leaders.subs, s)
 			if s.meta {
-				e.leaders.metaSubs--
+				e.leaders.metaSubs.Add(-1)
 			}
 			e.mu.Unlock()
 		}()
@@ -240,30 +276,82 @@ func (e *Elector[M]) seeLeaderLocked(absentSeen bool) {
 	var l Leader[M]
 	switch {
 	case e.haveRec:
-		l = Leader[M]{Holder: e.rec.Holder, Token: fence.Token(e.rec.Token), Present: true, Record: e.rec, Revision: e.rev}
-		if l.Holder == "" {
-			l.Token = 0
-		}
-		l.Self = l.Holder != "" && l.Holder == e.id
-		l.Claim = l.Holder != "" && e.rec.Claim
+		l = e.leaderOf(e.rec, e.rev)
 	case !absentSeen:
 		return
 	}
 	f := &e.leaders
 	if f.known && f.last.key() == l.key() {
+		if f.ahead && l.Revision < f.last.Revision {
+			// A read answered with an older record of the term than the
+			// one the feed reported from the watch: its metadata is not
+			// news.
+			return
+		}
 		prev := f.last
-		f.last = l // the newest record of the same holder, for new channels
-		if f.metaSubs > 0 && prev.changed(l, true) {
-			for s := range f.subs {
-				if s.meta {
-					s.offer(l)
-				}
-			}
+		f.last, f.ahead = l, false // the newest record of the same holder, for new channels
+		if f.metaSubs.Load() > 0 && prev.changed(l, true) {
+			f.offerMetadataLocked(l)
 		}
 		return
 	}
-	f.known, f.last = true, l
+	f.known, f.last, f.ahead = true, l, false
 	for s := range f.subs {
 		s.offer(l)
+	}
+}
+
+// leaderOf is the Leader of rec at revision rev, as this elector sees it.
+func (e *Elector[M]) leaderOf(rec lease.Record[M], rev lease.Revision) Leader[M] {
+	l := Leader[M]{Holder: rec.Holder, Token: fence.Token(rec.Token), Present: true, Record: rec, Revision: rev}
+	if l.Holder == "" {
+		l.Token = 0
+	}
+	l.Self = l.Holder != "" && l.Holder == e.id
+	l.Claim = l.Holder != "" && rec.Claim
+	return l
+}
+
+// offerMetadataLocked offers l to the MetadataChanges channels. The
+// Elector's mu must be held.
+func (f *leaderFeed[M]) offerMetadataLocked(l Leader[M]) {
+	for s := range f.subs {
+		if s.meta {
+			s.offer(l)
+		}
+	}
+}
+
+// metadataNewsLocked reports whether l, a record the elector has not
+// accepted (from a watch event or a read for MetadataChanges), is news to
+// the MetadataChanges channels: the holder and term reported last, at a
+// newer revision, with other metadata. The holders and terms themselves
+// are learned from what the elector accepts only, so tokens only go up on
+// the channels, and a term reported is never followed by metadata of the
+// one before. The Elector's mu must be held.
+func (f *leaderFeed[M]) metadataNewsLocked(l Leader[M]) bool {
+	return f.known && f.last.Holder != "" && f.last.key() == l.key() &&
+		l.Revision > f.last.Revision && f.last.changed(l, true)
+}
+
+// seeMetadataLocked reports l to the MetadataChanges channels if it is
+// news (metadataNewsLocked), and keeps it as the last leader reported.
+// The Elector's mu must be held.
+func (f *leaderFeed[M]) seeMetadataLocked(l Leader[M]) {
+	if f.metaSubs.Load() == 0 || !f.metadataNewsLocked(l) {
+		return
+	}
+	f.last, f.ahead = l, true
+	f.offerMetadataLocked(l)
+}
+
+// resyncLeadersLocked makes the feed report what Record shows, after the store
+// went back in time: a record the feed reported from the watch, newer
+// than Record's, may be one the store lost. The Elector's mu must be
+// held.
+func (e *Elector[M]) resyncLeadersLocked() {
+	if e.leaders.ahead {
+		e.leaders.ahead = false
+		e.seeLeaderLocked(false)
 	}
 }

@@ -307,6 +307,9 @@ func TestLeadersWithMetadataChangesReportsNewMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 		firstLeader(t, a)
+		// Run may have acquired before SetMetadata: a renewal writes it.
+		time.Sleep(time.Second)
+		synctest.Wait()
 		b := start(t, st, "b")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -16,8 +16,8 @@ import (
 // number of electors, and an idle elector holds none: its timers, its
 // watch (store.WatchFunc) and its store operations post when they fire.
 //
-// A runner has at most one wake, one watch event, one Reconfigure and one
-// watch retry waiting in the queue (flags in the runner, under mu): a
+// A runner has at most one wake, one watch event, one Reconfigure, one
+// watch retry and one metadata read retry waiting in the queue (flags in the runner, under mu): a
 // later one is merged into the waiting one (for a watch event, the newer
 // event replaces the older, which a watch may skip anyway), so the queue
 // stays bounded by the operations in flight.
@@ -217,6 +217,8 @@ const (
 	msgWatchRetry                      // time to watch again after a failure
 	msgDrained                         // the ended term's last body returned, or its deadline came
 	msgResign                          // Resign asked the elector to step down (Elector.resignReq)
+	msgMetaRead                        // the answer to a read for MetadataChanges (res; metafeed.go)
+	msgMetaRetry                       // time for the next read for MetadataChanges
 )
 
 // Flags of the messages that are merged while one waits (runner.queued).
@@ -225,6 +227,7 @@ const (
 	queuedReconf
 	queuedWatch
 	queuedRetry
+	queuedMetaRetry
 )
 
 // msg is one message for runner r.
@@ -363,8 +366,8 @@ func (l *loop[M]) signal() {
 	}
 }
 
-// post sends r a message of kind (one without payload); a wake, Reconfigure
-// or watch retry already waiting for r absorbs it.
+// post sends r a message of kind (one without payload); a wake, Reconfigure,
+// watch retry or metadata read retry already waiting for r absorbs it.
 func (l *loop[M]) post(r *runner[M], kind msgKind) {
 	var flag uint8
 	switch kind {
@@ -374,6 +377,8 @@ func (l *loop[M]) post(r *runner[M], kind msgKind) {
 		flag = queuedReconf
 	case msgWatchRetry:
 		flag = queuedRetry
+	case msgMetaRetry:
+		flag = queuedMetaRetry
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -391,6 +396,13 @@ func (l *loop[M]) postResult(r *runner[M], res result[M]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.postLocked(msg[M]{r: r, kind: msgResult, res: res})
+}
+
+// postMetaRead sends r the answer to a read for MetadataChanges.
+func (l *loop[M]) postMetaRead(r *runner[M], res result[M]) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.postLocked(msg[M]{r: r, kind: msgMetaRead, res: res})
 }
 
 // postWatch sends r an event of its watch of generation gen, or (ok false)
@@ -434,6 +446,8 @@ func (l *loop[M]) take() []msg[M] {
 			m.r.queued &^= queuedReconf
 		case msgWatchRetry:
 			m.r.queued &^= queuedRetry
+		case msgMetaRetry:
+			m.r.queued &^= queuedMetaRetry
 		case msgWatch:
 			if m.r.queued&queuedWatch == 0 || m.r.pendingGen != m.gen {
 				// An event of an older watch, whose place a newer

@@ -11,8 +11,9 @@ import (
 )
 
 // report logs what the machine reported, rate-limited per ErrorInterval,
-// and keeps a rollback for Err. A corrupt record was logged already when
-// its answer was checked.
+// and keeps a rollback for Err (after which, as after a renewal hint a
+// read contradicted, Leaders reports what Record shows). A corrupt record
+// was logged already when its answer was checked.
 func (r *runner[M]) report(a fsm.Action) {
 	e := r.e
 	switch a.Problem {
@@ -25,6 +26,7 @@ func (r *runner[M]) report(a fsm.Action) {
 		}
 		e.mu.Lock()
 		e.rollbackErr = err
+		e.resyncLeadersLocked()
 		e.mu.Unlock()
 		r.logAt(slog.LevelError, "rollback", "store revision went back", "revision", uint64(a.Revision), "newest", uint64(a.Newest), "wait", a.Wait, "error", err)
 	case fsm.ProblemTokensExhausted:
@@ -54,6 +56,9 @@ func (r *runner[M]) report(a fsm.Action) {
 		e.log.Info("created the record only as a claim: not leading on it until it has stood for the wait (the store may have lost a record whose holder could still believe it leads); taking it over with a new token at leads_at, unless another elector takes the lease first",
 			"token", a.Token, "wait", a.Wait, "leads_at", at, "state", r.m.State().String())
 	case fsm.ProblemContradicted:
+		e.mu.Lock()
+		e.resyncLeadersLocked()
+		e.mu.Unlock()
 		r.logAt(slog.LevelWarn, "contradicted", "the store shows an older revision than a renewal its watch announced: a forged watch event, or a store that went back in time; no new term until the wait ends",
 			"revision", uint64(a.Revision), "announced", uint64(a.Newest), "wait", a.Wait)
 	}

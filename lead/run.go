@@ -183,6 +183,16 @@ type runner[M any] struct {
 	waitingEnd bool         // the machine stopped and over waits for the bodies
 	abandoned  bool         // given up on the machine: bodies outran the deadline while stopping
 	resigning  *resignation // the Resign in progress, if any
+
+	// The reads for MetadataChanges (metafeed.go): the oldest revision of
+	// the watch hints that came since the last read started (0: none);
+	// the one the read in flight must reach; a read in flight; no read
+	// before metaNext; the timer that starts the next one then.
+	metaWant  lease.Revision
+	metaAsked lease.Revision
+	metaBusy  bool
+	metaNext  time.Time
+	metaTimer Timer
 }
 
 // runOne is the loop of Run: it hands r its messages until r's machine has
@@ -236,6 +246,11 @@ func (r *runner[M]) handle(m *msg[M]) {
 		r.drained()
 	case msgResign:
 		r.resign()
+	case msgMetaRead:
+		r.metaRead(m.res)
+	case msgMetaRetry:
+		r.metaTimer = nil
+		r.readForMetadata()
 	}
 	if r.fatal != nil && !r.stopping && !r.m.Stopped() {
 		r.stop()
@@ -258,6 +273,9 @@ func (r *runner[M]) finish() {
 	}
 	if r.drainTimer != nil {
 		r.drainTimer.Stop()
+	}
+	if r.metaTimer != nil {
+		r.metaTimer.Stop()
 	}
 	r.endResign()
 	r.opCtx.end()
@@ -559,6 +577,12 @@ type result[M any] struct {
 // Run's loop (on it when the store answers immediately), within
 // BackendTimeout, and posts its answer to the loop.
 func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
+	r.startOpThen(swap, op, r.loop.postResult)
+}
+
+// startOpThen is startOp, handing the answer to post instead (which posts
+// it to the loop).
+func (r *runner[M]) startOpThen(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error), post func(*runner[M], result[M])) {
 	e := r.e
 	timeout := r.cfg.BackendTimeout
 	r.ops.Add(1)
@@ -577,7 +601,7 @@ func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.R
 		if e.instruments != nil {
 			e.instruments.StoreOp(e.name, opName(swap), e.clock.Now().Sub(began), err)
 		}
-		r.loop.postResult(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
+		post(r, result[M]{swap: swap, rec: rec, rev: rev, err: err})
 	}
 	if e.immediate {
 		// The store never waits: no goroutine. The answer is still

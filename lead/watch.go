@@ -71,9 +71,11 @@ func (r *runner[M]) watchFailed(err error) {
 // machine read the record, and the read's answer is what counts (on a store
 // whose events are authentic, a follower may take a release in as an
 // answer: fsm.Options.AuthenticWatch). Record() is left to reads and swaps:
-// anyone who can publish on the store's channel can forge an event.
+// anyone who can publish on the store's channel can forge an event. A
+// valid record goes on to the MetadataChanges channels (watchedMetadata).
 func (r *runner[M]) handleWatch(ev store.Event[M]) {
 	w := fsm.Event{Kind: fsm.Watched, Absent: ev.Absent, Revision: ev.Revision}
+	valid := false
 	switch {
 	case ev.Err != nil && errors.Is(ev.Err, store.ErrCorruptRecord):
 		// The record may have changed into something unreadable: a read
@@ -86,8 +88,11 @@ func (r *runner[M]) handleWatch(ev store.Event[M]) {
 		if checkStored(ev.Record, ev.Revision) != nil {
 			w.Corrupt = true
 		} else {
-			w.Lease = leaseOf(ev.Record)
+			w.Lease, valid = leaseOf(ev.Record), true
 		}
 	}
 	r.step(w)
+	if valid {
+		r.watchedMetadata(ev)
+	}
 }
