@@ -75,6 +75,7 @@ type rnode[M any] struct {
 	reqCut, respCut bool
 	stallUntil      time.Duration
 	stallTouched    bool              // a stall may have delayed its observers since
+	paused          bool              // a pause has stalled it since the run began
 	mutedUntil      time.Duration     // its watch silently delivers nothing until then (FaultMuteWatch)
 	cur             *incarnation[M]   // the running process, nil while down
 	live            []*incarnation[M] // processes whose Run has not returned
@@ -476,7 +477,13 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		if grp != nil {
 			run = grp.Run
 		}
-		if err := run(ctx); err != nil {
+		err := run(ctx)
+		h.mu.Lock()
+		paused := n.paused
+		h.mu.Unlock()
+		// A pause stalls the bodies too: one may still run at its term's
+		// deadline, and then Run leaves the lease to expire and says so.
+		if err != nil && !(paused && errors.Is(err, lead.ErrBodiesStillRunning)) {
 			h.fail(sim.CheckRun, "%s: Run returned %v", inc.id, err)
 		}
 	})
@@ -682,6 +689,7 @@ func (h *harness[M]) applyFault(i int) {
 	switch f.Kind {
 	case sim.FaultPause:
 		n.stallUntil = max(n.stallUntil, end)
+		n.paused = true
 		n.stallTouched = true
 		heal = func() {}
 	case sim.FaultPartition:

@@ -448,8 +448,17 @@ func (h *harness[M]) wrap(inc *incarnation[M], pipelined, lying bool) store.Stor
 	if pipelined {
 		// Each batch waits a nanosecond of the run's time first (in a
 		// bubble: until every goroutine is blocked), then takes the calls
-		// made before it woke, whatever the order they ran in.
-		fs.pipe = batch.New(1, fs.runPipe).Settle(time.Now, func() { h.tb.sleep(h.ctx, 1) })
+		// made before it woke, whatever the order they ran in. Once the
+		// run has ended the wait returns at once, without time moving, so
+		// a batch then takes every call waiting (a release held until a
+		// body returned, say), or it would take none and spin.
+		settled := func() time.Time {
+			if h.ctx.Err() != nil {
+				return time.Unix(1<<62, 0)
+			}
+			return time.Now()
+		}
+		fs.pipe = batch.New(1, fs.runPipe).Settle(settled, func() { h.tb.sleep(h.ctx, 1) })
 	}
 	watcher, canWatch := h.inner.(store.Watcher[M])
 	lossy, hasLossy := h.inner.(store.Lossy)
