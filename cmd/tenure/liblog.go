@@ -85,8 +85,9 @@ func (h libraryHandler) WithGroup(name string) slog.Handler {
 
 // lineHandler prints each record as a line in a command's own style,
 // "tenure run: warning: MESSAGE (key=value ...)": the level as a word
-// (none for Info), the message, then the attributes as slog's text handler
-// writes them, without the time. tenure run uses it without -v, where only
+// (none for Info), the message (quoted if it is not printable, a line
+// break say), then the attributes as slog's text handler writes them,
+// without the time. tenure run uses it without -v, where only
 // warnings and errors are shown, so that they read as its own lines.
 type lineHandler struct {
 	prefix string       // "tenure run"
@@ -139,7 +140,7 @@ func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := h.attrs.Handle(ctx, r); err != nil {
 		return err
 	}
-	line := h.prefix + ": " + word + r.Message
+	line := h.prefix + ": " + word + printable(r.Message) // one line, whatever a library says
 	if attrs := strings.TrimSpace(h.out.buf.String()); attrs != "" {
 		line += " (" + attrs + ")"
 	}

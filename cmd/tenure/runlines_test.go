@@ -97,10 +97,12 @@ func TestLineHandler(t *testing.T) {
 	log.Warn("store slow", "op", "get", "took", 2*time.Second)
 	log.WithGroup("store").Error("failed", "err", "dial tcp: refused")
 	log.Warn("bare")
+	log.Warn("two\nlines", "holder", "x\ny")
 	slog.New(newLineHandler(&out, "tenure run", slog.LevelWarn)).Warn("no attributes")
 	want := `tenure run: warning: store slow (name=job op=get took=2s)
 tenure run: error: failed (name=job store.err="dial tcp: refused")
 tenure run: warning: bare (name=job)
+tenure run: warning: "two\nlines" (name=job holder="x\ny")
 tenure run: warning: no attributes
 `
 	if out.String() != want {
