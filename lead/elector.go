@@ -328,10 +328,14 @@ func (e *Elector[M]) logCapabilities() {
 		unknownEnv = lease.UnknownEnv(e.environ())
 	}
 	for _, key := range unknownEnv {
+		attrs := []any{"variable", key, "env_prefix", lease.EnvPrefix(e.name)}
+		if s := lease.SuggestEnv(key); s != "" {
+			attrs = append(attrs, "did_you_mean", s)
+		}
 		e.log.Warn("the environment sets a TENURE_ variable that Tenure does not read: misspelt? "+
 			"The timing and identity variables are TENURE_<SUFFIX> and TENURE_<NAME>_<SUFFIX>, SUFFIX one of "+
 			strings.Join([]string{lease.EnvLeaseDuration, lease.EnvRenewDeadline, lease.EnvRetryInterval, lease.EnvRetryJitter, lease.EnvBackendTimeout, lease.EnvErrorInterval, lease.EnvIdentity}, ", "),
-			"variable", key, "env_prefix", lease.EnvPrefix(e.name))
+			attrs...)
 	}
 	_, saysLossy := st.(store.Lossy)
 	_, watches := st.(store.Watcher[M])

@@ -117,14 +117,18 @@ func TestNewWarnsAboutUnknownTenureVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
+	var warned, suggested []string
 	for _, r := range logs.all() {
 		if r.level == slog.LevelWarn && strings.Contains(r.msg, "Tenure does not read") {
 			warned = append(warned, r.attrs["variable"])
+			suggested = append(suggested, r.attrs["did_you_mean"])
 		}
 	}
 	if want := []string{"TENURE_JOB_RENEW_DEADLIN", "TENURE_LEASE_DURATIN"}; !slices.Equal(warned, want) {
 		t.Errorf("warned about %q, want %q", warned, want)
+	}
+	if want := []string{"TENURE_JOB_RENEW_DEADLINE", "TENURE_LEASE_DURATION"}; !slices.Equal(suggested, want) {
+		t.Errorf("suggested %q, want %q", suggested, want)
 	}
 	// WithLookupEnv alone lists nothing: no warning about the process's
 	// environment.

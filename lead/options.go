@@ -80,7 +80,9 @@ func WithLookupEnv(f lease.LookupFunc) Option {
 // WithEnviron sets how the environment is listed, as os.Environ does
 // ("KEY=value" strings), for one check: New logs a Warn for each TENURE_
 // variable that no part of Tenure reads (a misspelt TENURE_LEASE_DURATIN,
-// say; see lease.UnknownEnv), through the elector's logger. The default is
+// say; see lease.UnknownEnv), through the elector's logger, with the
+// variable it is likely a misspelling of as did_you_mean when one is close
+// (lease.SuggestEnv). The default is
 // os.Environ, unless WithLookupEnv is given, which reads the variables from
 // elsewhere: then nothing is listed unless WithEnviron is given too. A nil
 // f lists nothing.

@@ -403,10 +403,89 @@ func UnknownEnv(environ []string) []string {
 	return unknown
 }
 
+// envSuffixes are the suffixes Load and LoadIdentity read.
+var envSuffixes = []string{EnvLeaseDuration, EnvRenewDeadline, EnvRetryInterval, EnvRetryJitter, EnvBackendTimeout, EnvErrorInterval, EnvIdentity}
+
+// userEnv are the variables other than the timings and identities that
+// the command line and the simulator read: the ones SuggestEnv proposes.
+var userEnv = []string{"TENURE_STORE", "TENURE_TOKEN", "TENURE_NAME",
+	"TENURE_SIM_SEEDS", "TENURE_SIM_BUDGET", "TENURE_SIM_SVG", "TENURE_SIM_TRACE", "TENURE_SIM_FAULTS", "TENURE_SIM_REPRO"}
+
+// SuggestEnv returns the variable that Tenure reads and that key, a
+// TENURE_ variable Tenure does not read (see UnknownEnv), is most likely
+// a misspelling of, or "" when none is close. A variable is close when at
+// most two letters, and at most a third of its suffix's, have to be
+// inserted, deleted or replaced to make key: TENURE_LEASE_DURATIN suggests
+// TENURE_LEASE_DURATION, and TENURE_BILLING_LEASE_DURATIN suggests
+// TENURE_BILLING_LEASE_DURATION, the per-name variable with the name key
+// has. It returns "" for a variable Tenure reads and one that does not
+// start with "TENURE_".
+func SuggestEnv(key string) string {
+	rest, ok := strings.CutPrefix(key, "TENURE_")
+	if !ok || knownEnv(key) {
+		return ""
+	}
+	best, bestDist := "", maxSuggestDistance+1
+	consider := func(candidate, typed, want string) {
+		if d := editDistance(typed, want, maxSuggestDistance); d < bestDist && d*3 <= len(want) {
+			best, bestDist = candidate, d
+		}
+	}
+	for _, suffix := range envSuffixes {
+		// TENURE_<suffix>, then TENURE_<NAME>_<suffix> for each way to
+		// read a name at the start of rest.
+		consider("TENURE_"+suffix, rest, suffix)
+		for i := 1; i < len(rest)-1; i++ {
+			if rest[i] == '_' {
+				consider("TENURE_"+rest[:i+1]+suffix, rest[i+1:], suffix)
+			}
+		}
+	}
+	for _, v := range userEnv {
+		consider(v, rest, strings.TrimPrefix(v, "TENURE_"))
+	}
+	return best
+}
+
+// maxSuggestDistance is the largest edit distance at which SuggestEnv
+// suggests a variable.
+const maxSuggestDistance = 2
+
+// editDistance returns the Levenshtein distance between a and b (in
+// bytes), or max+1 when it exceeds max. Its work is bounded by max: strings
+// whose lengths differ by more than max are not compared.
+func editDistance(a, b string, limit int) int {
+	if len(a)-len(b) > limit || len(b)-len(a) > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit+1)
+}
+
 // knownEnv reports whether Tenure reads the variable key (see UnknownEnv).
 func knownEnv(key string) bool {
 	rest := strings.TrimPrefix(key, "TENURE_")
-	for _, suffix := range []string{EnvLeaseDuration, EnvRenewDeadline, EnvRetryInterval, EnvRetryJitter, EnvBackendTimeout, EnvErrorInterval, EnvIdentity} {
+	for _, suffix := range envSuffixes {
 		// TENURE_<suffix>, or TENURE_<NAME>_<suffix> with a name.
 		if rest == suffix || len(rest) > len(suffix)+1 && strings.HasSuffix(rest, "_"+suffix) {
 			return true

@@ -297,3 +297,39 @@ func TestUnknownEnv(t *testing.T) {
 		t.Errorf("UnknownEnv(nil) = %q", got)
 	}
 }
+
+// SuggestEnv proposes the variable a misspelt one was meant to be, keeping
+// the election's name of a per-name variable, and nothing for a variable
+// too far from every one Tenure reads.
+func TestSuggestEnv(t *testing.T) {
+	for _, tt := range []struct{ key, want string }{
+		{"TENURE_LEASE_DURATIN", "TENURE_LEASE_DURATION"},
+		{"TENURE_LEASE_DURATOIN", "TENURE_LEASE_DURATION"}, // two letters swapped
+		{"TENURE_LEASEDURATION", "TENURE_LEASE_DURATION"},
+		{"TENURE__LEASE_DURATION", "TENURE_LEASE_DURATION"},
+		{"TENURE_JOB_LEASE_DURATIN", "TENURE_JOB_LEASE_DURATION"},
+		{"TENURE_BILLING_CRON_RENEW_DEADLNE", "TENURE_BILLING_CRON_RENEW_DEADLINE"},
+		{"TENURE_IDENTIY", "TENURE_IDENTITY"},
+		{"TENURE_POD_IDENTIY", "TENURE_POD_IDENTITY"},
+		{"TENURE_RETRY_JITER", "TENURE_RETRY_JITTER"},
+		{"TENURE_BACKEND_TIMEOUTS", "TENURE_BACKEND_TIMEOUT"},
+		{"TENURE_ERROR_INTERVALL", "TENURE_ERROR_INTERVAL"},
+		{"TENURE_STOR", "TENURE_STORE"},
+		{"TENURE_SIM_SEED", "TENURE_SIM_SEEDS"},
+		{"TENURE_LEASE", ""},          // too far from LEASE_DURATION
+		{"TENURE_DURATION", ""},       // too far too
+		{"TENURE_ID", ""},             // a third of IDENTITY's letters at most
+		{"TENURE_", ""},               // nothing to go on
+		{"TENURE_FOO", ""},            // nothing close
+		{"TENURE_LEASE_DURATION", ""}, // read: nothing to suggest
+		{"TENURE_JOB_IDENTITY", ""},
+		{"TENURE_STORE", ""},
+		{"LEASE_DURATIN", ""}, // not Tenure's
+		{"tenure_lease_duratin", ""},
+		{"TENURE_" + strings.Repeat("A_", 5000) + "LEASE_DURATIN", "TENURE_" + strings.Repeat("A_", 5000) + "LEASE_DURATION"},
+	} {
+		if got := lease.SuggestEnv(tt.key); got != tt.want {
+			t.Errorf("SuggestEnv(%.40q) = %.40q, want %.40q", tt.key, got, tt.want)
+		}
+	}
+}

@@ -83,3 +83,18 @@ func ExampleUnknownEnv() {
 	// Output:
 	// [TENURE_LEASE_DURATIN]
 }
+
+// SuggestEnv proposes what a misspelt variable was meant to be.
+func ExampleSuggestEnv() {
+	for _, key := range lease.UnknownEnv([]string{"TENURE_LEASE_DURATIN=20s", "TENURE_BILLING_IDENTIY=pod-1", "TENURE_COLOR=red"}) {
+		if s := lease.SuggestEnv(key); s != "" {
+			fmt.Printf("%s: misspelt %s?\n", key, s)
+		} else {
+			fmt.Printf("%s: not read\n", key)
+		}
+	}
+	// Output:
+	// TENURE_BILLING_IDENTIY: misspelt TENURE_BILLING_IDENTITY?
+	// TENURE_COLOR: not read
+	// TENURE_LEASE_DURATIN: misspelt TENURE_LEASE_DURATION?
+}

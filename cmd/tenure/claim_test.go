@@ -82,17 +82,26 @@ func TestGetAndWatchShowAClaim(t *testing.T) {
 	}
 }
 
-// run -v on a follower tells a claim from a term: the claimer does not
-// lead yet.
-func TestVerboseFollowerSaysAClaimIsNoLeader(t *testing.T) {
-	leaders := make(chan lead.Leader[rawMeta], 2)
+// claimThenTerm returns a closed channel of leaders: a's claim (token 7,
+// LeaseDuration 15s), a's term (token 8), and then any more given.
+func claimThenTerm(more ...lead.Leader[rawMeta]) <-chan lead.Leader[rawMeta] {
+	leaders := make(chan lead.Leader[rawMeta], 2+len(more))
 	rec := lease.Record[rawMeta]{Holder: "a", Token: 7, LeaseDuration: 15 * time.Second, Claim: true}
 	leaders <- lead.Leader[rawMeta]{Holder: "a", Token: 7, Present: true, Record: rec, Claim: true}
 	rec.Claim, rec.Token = false, 8
 	leaders <- lead.Leader[rawMeta]{Holder: "a", Token: 8, Present: true, Record: rec}
+	for _, l := range more {
+		leaders <- l
+	}
 	close(leaders)
+	return leaders
+}
+
+// run -v on a follower tells a claim from a term: the claimer does not
+// lead yet.
+func TestVerboseFollowerSaysAClaimIsNoLeader(t *testing.T) {
 	var out strings.Builder
-	sayLeaders(leaders, "b", "job", &out)
+	sayLeaders(claimThenTerm(), "b", "job", true, &out)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("printed %d lines, want 2:\n%s", len(lines), out.String())

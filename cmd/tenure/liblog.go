@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -78,4 +81,81 @@ func (h libraryHandler) WithGroup(name string) slog.Handler {
 		}
 		return t.WithGroup(name)
 	}}
+}
+
+// lineHandler prints each record as a line in a command's own style,
+// "tenure run: warning: MESSAGE (key=value ...)": the level as a word
+// (none for Info), the message (quoted if it is not printable, a line
+// break say), then the attributes as slog's text handler writes them,
+// without the time. tenure run uses it without -v, where only
+// warnings and errors are shown, so that they read as its own lines.
+type lineHandler struct {
+	prefix string       // "tenure run"
+	level  slog.Leveler // the lowest level printed
+	out    *lineOutput
+	attrs  slog.Handler // a text handler writing the attributes to out.buf
+}
+
+// lineOutput is what the lineHandlers of one logger share: the writer, and
+// the buffer their text handler writes the attributes to.
+type lineOutput struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+// newLineHandler returns a lineHandler printing to w the records at level
+// and above, each line starting with prefix.
+func newLineHandler(w io.Writer, prefix string, level slog.Leveler) *lineHandler {
+	out := &lineOutput{w: w}
+	attrs := slog.NewTextHandler(&out.buf, &slog.HandlerOptions{
+		Level: slog.LevelDebug, // lineHandler filters
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	return &lineHandler{prefix: prefix, level: level, out: out, attrs: attrs}
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= h.level.Level()
+}
+
+func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
+	var word string
+	switch {
+	case r.Level >= slog.LevelError:
+		word = "error: "
+	case r.Level >= slog.LevelWarn:
+		word = "warning: "
+	case r.Level < slog.LevelInfo:
+		word = "debug: "
+	}
+	h.out.mu.Lock()
+	defer h.out.mu.Unlock()
+	h.out.buf.Reset()
+	if err := h.attrs.Handle(ctx, r); err != nil {
+		return err
+	}
+	line := h.prefix + ": " + word + printable(r.Message) // one line, whatever a library says
+	if attrs := strings.TrimSpace(h.out.buf.String()); attrs != "" {
+		line += " (" + attrs + ")"
+	}
+	_, err := io.WriteString(h.out.w, line+"\n")
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = h.attrs.WithAttrs(as)
+	return &c
+}
+
+func (h *lineHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.attrs = h.attrs.WithGroup(name)
+	return &c
 }

@@ -64,10 +64,14 @@ came from.
 
 The store URL comes from --store, or else from the TENURE_STORE
 environment variable, which keeps a password out of the process list.
-With -v, tenure run says who leads while it follows (a line when it
-starts following and one for each new leader), logs the election's
-progress, and shows the client libraries' own log lines (go-redis,
-client-go) at level INFO; without it they are dropped.
+When this process claims the lease (in a store that may lose records, the
+process that creates the record waits one LeaseDuration before it leads), tenure
+run says so and how long it waits. Warnings of the election are lines of
+tenure run's own ("tenure run: warning: ..."). With -v, tenure run also
+says who leads while it follows (a line when it starts following and one
+for each new leader), logs the election's progress, and shows the client
+libraries' own log lines (go-redis, client-go) at level INFO; without it
+they are dropped.
 
 Examples:
   tenure run --store redis://localhost:6379 nightly -- ./nightly-report
@@ -127,11 +131,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	logLevel := slog.LevelWarn
+	// Without -v only warnings and errors are shown, as lines of tenure
+	// run's own; -v shows the election's progress with every detail.
+	logger := slog.New(newLineHandler(stderr, "tenure run", slog.LevelWarn))
 	if f.verbose {
-		logLevel = slog.LevelInfo
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 	libraryLog.Store(logger)
 	st, err := openStore(ctx, f.url)
 	if err != nil {
@@ -157,20 +162,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			f.grace, cfg.LeaseDuration-cfg.RenewDeadline)
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	followed := make(chan struct{})
-	if f.verbose {
-		leaders, err := e.Leaders(runCtx)
-		if err != nil {
-			stopRun()
-			return err
-		}
-		go func() {
-			defer close(followed)
-			sayLeaders(leaders, e.Identity(), f.name, stderr)
-		}()
-	} else {
-		close(followed)
+	leaders, err := e.Leaders(runCtx)
+	if err != nil {
+		stopRun()
+		return err
 	}
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		sayLeaders(leaders, e.Identity(), f.name, f.verbose, stderr)
+	}()
 	runErr := make(chan error, 1)
 	go func() { runErr <- e.Run(runCtx) }()
 	defer func() {
@@ -219,14 +220,20 @@ func leadCommand(ctx context.Context, e *lead.Elector[rawMeta], f runFlags, stde
 	}
 }
 
-// sayLeaders prints a line for each change of leader that leaders
-// reports while this process (identity) does not lead: who leads, with
-// its token and metadata, and that this process waits. It returns when
-// leaders is closed.
-func sayLeaders(leaders <-chan lead.Leader[rawMeta], identity, name string, stderr io.Writer) {
+// sayLeaders prints a line when leaders reports that this process
+// (identity) claims the lease: it does not lead for a while, and says
+// why. With verbose, it also prints a line for each change of leader while
+// this process does not lead: who leads, with its token and metadata, and
+// that this process waits. It returns when leaders is closed.
+func sayLeaders(leaders <-chan lead.Leader[rawMeta], identity, name string, verbose bool, stderr io.Writer) {
 	self := printable(identity)
 	for l := range leaders {
 		switch {
+		case l.Self && l.Claim:
+			fmt.Fprintf(stderr, "tenure run: %s claims %q (token %d): the store may have lost a record whose holder could still lead, so %s leads in %v, with a new token, unless another process takes the lease first\n",
+				self, name, l.Token, self, l.Record.LeaseDuration)
+		case !verbose:
+			// Without -v, only this process's claim is told.
 		case l.Self:
 			// The term's own line says so ("leads ... starting").
 		case l.Holder != "" && l.Claim:

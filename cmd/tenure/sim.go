@@ -498,6 +498,9 @@ type summaryVerdict struct {
 }
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// The simulator reads the TENURE_* timings as lead.New does, and warns
+	// as it does about the variables it does not read.
+	warnUnknownEnv(stderr, "tenure sim", os.Environ())
 	sf, err := parseSimFlags(args, stderr)
 	if err != nil {
 		return err

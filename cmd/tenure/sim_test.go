@@ -224,3 +224,23 @@ func TestCLIDoesNotLinkTesting(t *testing.T) {
 		}
 	}
 }
+
+// tenure sim warns about a TENURE_ variable it does not read, on stderr,
+// with its near match, and the run goes on; a variable it reads is not
+// warned about.
+func TestSimWarnsAboutUnknownTenureVariables(t *testing.T) {
+	t.Setenv("TENURE_LEASE_DURATIN", "5s")
+	t.Setenv("TENURE_RENEW_DEADLINE", "8s")
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"sim", "-seeds", "1-2", "-duration", "1m"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	want := "tenure sim: warning: the environment sets TENURE_LEASE_DURATIN, which Tenure does not read: misspelt TENURE_LEASE_DURATION?\n"
+	if !strings.Contains(errOut.String(), want) || strings.Contains(errOut.String(), "TENURE_RENEW_DEADLINE") {
+		t.Errorf("stderr is\n%s\nwant it to hold\n%s", errOut.String(), want)
+	}
+	if strings.Contains(out.String(), "TENURE_") {
+		t.Errorf("the warning went to stdout:\n%s", out.String())
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -132,4 +133,18 @@ func configSource(name string, f timingFlag, lookup lease.LookupFunc, flagFor fu
 		}
 	}
 	return "the default"
+}
+
+// warnUnknownEnv prints a warning, as command's line, for each TENURE_
+// variable of environ that no part of Tenure reads (lease.UnknownEnv),
+// with the variable it is likely a misspelling of (lease.SuggestEnv).
+// tenure run leaves this to lead.New, which logs the same warning.
+func warnUnknownEnv(stderr io.Writer, command string, environ []string) {
+	for _, key := range lease.UnknownEnv(environ) {
+		line := fmt.Sprintf("%s: warning: the environment sets %s, which Tenure does not read", command, key)
+		if s := lease.SuggestEnv(key); s != "" {
+			line += ": misspelt " + s + "?"
+		}
+		fmt.Fprintln(stderr, line)
+	}
 }

@@ -13,7 +13,9 @@ import (
 // Rho, BeyondRho, Schedule, CheckEvery, Trace) and Speed: how many
 // seconds of the electors' time pass in one real second (default
 // DefaultSpeed, at most MaxSpeed). NewStore is called outside any bubble:
-// the store may start goroutines and use the network.
+// the store may start goroutines and use the network. Runs of several
+// seeds at once call it concurrently, and each call must return a store of
+// its own that shares no records with another call's.
 type Options[M any] = rt.Options[M]
 
 // Result sums up one run, as simtest.Result does, with Lag (the largest

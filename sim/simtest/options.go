@@ -29,7 +29,14 @@ type Options[M any] struct {
 	// lease.DefaultConfig(), os.LookupEnv), as lead.New does.
 	Config lease.Config
 	// NewStore returns a fresh, empty store for one seed (default
-	// memstore.New). It is called inside the synctest bubble, so the store
+	// memstore.New). Check calls it concurrently, once per seed, from the
+	// GOMAXPROCS goroutines that run seeds: it must be safe to call from
+	// several goroutines at once, and each call must return a store of its
+	// own that shares no records with another call's (not one store kept
+	// in a variable, nor a shared server without a key prefix per call).
+	// Seeds that share a store see each other's electors and fail with
+	// misleading verdicts, such as "no elector leads". It is called
+	// inside the synctest bubble, so the store
 	// may start goroutines and timers, which then run in virtual time; it
 	// must not wait on the network or on goroutines from outside the
 	// bubble. The store should pass storetest. For Faults.DataLoss it must

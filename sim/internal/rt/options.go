@@ -32,7 +32,10 @@ type Options[M any] struct {
 	// lease.DefaultConfig(), os.LookupEnv), as lead.New does.
 	Config lease.Config
 	// NewStore returns a fresh, empty store for one seed (default
-	// memstore.New). In a synctest bubble it is called inside the bubble,
+	// memstore.New). Runs of several seeds at once (simtest.Check, tenure
+	// sim -runtime) call it concurrently: it must be safe to call from
+	// several goroutines at once, and each call must return a store of its
+	// own that shares no records with another call's. In a synctest bubble it is called inside the bubble,
 	// so the store may start goroutines and timers, which then run in
 	// virtual time; it must not wait on the network or on goroutines from
 	// outside the bubble. In real time it is called on the caller's
