@@ -117,7 +117,8 @@ func TestPropertyNewRejectsInvalidConfigs(t *testing.T) {
 //     most lease.MaxToken and never 0, and terms' tokens strictly increase;
 //   - every record it asks to write passes the bounds of a stored record;
 //   - after a term ends for a Resign, no acquire goes out for a
-//     LeaseDuration unless a record held by another node was accepted;
+//     LeaseDuration unless a record held by another node, or one with a
+//     token above the resigned term's, was accepted;
 //   - no busy loop: at one instant, with W watch events, no more than
 //     (1+maxQuick)·(2+W) requests go out;
 //   - terms nest properly: StoppedLeading ends the open term, the state is
@@ -148,6 +149,7 @@ func TestPropertyNoOverflow(t *testing.T) {
 			segment        time.Duration = -1 // the instant of the current burst
 			burst, watched int                // requests and watch events at that instant
 			yieldUntil     time.Duration      // a resign's wait: no acquire before it, unless another holder was accepted
+			yieldToken     uint64             // the resigned term's token: a record above it ends the wait too
 		)
 		holders := rapid.SampledFrom([]string{"", "me", "other"})
 		kinds := rapid.SampledFrom([]EventKind{Tick, ReadDone, ReadFailed, Watched, SwapDone, SwapConflict, SwapFailed, Stop, Reconfigure, Resign, 0, 200})
@@ -215,7 +217,7 @@ func TestPropertyNoOverflow(t *testing.T) {
 			if acceptable {
 				maxAccepted = max(maxAccepted, ev.Lease.Token)
 				lastRev = ev.Revision
-				if ev.Lease.Holder == "other" {
+				if ev.Lease.Holder == "other" || ev.Lease.Token > yieldToken {
 					yieldUntil = 0
 				}
 			}
@@ -288,7 +290,7 @@ func TestPropertyNoOverflow(t *testing.T) {
 						t.Fatalf("step %d: %v ends term %d for %v", i, ev.Kind, a.Token, a.Reason)
 					}
 					if a.Reason == ReasonResigned {
-						yieldUntil = sat(now, m.Config().LeaseDuration)
+						yieldUntil, yieldToken = sat(now, m.Config().LeaseDuration), a.Token
 					}
 				case Done:
 					pendingRead, pendingSwap = false, false
