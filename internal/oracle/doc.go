@@ -1,0 +1,48 @@
+// Package oracle judges a leader election's safety from a recorded history
+// alone: every store write with its send and apply instants, every record
+// delivered to each process, what an adversary did to the store, and each
+// process's belief sampled through the calls its users make (Leading and
+// Term on a machine, IsLeader and Term on an elector). It never reads
+// what a process reports about itself: no internal field, no report, no
+// log line.
+//
+// It checks two properties:
+//
+//   - One leader. Two terms never overlap in real time. A term is one
+//     interval: between two samples of one incarnation leading with one
+//     token, it led throughout.
+//   - Tokens. A term's token is one its own incarnation's write stored,
+//     and terms, in the order their acquiring writes were stored, have
+//     tokens that grow.
+//
+// Each has exactly one excuse, a physical impossibility stated with its
+// bound:
+//
+//   - Erased history. The store forgot what it acknowledged (a rollback,
+//     a restore of a stale backup, a loss in a store that keeps its
+//     records) or someone else stored the release of a held lease. An
+//     overlap between a term stored before such an erasure and one stored
+//     after it is excused when the later term's acquirer had been
+//     delivered no genuine record above the revision its acquire expected
+//     (nor, for a create, any record at all): it could not have known the
+//     store went back. After a stored release nobody can tell, so that
+//     condition does not apply. The earlier term's belief must end within
+//     MaxRenewDeadline/(1−Drift) of the erasure: every renewal it sent
+//     before the erasure keeps it for at most RenewDeadline of its own
+//     clock, and every one sent after it conflicts.
+//   - Lost floors. A term's token may be at or below an earlier term's
+//     only when the earlier token lay above the store's clock when it was
+//     stored (someone else's write had raised the floor) and an erasure
+//     came after it: a restored copy takes back a floor the clock does not
+//     cover.
+//
+// A genuine record is a (revision, record) pair the store held at some
+// instant at or before its delivery; anything else delivered (a forged
+// watch event) is no knowledge.
+//
+// Events must be given in non-decreasing time order. The caller samples
+// the belief of every live incarnation at each instant any of them may
+// start a term (after each step of a machine), and again at the instant
+// Pending returns, so that an excused overlap is measured against its
+// bound.
+package oracle
