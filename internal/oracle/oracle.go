@@ -58,7 +58,9 @@ type Violation struct {
 	Msg   string
 }
 
-func (v Violation) String() string { return fmt.Sprintf("%s at %v: %s", v.Check, time.Duration(v.At), v.Msg) }
+func (v Violation) String() string {
+	return fmt.Sprintf("%s at %v: %s", v.Check, time.Duration(v.At), v.Msg)
+}
 
 // The checks a Violation names.
 const (
