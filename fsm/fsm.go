@@ -273,13 +273,15 @@ const (
 	// of a longer lease it saw; the wait ends at Until.
 	ProblemLongWait
 	// ProblemContradicted: a read (or a swap's conflict), sent after a
-	// renewal hint at revision Newest arrived, shows the older revision
-	// Revision. Either the watch event was forged, or the store went back
-	// in time and lost the renewals the hint announced (a failover to a
-	// replica that missed writes, a restore): the machine cannot tell
-	// which, so it starts no term before Until (a full lease of what it
-	// last accepted, counted from now, as after a rollback) and takes no
-	// watch event as a renewal until a read shows the record move on.
+	// watch event showing revision Newest arrived, shows the older
+	// revision Revision (or, in a store that keeps its records, no
+	// record). Either the watch event was forged, or the store went back
+	// in time and lost the writes the event announced (a failover to a
+	// replica that missed writes, a restore), whose writer may still
+	// believe it leads: the machine cannot tell which, so it starts no
+	// term before Until (a full lease of what it last accepted, counted
+	// from now, as after a rollback) and takes no watch event as a
+	// renewal until a read shows the record move on.
 	ProblemContradicted
 	// ProblemClaim: the record this node just created is only a claim
 	// (Options.LossyStore; the store did not vouch for it): the node does
@@ -303,7 +305,7 @@ func (p Problem) String() string {
 	case ProblemLongWait:
 		return "long wait"
 	case ProblemContradicted:
-		return "renewal hint contradicted"
+		return "watch event contradicted"
 	case ProblemClaim:
 		return "claim"
 	}

@@ -23,6 +23,12 @@ func (m *Machine) hinted(ev Event) {
 	if m.witnessed(ev) {
 		return
 	}
+	if !ev.Absent && !ev.Corrupt && ev.Revision > m.maxRev {
+		// Kept whatever the event claims, even while hints are muted: a
+		// revision the store announced and a later answer does not show
+		// is a rollback, unless the event was forged (see contradicted).
+		m.heardTop = max(m.heardTop, ev.Revision)
+	}
 	if m.renewalLike(ev) {
 		// Kept even while hints are muted or distrusted: a renewal heard
 		// and then not seen by a read is what tells a rollback (see
@@ -138,9 +144,11 @@ func (m *Machine) pollAt() time.Duration {
 }
 
 // staleByHints reports whether a renewal was heard at a revision newer than
-// the one the follower waits out: taking the lease over from that revision
-// would be a swap bound to fail, so the follower reads first (once per
-// wait, see takeOver). Also a renewal of that record heard while hints
+// the one the follower waits out, or any watch event showed a revision
+// newer than it that no answer settled yet (heardTop): taking the lease
+// over from that revision would be a swap bound to fail unless the store
+// went back and lost what the event announced, so the follower reads first
+// (once per wait, see takeOver). Also a renewal of that record heard while hints
 // were muted or distrusted (heardMax, which no answer settled yet): the
 // swap would fail unless the store went back and lost that renewal, whose
 // writer may still lead on it; the read's answer then shows the
@@ -151,7 +159,8 @@ func (m *Machine) pollAt() time.Duration {
 // hands, or was released, since) says nothing about the one it waits out.
 func (m *Machine) staleByHints() bool {
 	return m.quietRev > m.rev && m.quietEnd() != 0 ||
-		m.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token
+		m.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token ||
+		m.heardTop > m.rev
 }
 
 // hear raises heardMax to rev, noting the record the node followed then.
@@ -178,11 +187,21 @@ func (m *Machine) answered(ev Event) {
 		// The store moved on, as a read shows: renewal hints may count again.
 		m.distrust = false
 	}
-	if valid && ev.Revision < m.pendingHeard && m.seen && !m.absent && ev.Revision == m.maxRev && ev.Lease == m.last {
+	switch {
+	case valid && ev.Revision < m.pendingHeard && m.seen && !m.absent && ev.Revision == m.maxRev && ev.Lease == m.last:
 		// The record already accepted, unchanged, although a renewal at a
 		// newer revision was heard before the request was sent. (A newer
 		// revision restarts the wait anyway, an older one is a rollback.)
 		m.contradicted(ev)
+	case valid && ev.Revision < m.pendingTop && ev.Revision >= m.maxRev,
+		ev.Absent && !m.lossy && m.pendingTop > 0 && m.maxRev == 0:
+		// A revision older than one a watch event showed before the
+		// request was sent, or no record in a store that keeps them: the
+		// store went back, or the event was forged.
+		m.contradicted(ev)
+	}
+	if m.heardTop <= m.pendingTop {
+		m.heardTop = 0
 	}
 	if m.heardMax <= m.pendingHeard {
 		// Every renewal heard was heard before the request was sent: the
@@ -212,13 +231,14 @@ func (m *Machine) answered(ev Event) {
 	}
 }
 
-// contradicted handles an answer to a request sent after a renewal hint
-// arrived that shows the record the node accepted before, unchanged, at a
-// revision older than the hint's. Either the hint
-// was forged, or the store went back in time and lost the renewals it
-// announced: a follower that heard them instead of reading them would
-// otherwise take the rolled-back record for the one it waited out, while
-// the leader that wrote them still believes it leads (it renewed within its
+// contradicted handles an answer to a request sent after a watch event
+// arrived that shows a revision older than the event's (a renewal hint of
+// the record the node accepted before, or any other event): either the
+// event was forged, or the store went back in time and lost the writes it
+// announced. A follower that heard them instead of reading them would
+// otherwise take the rolled-back record for the one it waited out, or
+// take a rolled-back release at once, while the node that wrote them
+// still believes it leads (it renewed or acquired within its
 // RenewDeadline). The machine cannot tell forgery from rollback, so it
 // waits as after a rollback: no term before a full lease of what it last
 // accepted, counted from now. And it takes no watch event as a renewal
@@ -235,8 +255,9 @@ func (m *Machine) contradicted(ev Event) {
 		wait = max(wait, m.maxLease)
 	}
 	m.holdUntil = max(m.holdUntil, sat(m.now, wait))
-	m.emit(Action{Kind: Report, Problem: ProblemContradicted, Revision: ev.Revision, Newest: m.pendingHeard, Until: m.holdUntil, Wait: wait})
+	m.emit(Action{Kind: Report, Problem: ProblemContradicted, Revision: ev.Revision, Newest: max(m.pendingHeard, m.pendingTop), Until: m.holdUntil, Wait: wait})
 	m.heard, m.quietRev, m.heardMax, m.distrust = false, 0, 0, true
+	m.heardTop, m.pendingTop = 0, 0
 }
 
 // dropHint drops, when a request failed, the hint it was meant to settle

@@ -87,8 +87,9 @@ type Machine struct {
 	heardMax    lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
 	heardHolder string         // the holder and token of the record followed when heardMax was heard (see hear)
 	heardToken  uint64
-	distrust    bool          // an answer contradicted a renewal hint; none counts until a read shows progress
-	lastAnswer  time.Duration // when the store last answered a read or a swap
+	distrust    bool           // an answer contradicted a renewal hint; none counts until a read shows progress
+	heardTop    lease.Revision // the newest revision any readable watch event showed, not yet settled by an answer
+	lastAnswer  time.Duration  // when the store last answered a read or a swap
 
 	// The one store operation in flight, if any.
 	pending      bool
@@ -97,6 +98,7 @@ type Machine struct {
 	pendingSent  time.Duration
 	pendingSeq   uint64         // its number (see sent)
 	pendingHeard lease.Revision // heardMax when it was sent
+	pendingTop   lease.Revision // heardTop when it was sent
 	pendingNext  Lease
 	pendingExp   lease.Revision // the revision the swap expects
 	pendingGuard bool           // the swap is guarded (takeHeardRelease): it expects pendingWas, released, at pendingExp

@@ -187,7 +187,6 @@ func TestTransitions(t *testing.T) {
 			{done(2*ms, me(1, 0), 1), []Action{claimed(1, 1, 15*s, 15*s+2*ms)}, Follower},
 			{tick(9*s + 1*ms), []Action{aRead()}, Follower},
 			{read(9*s+2*ms, me(1, 0), 1), nil, Follower},
-			{tick(15*s + 2*ms - ns), nil, Follower},
 			{tick(15*s + 2*ms), []Action{acquire(1, me(2, 0))}, Candidate},
 			{done(15*s+3*ms, me(2, 0), 2), []Action{started(2, 15*s+2*ms)}, Leader},
 		}},
@@ -356,30 +355,23 @@ func TestTransitions(t *testing.T) {
 			{tick(2*s - ns), nil, Follower},
 			{tick(2 * s), []Action{aRead()}, Follower},
 		})},
-		{"a forged hint costs one read, then hints are ignored for a RetryInterval", false, false, join(followOther(), []step{
+		{"a forged hint costs one read and a lease's wait; while hints are muted one costs only the wait", false, false, join(followOther(), []step{
 			{watched(1*s, Lease{Holder: "evil", Token: lease.MaxToken, LeaseDuration: lease.MaxDuration}, math.MaxUint64), []Action{aRead()}, Follower},
-			{read(1*s+1*ms, other(4, 2), 10), nil, Follower},
+			// The store shows revision 10, not the one the event claimed:
+			// a rollback or a forgery, which the machine cannot tell apart.
+			{read(1*s+1*ms, other(4, 2), 10), []Action{contradicted(10, math.MaxUint64, 16*s+1*ms, 15*s)}, Follower},
+			// Muted: no read, but the revision counts at the next answer.
 			{watched(1*s+2*ms, released(4, 2), math.MaxUint64), nil, Follower},
 			{tick(2 * s), []Action{aRead()}, Follower},
-			{read(2*s+1*ms, other(4, 2), 10), nil, Follower},
+			{read(2*s+1*ms, other(4, 2), 10), []Action{contradicted(10, math.MaxUint64, 17*s+1*ms, 15*s)}, Follower},
+			// An absence or a corrupt record claims no revision.
 			{watchedAbsent(3*s + 1*ms - ns), nil, Follower},
 			{watchedCorrupt(3*s+1*ms, 11), []Action{aRead()}, Follower},
 			{read(3*s+2*ms, other(4, 2), 10), nil, Follower},
-			// The forged events changed nothing: patience counts from the
-			// first read of revision 10.
-			{tick(4 * s), []Action{aRead()}, Follower},
-			{read(4*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(6 * s), []Action{aRead()}, Follower},
-			{read(6*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(8 * s), []Action{aRead()}, Follower},
-			{read(8*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(10 * s), []Action{aRead()}, Follower},
-			{read(10*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(12 * s), []Action{aRead()}, Follower},
-			{read(12*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(14 * s), []Action{aRead()}, Follower},
-			{read(14*s+1*ms, other(4, 2), 10), nil, Follower},
-			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+			// Reads go on while it waits; the term starts when the wait ends.
+			{tick(16 * s), []Action{aRead()}, Follower},
+			{read(16*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(17*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"own record after a restart is waited out, not trusted", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
@@ -555,12 +547,17 @@ func TestTransitions(t *testing.T) {
 			{Event{Kind: Watched, Now: 1*ms + 500*us, Lease: me(5, 3), Revision: 11, Corrupt: true}, nil, Candidate},
 			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
 		}},
-		{"an event claiming the acquire's record before it was sent is not confirmed by it: hints muted", false, false, []step{
+		{"an event newer than the answer to a read in flight makes another read before a swap", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
 			{watched(500*us, me(5, 3), 11), nil, Follower},
-			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
-			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms)}, Leader},
-			{watched(3*ms, other(6, 4), 12), nil, Leader},
+			// Revision 11 may have been written after the read was
+			// served: a swap from 10 would fail, or succeed only if the
+			// store went back and lost 11.
+			{read(1*ms, released(4, 2), 10), []Action{aRead()}, Follower},
+			{read(2*ms, released(4, 2), 10), []Action{contradicted(10, 11, 15*s+2*ms, 15*s)}, Follower},
+			{tick(14 * s), []Action{aRead()}, Follower},
+			{read(14*s+1*ms, released(4, 2), 10), nil, Follower},
+			{tick(15*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		}},
 		{"a read showing no record after one, in a store that keeps records, is a rollback", false, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
@@ -627,11 +624,13 @@ func TestTransitions(t *testing.T) {
 			{resign(1 * s), []Action{stopped(5, ReasonResigned), release(11, released(5, 3))}, Expiring},
 			{done(1*s+ms, released(5, 3), 12), nil, Follower},
 			{watched(2*s, other(6, 4), 13), []Action{aRead()}, Follower},
-			{read(2*s+ms, released(5, 3), 12), nil, Follower},
+			// The read does not show it: a rollback or a forgery, waited
+			// out as one (past the resign's wait).
+			{read(2*s+ms, released(5, 3), 12), []Action{contradicted(12, 13, 17*s+ms, 15*s)}, Follower},
 			{tick(10 * s), []Action{aRead()}, Follower},
 			{read(10*s+ms, released(5, 3), 12), nil, Follower},
-			{tick(16*s - ns), nil, Follower},
-			{tick(16 * s), []Action{acquire(12, me(6, 4))}, Candidate},
+			{tick(17*s + ms - ns), nil, Follower},
+			{tick(17*s + ms), []Action{acquire(12, me(6, 4))}, Candidate},
 		})},
 		{"resign during a renewal waits for it, then releases its revision", false, false, join(leaderAt(), []step{
 			{tick(2*s + 1*ms), []Action{renew(11, me(5, 3))}, Leader},
@@ -714,13 +713,15 @@ func TestTransitions(t *testing.T) {
 			{tick(42*s + 3*ms - ns), nil, Follower},
 			{tick(42*s + 3*ms), []Action{acquire(12, me(6, 3))}, Candidate},
 		})},
-		{"a read's absence counts even after a watched record; the conflict shows the record", false, false, []step{
+		{"a read's absence after a watched record is read again; absence then is a rollback", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
 			{watched(0, other(1, 0), 1), nil, Follower},
-			{readAbsent(0), []Action{acquire(0, me(1, 0))}, Candidate},
-			{conflict(0, other(1, 0), 1), nil, Follower},
-			{tick(2*s - ns), nil, Follower},
-			{tick(2 * s), []Action{aRead()}, Follower},
+			{readAbsent(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{contradicted(0, 1, 15*s+1*ms, 15*s)}, Follower},
+			{tick(14 * s), []Action{aRead()}, Follower},
+			{readAbsent(14*s + 1*ms), nil, Follower},
+			{tick(15*s + 1*ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{conflict(15*s+2*ms, other(1, 0), 1), nil, Follower},
 		}},
 		{"lossy store: a record back after a read found none is a rollback", true, true, join(followOther(), []step{
 			{tick(9 * s), []Action{aRead()}, Follower},
@@ -1257,13 +1258,15 @@ func TestRenewalHeardWhileMutedIsReadFirst(t *testing.T) {
 		{read(15*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 11, 30*s+2*ms, 15*s)}, Follower},
 		{tick(30*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 	}))
-	// A renewal heard of a record the follower no longer follows says
-	// nothing about the one it takes over: released at 12, it swaps at
-	// once although the old leader's renewal at 13 was heard.
+	// Any revision heard above the one it would swap from counts, not
+	// only a renewal of the record it follows: released at 12, it does
+	// not swap from 12 while 13 was heard and not yet settled.
 	runSteps(t, Options{Identity: "me", Config: testConfig()}, join(followOther(), []step{
 		{tick(2 * s), []Action{aRead()}, Follower},
 		{watched(2*s+ms/2, other(4, 2), 13), nil, Follower},
-		{read(2*s+1*ms, released(4, 2), 12), []Action{acquire(12, me(5, 3))}, Candidate},
+		{read(2*s+1*ms, released(4, 2), 12), nil, Follower},
+		{tick(4 * s), []Action{aRead()}, Follower},
+		{read(4*s+1*ms, released(4, 2), 12), []Action{contradicted(12, 13, 19*s+1*ms, 15*s)}, Follower},
 	}))
 }
 
@@ -1300,17 +1303,22 @@ func TestGuardedRelease(t *testing.T) {
 			{watched(1*s, released(4, 2), 10+1), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
 			// The leader renewed at 11: the guard fails.
 			{conflict(1*s+1*ms, other(4, 2), 11), nil, Follower},
-			// Muted for a RetryInterval: the next forgery is ignored.
+			// Muted for a RetryInterval: the next forgery makes no read,
+			// but its revision is read before a swap from 11.
 			{watched(1*s+2*ms, released(4, 2), 12), nil, Follower},
-			// The record at 11 was first seen at 1s+1ms: waited out then.
-			{tick(16*s + 1*ms), []Action{acquire(11, me(5, 3))}, Candidate},
+			{tick(16*s + 1*ms), []Action{aRead()}, Follower},
+			{read(16*s+2*ms, other(4, 2), 11), []Action{contradicted(11, 12, 31*s+2*ms, 15*s)}, Follower},
+			{tick(31*s + 2*ms), []Action{acquire(11, me(5, 3))}, Candidate},
 		})},
-		{"a forged release at a huge revision: nothing of it is taken in", true, false, join(followOther(), []step{
+		{"a forged release at a huge revision: no token of it is taken in", true, false, join(followOther(), []step{
 			{watched(1*s, released(lease.MaxToken-1, 2), math.MaxUint64), []Action{guardedAcquire(math.MaxUint64, released(lease.MaxToken-1, 2), me(lease.MaxToken, 3))}, Candidate},
-			{conflict(1*s+1*ms, other(4, 2), 10), nil, Follower},
-			// No rollback, no wait, no token from the forgery: the record
-			// at 10 is waited out from 1ms, and the acquire takes token 5.
-			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+			// The store shows 10, below the revision the event claimed: a
+			// rollback or a forgery, waited out as a rollback.
+			{conflict(1*s+1*ms, other(4, 2), 10), []Action{contradicted(10, math.MaxUint64, 16*s+1*ms, 15*s)}, Follower},
+			{tick(14 * s), []Action{aRead()}, Follower},
+			{read(14*s+1*ms, other(4, 2), 10), nil, Follower},
+			// No token from the forgery: the acquire takes token 5.
+			{tick(16*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"no token left above the event's: a read instead", true, false, join(followOther(), []step{
 			{watched(1*s, released(lease.MaxToken, 2), 11), []Action{aRead()}, Follower},
@@ -1359,16 +1367,17 @@ func TestGuardedRelease(t *testing.T) {
 			// The acquire had landed, but the node proposed a token
 			// since: only that attempt's outcome may be confirmed, as
 			// after a second acquire. Its own record is waited out.
-			{conflict(15*s+4*ms, me(5, 3), 11), nil, Follower},
+			{conflict(15*s+4*ms, me(5, 3), 11), []Action{contradicted(11, 50, 30*s+4*ms, 15*s)}, Follower},
 			{tick(30*s + 4*ms), []Action{acquire(11, me(6, 3))}, Candidate},
 		})},
-		{"a guarded swap that fails does not restart the wait", true, false, join(followOther(), []step{
+		{"a guarded swap that fails, then a read below the event's revision: waited out as a rollback", true, false, join(followOther(), []step{
 			{watched(14*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
 			// The poll that was due: the record at 10, unchanged.
 			{failed(14*s + 1*ms), []Action{aRead()}, Follower},
-			{read(14*s+2*ms, other(4, 2), 10), nil, Follower},
-			// First seen at 1ms, it is waited out then.
-			{tick(15*s + 1*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+			{read(14*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 11, 29*s+2*ms, 15*s)}, Follower},
+			{tick(28 * s), []Action{aRead()}, Follower},
+			{read(28*s+1*ms, other(4, 2), 10), nil, Follower},
+			{tick(29*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"a store that answers success at the guarded revision breaks its contract: no term", true, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},

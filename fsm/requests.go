@@ -74,7 +74,7 @@ func (m *Machine) acquire() {
 func (m *Machine) takeHeardRelease() bool {
 	h := m.hintLease
 	if !m.guarded || m.hintAbsent || m.hintCorrupt || h.Holder != "" || !InBounds(h) || m.hintRev == 0 ||
-		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || !m.reached(max(m.holdUntil, m.yieldUntil)) ||
+		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || m.heardTop > m.hintRev || !m.reached(max(m.holdUntil, m.yieldUntil)) ||
 		max(m.maxToken, h.Token) >= lease.MaxToken {
 		return false
 	}
@@ -117,7 +117,7 @@ func (m *Machine) swap(kind SwapKind, next Lease) {
 // sendSwap asks for the swap a describes.
 func (m *Machine) sendSwap(a Action) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard = true, Swap, a.Swap, m.sent, m.heardMax
+	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard, m.pendingTop = true, Swap, a.Swap, m.sent, m.heardMax, m.heardTop
 	m.pendingSent, m.pendingNext, m.pendingRD = m.now, a.Next, m.cfg.RenewDeadline
 	m.pendingExp, m.pendingGuard, m.pendingWas = a.Expected, a.Guarded, a.Was
 	if a.Swap != Release {
@@ -135,7 +135,7 @@ func (m *Machine) sendSwap(a Action) {
 // watched release is taken one round trip later.
 func (m *Machine) read(hinted bool) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq, m.pendingHeard = true, Read, m.now, m.sent, m.heardMax
+	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq, m.pendingHeard, m.pendingTop = true, Read, m.now, m.sent, m.heardMax, m.heardTop
 	m.pendingGuard = false
 	m.quick = 0
 	if !hinted {

@@ -351,6 +351,7 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 		st.history = append(st.history, fsm.Lease{})
 	}
 	st.history = append(st.history, r)
+	s.or.Forge(s.now, st.rev, orec(r))
 	if s.adv.forgedRev == nil {
 		s.adv.forgedRev = make(map[lease.Revision]bool)
 	}
@@ -464,23 +465,6 @@ func (s *Cluster) forgeRelease() {
 	s.adv.forgedReleases = append(s.adv.forgedReleases, s.now)
 }
 
-// releaseForged reports whether o may believe it leads until end (real
-// time) while another node holds the lease: o's term was acquired before
-// a release someone else stored (FaultForgeRelease), and end is within
-// RenewDeadline of that forgery, by the slowest clock the drift allows.
-// That is the bound of the threat model: o learns of the forgery only at
-// its next renewal, and every renewal it sent before the forgery keeps its
-// belief for at most RenewDeadline; one sent after it conflicts.
-func (s *Cluster) releaseForged(o *node, end int64) bool {
-	bound := int64(float64(s.chk.maxRenew)/(1-s.rho)) + 1
-	for _, t := range s.adv.forgedReleases {
-		if o.adv.termStart < t && t <= s.now && end <= t+bound {
-			return true
-		}
-	}
-	return false
-}
-
 // rollback rewinds the store to an earlier revision.
 func (s *Cluster) rollback(f Fault) {
 	s.rollbackTo(f, 0)
@@ -522,6 +506,7 @@ func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 		return
 	}
 	st.present, st.rec, st.rev = true, st.history[r0], r0
+	s.or.Rollback(s.now, r0)
 	st.floor = st.restoredFloor(r0)
 	s.adv.corruptRev = 0
 	s.rewind(r0)
@@ -547,6 +532,7 @@ func (s *Cluster) restore() {
 	r := st.history[first]
 	r.Holder = ""
 	st.present, st.rec, st.rev = true, r, 1
+	s.or.Restore(s.now, 1, orec(r))
 	st.floor = st.restoredFloor(first)
 	s.adv.corruptRev = 0
 	if s.adv.madeUp == nil {
@@ -620,54 +606,6 @@ func (s *Cluster) wentBackTo(rev lease.Revision) bool {
 		return s.rewound(rev)
 	}
 	return !s.lossy && s.adv.backAt >= 0
-}
-
-// excused reports whether o may still believe it leads while another
-// node starts a term: o's term started before the last rollback or
-// restore (its record was wiped behind its back), and the new leader n
-// (nil for a fenced write) could not have known better: it acquired on an
-// observation it had before that action (a stale revision made current
-// again), or on a released record without having seen the store go back
-// since that action. A guarded acquire the store wrote over a release it
-// held rests on that release (acquiredOverRelease). Renewals heard since
-// the node's last contradiction, or a contradiction at or after that
-// action, or an acquire sent before the contradiction's wait was over,
-// withhold the excuse. A node that did see the store go back must wait a
-// lease before it acquires; one that acquires a held record waits out
-// its patience, which outlasts o's belief.
-func (s *Cluster) excused(o, n *node) bool {
-	r := s.adv.releasedAt
-	if r < 0 || o.adv.termStart >= r {
-		return false
-	}
-	if n == nil {
-		return true
-	}
-	// A node that heard a renewal newer than the record it took over was
-	// told of the history the rollback lost: it could have known.
-	return !n.adv.acqHeard && n.adv.acqContra < r && n.adv.acqWaited && (n.adv.acqBasis < r || n.adv.acqFree && n.adv.acqBack < r)
-}
-
-// overlapExcused reports whether the terms of a and b may overlap, where
-// b starts its term now: one began before the last rollback or restore
-// and the other's leader could not have known better (excused), or one
-// was acquired before a forged release of it (releaseForged). The earlier
-// term may start second, when its acquire landed before the rollback or
-// the forgery and its reply came late.
-func (s *Cluster) overlapExcused(a, b *node) bool {
-	return s.excused(a, b) || s.excused(b, a) ||
-		s.releaseForged(a, a.beliefEnd) || s.releaseForged(b, b.realAt(b.m.LeaderUntil()))
-}
-
-// lateTerm reports whether n's term, starting now, was acquired before the
-// last rollback or restore, or before the last forged release: terms
-// acquired after it may have started first, with larger tokens.
-func (s *Cluster) lateTerm(n *node) bool {
-	if s.adv.releasedAt >= 0 && n.adv.termStart < s.adv.releasedAt {
-		return true
-	}
-	f := s.adv.forgedReleases
-	return len(f) > 0 && n.adv.termStart < f[len(f)-1]
 }
 
 // advString describes a fault of the adversary.

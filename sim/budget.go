@@ -77,41 +77,12 @@ type nodeAdv struct {
 	bootLocal time.Duration
 	termStart int64     // real time the current term's acquiring swap was sent
 	wrote     fsm.Lease // the record of the last swap it sent
-	// What the last acquiring swap was based on (for excused).
-	acqBasis  int64
-	acqFree   bool
-	acqBack   int64 // sawBackAt when it was sent
-	acqHeard  bool  // heardPast when it was sent
-	acqContra int64 // contraAt when it was sent
-	acqWaited bool  // sent once the contradictions' waits were over (contraEnd)
-	// A guarded acquire: the record it writes, and whether the node had
-	// heard a real record newer than the release it swaps from. Once the
-	// store writes it over a release it held (the guard's condition), the
-	// acquire rests on that release (acqFree), not on the node's
-	// observation.
-	acqNext       fsm.Lease
-	acqGuarded    bool
-	acqHeardNewer bool
-	// heardPast: since the node accepted its observation, the store's watch
-	// delivered a real (not forged) renewal of that record at a newer
-	// revision: the node has been told of newer history.
-	heardPast bool
-	// contraAt: the real time the node last reported a renewal it heard
-	// contradicted by the store (-1: never). It then waits as after a
-	// rollback it saw, and what it heard before no longer counts.
-	contraAt int64
-	// contraEnd: the real time before which the waits of its
-	// contradictions forbid a term (each a Report's Wait from then).
-	contraEnd int64
-	// heardRev: the newest revision at which the store's watch delivered
-	// a real (not forged) record since the node's last contradiction.
-	heardRev lease.Revision
 }
 
 // advBoot resets the checks for a new process on n.
 func (s *Cluster) advBoot(n *node) {
 	now := n.local(s.now)
-	n.adv = nodeAdv{bucket: budgetCap, bucketAt: now, bootLocal: now, obsFirst: -1, termStart: -1, sawBackAt: -1, contraAt: -1}
+	n.adv = nodeAdv{bucket: budgetCap, bucketAt: now, bootLocal: now, obsFirst: -1, termStart: -1, sawBackAt: -1}
 }
 
 // advStepped runs after n's machine handled ev, before its actions are
@@ -127,18 +98,6 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 		}
 	case fsm.Stop, fsm.Reconfigure, fsm.Resign:
 		a.credit(1)
-	case fsm.Watched:
-		// A record the store really held at that revision, not forged.
-		st := &s.store
-		real := !ev.Absent && !ev.Corrupt && uint64(ev.Revision) < uint64(len(st.history)) &&
-			st.history[ev.Revision] == ev.Lease && !s.adv.forgedRev[ev.Revision]
-		if real {
-			a.heardRev = max(a.heardRev, ev.Revision)
-		}
-		if real && a.obsOK && !a.obsAbsent && ev.Revision > a.obsRev &&
-			ev.Lease.Holder == a.obsLease.Holder && ev.Lease.Token == a.obsLease.Token {
-			a.heardPast = true
-		}
 	}
 	// The node's own write coming back on the watch feed.
 	own := ev.Kind == fsm.Watched && !ev.Absent && !ev.Corrupt && ev.Lease == a.wrote
@@ -163,7 +122,6 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 			// writes loops.
 			a.credit(budgetNews)
 		}
-		a.heardPast = false
 		if ok {
 			a.obsFirst = s.now
 			a.obsFree = absent || l.Holder == ""
@@ -233,16 +191,6 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			}
 			n.adv.proposed = t
 		}
-		if a.Kind == fsm.Swap && a.Swap == fsm.Acquire && n.m.State() == fsm.Candidate {
-			// The acquire a term rests on. Not the renewal that confirms
-			// one whose outcome was unknown: that term rests on what the
-			// acquire knew (the last one sent: a new acquire ends the
-			// chance to confirm an older one).
-			na := &n.adv
-			na.acqBasis, na.acqFree, na.acqBack, na.acqHeard, na.acqContra = na.obsFirst, na.obsFree, na.sawBackAt, na.heardPast, na.contraAt
-			na.acqWaited = s.now >= na.contraEnd
-			na.acqNext, na.acqGuarded, na.acqHeardNewer = a.Next, a.Guarded, na.heardRev > a.Expected
-		}
 		if len(s.adv.armed) > 0 {
 			s.trigger(n, a)
 		}
@@ -254,20 +202,9 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			// restore or a forged event can do that.
 			s.fail("hints", "%s reports a renewal hint contradicted by the store (revision %d, hint %d) with no rollback, restore or forged event", n.id, a.Revision, a.Newest)
 		case a.Problem == fsm.ProblemContradicted:
-			// It waits as after a rollback it saw, and the renewals it
-			// heard are settled: it was told the store lost them.
+			// It waits as after a rollback it saw: the liveness bound
+			// grows by that wait.
 			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
-			n.adv.heardPast, n.adv.heardRev, n.adv.contraAt = false, 0, s.now
-			// The wait the machine reports, and never less than a lease of
-			// its own and of what it accepted: a machine that shortens
-			// the wait and says so is not taken at its word.
-			end, wait := n.local(s.now), max(a.Wait, n.m.Config().LeaseDuration, n.adv.lastLease)
-			if wait > fsm.Never-end {
-				end = fsm.Never
-			} else {
-				end += wait
-			}
-			n.adv.contraEnd = max(n.adv.contraEnd, n.realAt(end))
 		case a.Problem == fsm.ProblemRollback && !s.wentBackTo(a.Revision):
 			// The store's revisions never go down but for a rollback or a
 			// restore: a data loss keeps its counter (absence then comes

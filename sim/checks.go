@@ -10,11 +10,9 @@ import (
 
 // checker holds what the checks need to remember across events.
 type checker struct {
-	s          *Cluster
-	owners     map[uint64]owner // token → the term that started with it
-	terms      []owner          // terms[k] is the k-th term to start (terms[0] is none)
-	maxOnClock uint64           // largest token a term started with that the store issued at or below its clock
-	aheads     []owner          // the terms whose tokens the store issued above its clock
+	s      *Cluster
+	owners map[uint64]owner // token → the term that started with it
+	terms  []owner          // terms[k] is the k-th term to start (terms[0] is none)
 	// Liveness.
 	active     int           // faults in force
 	calmFrom   int64         // no disturbance since
@@ -54,18 +52,6 @@ func (c *checker) init(s *Cluster) {
 // over it (docs/design.md, the threat model).
 func (c *checker) taken(o owner) bool {
 	return o.ahead && c.s.adv.releasedAt > o.issued
-}
-
-// floorFor is the token every new term must exceed: the largest of the
-// terms that a restore has not taken (taken).
-func (c *checker) floorFor() uint64 {
-	f := c.maxOnClock
-	for _, o := range c.aheads {
-		if !c.taken(o) {
-			f = max(f, o.token)
-		}
-	}
-	return f
 }
 
 // setBounds computes the liveness bounds from every config the run uses.
@@ -160,34 +146,16 @@ func b2i(b bool) int {
 	return 0
 }
 
-// started checks a new term: at most one node believes it leads (check 1),
-// and its token is new and larger than every earlier term's (check 2).
+// started notes a new term, for the fence and liveness checks; the oracle
+// judges that at most one node leads (check 1) and the term's token
+// (check 2) from the beliefs it samples (judge.go).
 func (c *checker) started(n *node, a fsm.Action) {
 	s := c.s
-	for _, o := range s.nodes {
-		if o != n && o.beliefEnd > s.now && !s.overlapExcused(o, n) {
-			s.fail(CheckOneLeader, "%s started leading (token %d) while %s believes it leads (token %d) until %s",
-				n.id, a.Token, o.id, o.token, fmtTime(o.beliefEnd))
-		}
-	}
-	prev, used := c.owners[a.Token]
-	switch {
-	case used && !c.taken(prev):
-		s.fail(CheckTokens, "%s started a term with token %d, which %s already used", n.id, a.Token, prev.id)
-	case used || s.lateTerm(n):
-	case a.Token <= c.floorFor():
-		s.fail(CheckTokens, "%s started a term with token %d, not larger than the earlier term's %d", n.id, a.Token, c.floorFor())
-	}
 	c.liveness(true)
 	issued, ahead := s.store.ahead[a.Token]
 	o := owner{node: n.idx, gen: n.gen, id: n.id, token: a.Token, ahead: ahead, issued: issued}
 	c.owners[a.Token] = o
 	c.terms = append(c.terms, o)
-	if o.ahead {
-		c.aheads = append(c.aheads, o)
-	} else {
-		c.maxOnClock = max(c.maxOnClock, a.Token)
-	}
 	n.token = a.Token
 	n.beliefEnd = n.realAt(n.m.LeaderUntil())
 	s.res.Terms++
@@ -248,7 +216,7 @@ func (c *checker) fenced(ev *simEvent) {
 		if s.tracing() {
 			s.tracef(n.idx, "fenced write token %d refused: %v", ev.token, err)
 		}
-		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.excused(n, nil) && !c.aheadAccepted() && !s.releaseForged(n, n.beliefEnd) {
+		if n.up && n.gen == ev.gen && n.token == ev.token && n.beliefEnd > s.now && !s.or.Erased(n.onode(), ev.token) && !c.aheadAccepted() {
 			s.fail(CheckFence, "the resource refused token %d of %s, which still believes it leads", ev.token, n.id)
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -70,6 +71,8 @@ type simEvent struct {
 	// was, released, at expected.
 	guarded bool
 	was     fsm.Lease
+	// On a swap: what the oracle knew of the node when it was sent.
+	snap oracle.Snapshot
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

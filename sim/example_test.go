@@ -32,7 +32,7 @@ func ExampleRunSeed_driftBeyondTheBound() {
 	fmt.Println(res.Violation)
 	// Output:
 	// one-leader
-	// 83.036s: one-leader check failed: n0 started leading (token 83030990) while n1 believes it leads (token 12776) until 86.662s
+	// 83.036s: one-leader check failed: n1 (token 12776) and n0 (token 83030990) both lead at 83.036s
 }
 
 // WriteTimeline draws a recorded run: one lane per node, the terms, the

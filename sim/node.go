@@ -40,6 +40,8 @@ type node struct {
 	markerID   uint64
 	markerSeen time.Duration
 	beliefEnd  int64 // real time at which the current belief ends
+	oLead      bool  // the belief the oracle last sampled
+	oTok       uint64
 	token      uint64
 	term       int // the checker's number of the node's last term (1, 2, ...)
 	maxRev     lease.Revision
@@ -116,6 +118,8 @@ func (s *Cluster) boot(n *node) {
 		panic(err) // configs are validated before they get here
 	}
 	n.m, n.up, n.gen = m, true, n.gen+1
+	n.oLead, n.oTok = false, 0
+	s.or.Boot(n.onode(), s.now)
 	n.opPending, n.timerAt, n.maxRev, n.token, n.beliefEnd = false, -1, 0, 0, 0
 	n.markerID, n.markerSeen = 0, 0 // a new process has seen no marker
 	s.advBoot(n)
@@ -142,6 +146,7 @@ func (s *Cluster) crash(n *node) {
 	}
 	s.tracef(n.idx, "CRASH")
 	s.chk.ended(n)
+	s.or.Down(n.onode(), s.now)
 	n.up, n.gen, n.m = false, n.gen+1, nil
 	n.pausedUntil = 0
 	// A machine stopped with its clock (FaultClockStop) and killed: what
@@ -174,6 +179,7 @@ func (s *Cluster) step(n *node, ev fsm.Event) {
 	if !n.up {
 		return
 	}
+	s.sample(n, false)
 	s.chk.afterStep(n)
 	if s.tl != nil {
 		s.tl.State(s.now, n.idx, stateMark(after))
@@ -207,6 +213,7 @@ func (s *Cluster) perform(n *node, a fsm.Action) {
 		if a.Kind == fsm.Swap {
 			ev.opKind, ev.expected, ev.lease = opSwap, a.Expected, a.Next
 			ev.guarded, ev.was = a.Guarded, a.Was
+			ev.snap = s.or.Send(n.onode(), s.now, a.Expected, orec(a.Next))
 		}
 		n.opKind = ev.opKind
 		s.send(n, ev)
@@ -215,12 +222,14 @@ func (s *Cluster) perform(n *node, a fsm.Action) {
 		s.push(simEvent{at: n.realAt(deadline), kind: evTimeout, node: int32(n.idx), gen: n.gen, op: n.op})
 	case fsm.StartedLeading:
 		s.chk.started(n, a)
+		s.sampleAll()
 		s.push(simEvent{at: s.now + s.uniform(0, int64(time.Second)), kind: evWork, node: int32(n.idx), gen: n.gen, token: a.Token})
 	case fsm.StoppedLeading:
 		s.chk.stopped(n, a)
 	case fsm.Done:
 		s.tracef(n.idx, "done")
 		s.chk.ended(n)
+		s.or.Down(n.onode(), s.now)
 		n.up, n.gen, n.m = false, n.gen+1, nil
 		if s.tl != nil {
 			s.tl.State(s.now, n.idx, timeline.Down)
@@ -270,6 +279,9 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 		e.Vouched = ev.vouched && !s.opt.vouchLost
 	default:
 		e.Kind = fsm.SwapConflict
+	}
+	if !e.Corrupt && e.Kind != fsm.SwapFailed {
+		s.or.Deliver(n.onode(), s.now, ev.rev, orec(ev.lease), !ev.absent)
 	}
 	s.step(n, e)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim/internal/timeline"
 )
@@ -73,6 +74,7 @@ type Cluster struct {
 	res    Result
 	buf    []byte // trace line buffer
 	adv    adversary
+	or     *oracle.Oracle // the judge of one leader and tokens (judge.go)
 }
 
 // New validates o, fills in defaults and builds a simulation. An error
@@ -118,6 +120,11 @@ func New(o Options) (*Cluster, error) {
 	s.faults = schedule
 	s.chk.setBounds(cfgs)
 	s.advInit(cfgs)
+	names := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		names[i] = n.id
+	}
+	s.or = oracle.New(oracle.Params{Drift: s.rho, MaxRenewDeadline: s.adv.maxRenew, Complete: true, LossyStore: s.lossy, Names: names})
 	for _, n := range s.nodes {
 		s.boot(n)
 	}
@@ -149,6 +156,7 @@ func (s *Cluster) Run() Result {
 			break
 		}
 		ev := s.queue.pop()
+		s.samplePending(ev.at)
 		s.now = ev.at
 		s.events++
 		if s.events > s.opt.MaxEvents {
@@ -220,6 +228,9 @@ func (s *Cluster) dispatch(ev *simEvent) {
 	case evReply:
 		s.reply(n, ev)
 	case evWatch:
+		if ev.result != resCorrupt {
+			s.or.Deliver(n.onode(), s.now, ev.rev, orec(ev.lease), !ev.absent)
+		}
 		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Corrupt: ev.result == resCorrupt})
 	case evWork:
 		s.work(n, ev)

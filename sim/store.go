@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -150,8 +151,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 			// The gate: a create is vouched for once the marker is known
 			// to have stood for the new record's LeaseDuration.
 			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
-			s.acquiredOverRelease(ev)
-			s.write(ev.lease, int(ev.node))
+			s.write(ev.lease, int(ev.node), ev.snap)
 			reply.result = resDone
 		} else {
 			reply.result = resConflict
@@ -182,20 +182,8 @@ func (s *Cluster) guardHolds(ev *simEvent) bool {
 	return st.present && st.rec.Holder == "" && st.rec.Token == w.Token && st.rec.Transitions == w.Transitions && st.rec.LeaseDuration == w.LeaseDuration
 }
 
-// acquiredOverRelease notes, before the store writes swap ev, a guarded
-// acquire that replaces a release the store holds: the term it starts
-// rests on that release (for excused), whatever the node observed.
-func (s *Cluster) acquiredOverRelease(ev *simEvent) {
-	st := &s.store
-	n := s.nodes[ev.node]
-	a := &n.adv
-	if ev.guarded && n.gen == ev.gen && a.acqGuarded && ev.lease == a.acqNext && st.present && st.rec.Holder == "" {
-		a.acqFree, a.acqHeard = true, a.acqHeardNewer
-	}
-}
-
 // write stores next as a new revision and tells every watcher.
-func (s *Cluster) write(next fsm.Lease, by int) {
+func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 	st := &s.store
 	clk := s.tokenClock()
 	if !st.present || next.Token != st.rec.Token {
@@ -222,6 +210,8 @@ func (s *Cluster) write(next fsm.Lease, by int) {
 		st.history = append(st.history, fsm.Lease{})
 	}
 	st.history = append(st.history, next)
+	s.or.Applied(s.now, snap, st.rev, orec(next), clk)
+	s.judged()
 	if s.tracing() {
 		s.tracef(-1, "store rev %d holder=%q token=%d transitions=%d", st.rev, next.Holder, next.Token, next.Transitions)
 	}
@@ -293,6 +283,7 @@ func (s *Cluster) newMarker() {
 // The marker of StoreModel.CreateGate vanishes with it.
 func (s *Cluster) loseData() {
 	st := &s.store
+	s.or.Lose(s.now)
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
 	if !s.opt.lossKeepsMarker && !s.opt.handDelete {
 		st.ident++ // a restart or a failover (FLUSHALL keeps it, and takes the marker)
@@ -324,6 +315,7 @@ func (s *Cluster) swapData() {
 		return
 	}
 	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	s.or.Lose(s.now)
 	st.marker = st.copy
 	if !s.opt.swapKeepsIdentity {
 		st.ident++

@@ -6,13 +6,15 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/tenure-go/tenure/lease"
 )
 
 // Time is a real instant in nanoseconds.
 type Time = int64
 
 // Rev is a store revision; 0 is absence.
-type Rev = uint64
+type Rev = lease.Revision
 
 // Node is one incarnation of a process: a restart is a new Gen, which
 // knows nothing of what an earlier one was told.
@@ -49,6 +51,9 @@ type Params struct {
 	// Slack is added to every bound: how late the caller may sample a
 	// belief after an instant Pending returned.
 	Slack time.Duration
+	// Names names the processes in messages, by Node.ID ("node 3" for
+	// an ID it does not cover).
+	Names []string
 }
 
 // Violation is one property the history breaks.
@@ -59,7 +64,7 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s at %v: %s", v.Check, time.Duration(v.At), v.Msg)
+	return fmt.Sprintf("%s at %s: %s", v.Check, ts(v.At), v.Msg)
 }
 
 // The checks a Violation names.
@@ -74,20 +79,23 @@ type Snapshot struct {
 	n        Node
 	sent     Time
 	expected Rev
-	knew     bool // it had been delivered evidence that the store went back if this write succeeds
+	live     Rev // the newest revision delivered to it that the store had not forgotten
 }
 
 // erasure is one act that made the store forget.
 type erasure struct {
 	at      Time
-	release bool // a stored release: no process can tell
+	target  Rev  // the store holds what it held at target (0: nothing); every later revision is forgotten
+	release bool // a stored release: nothing forgotten, and no process can tell
+	excuses bool // an erasure that excuses (a loss in a lossy store does not)
 }
 
 // termWrite is the first stored write of one term of an incarnation.
 type termWrite struct {
 	token   uint64
 	applied Time
-	knew    bool
+	last    Time // the last write of the term the store applied
+	sn      Snapshot
 	ahead   bool // its token lay above the store's clock
 }
 
@@ -99,26 +107,29 @@ type span struct {
 
 // inc is what the oracle keeps of one process's current incarnation.
 type inc struct {
-	gen        uint32
-	up         bool
-	maxGenuine Rev  // the newest genuine revision delivered to it
-	sawPresent bool // a genuine record was delivered to it
-	writes     []termWrite
-	leading    bool
-	cur        span // valid while leading
-	prev       span // the last term that ended (valid if hasPrev)
-	hasPrev    bool
-	lastToken  uint64
+	gen uint32
+	up  bool
+	// The revisions of the store's history (not forgotten) delivered to
+	// it, in increasing order.
+	seen []Rev
+	// knownAt[k]: when it was first delivered a record erasure k made
+	// the store forget (absent or 0 length: never).
+	knownAt   []Time
+	writes    []termWrite
+	leading   bool
+	cur       span // valid while leading
+	prev      span // the last term that ended (valid if hasPrev)
+	hasPrev   bool
+	lastToken uint64
 }
 
-// excuse is an overlap granted until deadline: the term (id, gen, token)
-// must have stopped leading by then.
+// excuse is an excused overlap: the term (id, gen, token) must stop
+// leading by its deadline.
 type excuse struct {
-	id       int
-	gen      uint32
-	token    uint64
-	deadline Time
-	why      string
+	id    int
+	gen   uint32
+	token uint64
+	why   string
 }
 
 // judged is an overlap already judged, so that it is judged once.
@@ -149,6 +160,8 @@ type Oracle struct {
 	held    []bool
 	extra   map[Rev][]Rec // every other (revision, record) the store held
 	erased  []erasure
+	lineage []Rev       // the revisions of the store's history, in order
+	gone    map[Rev]int // revision → the erasure that made the store forget it
 	terms   []term
 	open    []excuse
 	done    []judged
@@ -166,7 +179,7 @@ func New(p Params) *Oracle {
 	if b > math.MaxInt64/4 {
 		b = math.MaxInt64 / 4
 	}
-	return &Oracle{p: p, bound: Time(b), extra: map[Rev][]Rec{}}
+	return &Oracle{p: p, bound: Time(b), extra: map[Rev][]Rec{}, gone: map[Rev]int{}}
 }
 
 // Bound is how long after an erasure an excused overlap may last.
@@ -236,8 +249,8 @@ func (o *Oracle) end(s *inc, at Time) {
 func (o *Oracle) Send(n Node, at Time, expected Rev, next Rec) Snapshot {
 	o.tick(at)
 	sn := Snapshot{n: n, sent: at, expected: expected}
-	if s := o.cur(n); s != nil {
-		sn.knew = s.maxGenuine > expected || expected == 0 && s.sawPresent
+	if s := o.cur(n); s != nil && len(s.seen) > 0 {
+		sn.live = s.seen[len(s.seen)-1]
 	}
 	return sn
 }
@@ -248,6 +261,7 @@ func (o *Oracle) Send(n Node, at Time, expected Rev, next Rec) Snapshot {
 func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64) {
 	o.tick(at)
 	o.hold(rev, stored)
+	o.lineage = append(o.lineage, rev)
 	if stored.Holder == "" || sn.n.ID < 0 {
 		return
 	}
@@ -255,13 +269,14 @@ func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64
 	if s.gen != sn.n.Gen {
 		return // an incarnation that is gone: its term can never be believed
 	}
-	for _, w := range s.writes {
-		if w.token == stored.Token {
+	for i := range s.writes {
+		if w := &s.writes[i]; w.token == stored.Token {
+			w.last = at
 			return
 		}
 	}
 	ahead := clock != 0 && stored.Token > clock
-	s.writes = append(s.writes, termWrite{token: stored.Token, applied: at, knew: sn.knew, ahead: ahead})
+	s.writes = append(s.writes, termWrite{token: stored.Token, applied: at, last: at, sn: sn, ahead: ahead})
 	o.termOrder(sn.n, stored.Token, at, ahead)
 }
 
@@ -272,8 +287,8 @@ func (o *Oracle) termOrder(n Node, token uint64, at Time, ahead bool) {
 		if token > t.token || t.ahead && o.erasedBetween(t.at, at) {
 			continue
 		}
-		o.fail(at, CheckTokens, "node %d (gen %d) started a term with token %d, not above the token %d of an earlier term of node %d (gen %d)",
-			n.ID, n.Gen, token, t.token, t.id, t.gen)
+		o.fail(at, CheckTokens, "%s started a term with token %d, not above the token %d of an earlier term of %s",
+			o.name(n.ID), token, t.token, o.name(t.id))
 		break
 	}
 	o.terms = append(o.terms, term{id: n.ID, gen: n.Gen, token: token, at: at, ahead: ahead})
@@ -287,7 +302,7 @@ func (o *Oracle) erasedBetween(from, to Time) bool {
 		if e.at <= from {
 			return false
 		}
-		if e.at <= to {
+		if e.at <= to && e.excuses && !e.release {
 			return true
 		}
 	}
@@ -330,32 +345,76 @@ func (o *Oracle) Deliver(n Node, at Time, rev Rev, rec Rec, present bool) {
 	if s == nil || !present || !o.genuine(rev, rec) {
 		return
 	}
-	s.maxGenuine = max(s.maxGenuine, rev)
-	s.sawPresent = true
+	if k, ok := o.gone[rev]; ok {
+		// A record the store has forgotten since, delivered late.
+		s.learn(k, at)
+		return
+	}
+	i, found := slices.BinarySearch(s.seen, rev)
+	if !found {
+		s.seen = slices.Insert(s.seen, i, rev)
+	}
+}
+
+// learn notes that s knows of erasure k from at.
+func (s *inc) learn(k int, at Time) {
+	for len(s.knownAt) <= k {
+		s.knownAt = append(s.knownAt, math.MaxInt64)
+	}
+	s.knownAt[k] = min(s.knownAt[k], at)
+}
+
+// known reports when s first knew of erasure k.
+func (s *inc) known(k int) Time {
+	if k < len(s.knownAt) {
+		return s.knownAt[k]
+	}
+	return math.MaxInt64
+}
+
+// erase records an erasure that makes the store forget every revision of
+// its history above target.
+func (o *Oracle) erase(at Time, target Rev, excuses bool) {
+	k := len(o.erased)
+	o.erased = append(o.erased, erasure{at: at, target: target, excuses: excuses})
+	for len(o.lineage) > 0 && o.lineage[len(o.lineage)-1] > target {
+		o.gone[o.lineage[len(o.lineage)-1]] = k
+		o.lineage = o.lineage[:len(o.lineage)-1]
+	}
+	for i := range o.nodes {
+		s := &o.nodes[i]
+		j, _ := slices.BinarySearch(s.seen, target+1)
+		if j < len(s.seen) {
+			// It had been delivered a record the store forgets now.
+			s.learn(k, at)
+			s.seen = s.seen[:j]
+		}
+	}
 }
 
 // Rollback records that the store holds again what it held at revision to
 // (0: nothing), forgetting every later write.
 func (o *Oracle) Rollback(at Time, to Rev) {
 	o.tick(at)
-	o.erased = append(o.erased, erasure{at: at})
+	o.erase(at, to, true)
 }
 
 // Restore records that the store holds rec at rev, restored from a backup:
 // it forgets every write since the backup.
 func (o *Oracle) Restore(at Time, rev Rev, rec Rec) {
 	o.tick(at)
+	o.erase(at, rev, true)
 	o.hold(rev, rec)
-	o.erased = append(o.erased, erasure{at: at})
+	if len(o.lineage) == 0 || o.lineage[len(o.lineage)-1] != rev {
+		o.lineage = append(o.lineage, rev)
+	}
 }
 
 // Lose records that the store lost its record. In a store that keeps its
 // records that is an erasure; in a lossy one, what every process expects.
 func (o *Oracle) Lose(at Time) {
 	o.tick(at)
-	if !o.p.LossyStore {
-		o.erased = append(o.erased, erasure{at: at})
-	}
+	o.erase(at, 0, !o.p.LossyStore)
 }
 
 // Forge records that someone other than the processes stored rec at rev.
@@ -364,8 +423,9 @@ func (o *Oracle) Lose(at Time) {
 func (o *Oracle) Forge(at Time, rev Rev, rec Rec) {
 	o.tick(at)
 	o.hold(rev, rec)
+	o.lineage = append(o.lineage, rev)
 	if rec.Holder == "" {
-		o.erased = append(o.erased, erasure{at: at, release: true})
+		o.erased = append(o.erased, erasure{at: at, target: rev, release: true, excuses: true})
 	}
 }
 
@@ -400,12 +460,12 @@ func (o *Oracle) started(n Node, s *inc, token uint64, at Time) {
 	s.leading = true
 	s.cur = span{token: token, first: at, last: at}
 	if token <= s.lastToken && s.lastToken != 0 && token != 0 {
-		o.fail(at, CheckTokens, "node %d (gen %d) leads with token %d after a term with token %d", n.ID, n.Gen, token, s.lastToken)
+		o.fail(at, CheckTokens, "%s leads with token %d after a term with token %d", o.name(n.ID), token, s.lastToken)
 	}
 	s.lastToken = max(s.lastToken, token)
 	if o.p.Complete {
 		if _, ok := s.write(token); !ok {
-			o.fail(at, CheckTokens, "node %d (gen %d) believes it leads with token %d, which no write of its own stored", n.ID, n.Gen, token)
+			o.fail(at, CheckTokens, "%s believes it leads with token %d, which no write of its own stored", o.name(n.ID), token)
 		}
 		return
 	}
@@ -416,7 +476,7 @@ func (o *Oracle) started(n Node, s *inc, token uint64, at Time) {
 				continue
 			}
 			if i != n.ID && sp.token == token {
-				o.fail(at, CheckTokens, "token %d is the token of a term of node %d and of node %d", token, i, n.ID)
+				o.fail(at, CheckTokens, "token %d is the token of a term of %s and of %s", token, o.name(i), o.name(n.ID))
 			}
 		}
 	}
@@ -467,13 +527,12 @@ func (o *Oracle) judge(n Node, s *inc, mn Node, m *inc, a, b span, at Time) {
 		wa, okA := s.write(a.token)
 		wb, okB := m.write(b.token)
 		if okA && okB {
-			first, fn, second := wa, n, wb
+			first, fn, second, sec := wa, n, wb, m
 			if wb.applied < wa.applied {
-				first, fn, second = wb, mn, wa
+				first, fn, second, sec = wb, mn, wa, s
 			}
-			if x, ok := o.excuse(first, second); ok {
-				o.open = append(o.open, excuse{id: fn.ID, gen: fn.Gen, token: first.token, deadline: x.at + o.bound,
-					why: o.why(x)})
+			if x, ok := o.excuse(first, second, sec); ok {
+				o.open = append(o.open, excuse{id: fn.ID, gen: fn.Gen, token: first.token, why: o.why(x)})
 				// The earlier term may already be past its deadline.
 				if fn == n {
 					o.overdue(n, a.token, a.last)
@@ -484,44 +543,83 @@ func (o *Oracle) judge(n Node, s *inc, mn Node, m *inc, a, b span, at Time) {
 			}
 		}
 	}
-	o.fail(at, CheckOneLeader, "node %d (gen %d, token %d) and node %d (gen %d, token %d) both lead at %v",
-		n.ID, n.Gen, a.token, mn.ID, mn.Gen, b.token, time.Duration(max(a.first, b.first)))
+	o.fail(at, CheckOneLeader, "%s (token %d) and %s (token %d) both lead at %s",
+		o.name(n.ID), a.token, o.name(mn.ID), b.token, ts(max(a.first, b.first)))
+}
+
+// ts formats an instant in messages.
+func ts(t Time) string { return fmt.Sprintf("%.3fs", float64(t)/1e9) }
+
+// name names process id in messages.
+func (o *Oracle) name(id int) string {
+	if id >= 0 && id < len(o.p.Names) {
+		return o.p.Names[id]
+	}
+	return fmt.Sprintf("node %d", id)
 }
 
 func (o *Oracle) why(x erasure) string {
 	if x.release {
-		return fmt.Sprintf("a release stored by someone else at %v", time.Duration(x.at))
+		return fmt.Sprintf("a release stored by someone else at %s", ts(x.at))
 	}
-	return fmt.Sprintf("the store forgot its history at %v", time.Duration(x.at))
+	return fmt.Sprintf("the store forgot its history at %s", ts(x.at))
 }
 
-// excuse returns the latest erasure that excuses an overlap of the term
-// first stored before it with the term second stored after it.
-func (o *Oracle) excuse(first, second termWrite) (erasure, bool) {
+// excuse returns the erasure that excuses an overlap of the term first
+// with the term second, of incarnation sec, stored after it, if one does.
+// Some erasure that excuses must lie between the two terms' acquiring
+// writes. If the second's acquire rests on the state the last erasure
+// before it made current (it expected that erasure's revision), its
+// acquirer must not have known of that erasure when it sent it: it had
+// been delivered no record the erasure made the store forget (before
+// the erasure, or late). If it rests on a stored release, or on a write
+// stored after the last erasure, nothing it was told showed what the
+// store forgot.
+func (o *Oracle) excuse(first, second termWrite, sec *inc) (erasure, bool) {
+	var in erasure
+	found, last := false, -1
 	for i := len(o.erased) - 1; i >= 0; i-- {
 		e := o.erased[i]
 		if e.at > second.applied {
 			continue
 		}
+		if last < 0 {
+			last = i
+		}
 		if e.at <= first.applied {
 			break
 		}
-		if e.release || !second.knew {
-			return e, true
+		if e.excuses && !found {
+			in, found = e, true
 		}
 	}
-	return erasure{}, false
+	if !found {
+		return erasure{}, false
+	}
+	x, sn := o.erased[last], second.sn
+	if x.release || sn.expected != x.target {
+		return in, true
+	}
+	if !x.excuses || x.at <= first.applied {
+		return erasure{}, false
+	}
+	knew := sec.known(last) <= sn.sent || sn.sent < x.at && sn.live > sn.expected
+	return x, !knew
 }
 
 // overdue fails an excused term still believed past its deadline.
 func (o *Oracle) overdue(n Node, token uint64, at Time) {
 	for i := 0; i < len(o.open); i++ {
 		x := o.open[i]
-		if x.id != n.ID || x.gen != n.Gen || x.token != token || at <= x.deadline {
+		if x.id != n.ID || x.gen != n.Gen || x.token != token {
 			continue
 		}
-		o.fail(at, CheckOneLeader, "node %d (gen %d) still leads with token %d at %v, past the end of its excused overlap at %v (%s; bound %v)",
-			n.ID, n.Gen, token, time.Duration(at), time.Duration(x.deadline), x.why, time.Duration(o.bound))
+		d := o.deadline(x)
+		if at <= d {
+			continue
+		}
+		o.fail(at, CheckOneLeader, "%s still leads with token %d at %s, past the end of its excused overlap at %s (%s; the term's last stored write plus %v)",
+			o.name(n.ID), token, ts(at), ts(d), x.why, time.Duration(o.bound))
 		o.open = slices.Delete(o.open, i, i+1)
 		i--
 	}
@@ -538,14 +636,39 @@ func (o *Oracle) closeExcuses(n Node) {
 // Pending returns the earliest instant at which the belief of a term whose
 // overlap was excused must be sampled again, to hold it to its bound.
 func (o *Oracle) Pending() (Time, bool) {
+	o.open = slices.DeleteFunc(o.open, func(x excuse) bool {
+		s := o.cur(Node{ID: x.id, Gen: x.gen})
+		return s == nil || !s.leading || s.cur.token != x.token
+	})
 	if len(o.open) == 0 {
 		return 0, false
 	}
-	t := o.open[0].deadline
+	t := o.deadline(o.open[0])
 	for _, x := range o.open[1:] {
-		t = min(t, x.deadline)
+		t = min(t, o.deadline(x))
 	}
 	return t + 1, true
+}
+
+// deadline is when the excused term x must have stopped leading: a
+// process leads only on a write it sent, for at most RenewDeadline of its
+// own clock from the send, so for at most Bound after the last write of
+// the term the store applied.
+func (o *Oracle) deadline(x excuse) Time {
+	s := o.cur(Node{ID: x.id, Gen: x.gen})
+	if s == nil {
+		return math.MaxInt64
+	}
+	w, _ := s.write(x.token)
+	return sat(w.last, o.bound)
+}
+
+// sat is a+b, saturated.
+func sat(a, b Time) Time {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Erased reports whether the store forgot the term of n with token (a
@@ -557,7 +680,15 @@ func (o *Oracle) Erased(n Node, token uint64) bool {
 		return false
 	}
 	w, ok := s.write(token)
-	return ok && o.erasedBetween(w.applied, math.MaxInt64)
+	if !ok {
+		return false
+	}
+	for i := len(o.erased) - 1; i >= 0 && o.erased[i].at > w.applied; i-- {
+		if o.erased[i].excuses {
+			return true
+		}
+	}
+	return false
 }
 
 // Failed reports whether some violation was recorded.
@@ -571,7 +702,13 @@ func (o *Oracle) Clone() *Oracle {
 	c := *o
 	c.nodes = slices.Clone(o.nodes)
 	for i := range c.nodes {
-		c.nodes[i].writes = slices.Clone(c.nodes[i].writes)
+		n := &c.nodes[i]
+		n.writes, n.seen, n.knownAt = slices.Clone(n.writes), slices.Clone(n.seen), slices.Clone(n.knownAt)
+	}
+	c.lineage = slices.Clone(o.lineage)
+	c.gone = make(map[Rev]int, len(o.gone))
+	for k, v := range o.gone {
+		c.gone[k] = v
 	}
 	c.dense, c.held = slices.Clone(o.dense), slices.Clone(o.held)
 	c.extra = make(map[Rev][]Rec, len(o.extra))
@@ -602,8 +739,14 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 	for _, s := range o.nodes {
 		u(uint64(s.gen))
 		flag(s.up)
-		u(s.maxGenuine)
-		flag(s.sawPresent)
+		u(uint64(len(s.seen)))
+		for _, r := range s.seen {
+			u(uint64(r))
+		}
+		u(uint64(len(s.knownAt)))
+		for _, t := range s.knownAt {
+			i(t)
+		}
 		flag(s.leading)
 		sp(s.cur)
 		sp(s.prev)
@@ -613,7 +756,12 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		for _, w := range s.writes {
 			u(w.token)
 			i(w.applied)
-			flag(w.knew)
+			i(w.last)
+			u(uint64(w.sn.n.ID))
+			u(uint64(w.sn.n.Gen))
+			i(w.sn.sent)
+			u(uint64(w.sn.expected))
+			u(uint64(w.sn.live))
 			flag(w.ahead)
 		}
 	}
@@ -630,7 +778,7 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		u(k)
+		u(uint64(k))
 		u(uint64(len(o.extra[k])))
 		for _, r := range o.extra[k] {
 			rec(r)
@@ -639,7 +787,22 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 	u(uint64(len(o.erased)))
 	for _, e := range o.erased {
 		i(e.at)
+		u(uint64(e.target))
 		flag(e.release)
+		flag(e.excuses)
+	}
+	u(uint64(len(o.lineage)))
+	for _, r := range o.lineage {
+		u(uint64(r))
+	}
+	gone := make([]Rev, 0, len(o.gone))
+	for r := range o.gone {
+		gone = append(gone, r)
+	}
+	slices.Sort(gone)
+	for _, r := range gone {
+		u(uint64(r))
+		u(uint64(o.gone[r]))
 	}
 	u(uint64(len(o.terms)))
 	for _, t := range o.terms {
@@ -654,7 +817,6 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		u(uint64(x.id))
 		u(uint64(x.gen))
 		u(x.token)
-		i(x.deadline)
 	}
 	u(uint64(len(o.done)))
 	for _, j := range o.done {
