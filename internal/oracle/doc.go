@@ -20,21 +20,21 @@
 //
 //   - Erased history. The store forgot what it acknowledged (a rollback,
 //     a restore of a stale backup, a loss in a store that keeps its
-//     records) or someone else stored the release of a held lease. An
-//     overlap between a term stored before such an erasure and one stored
-//     after it is excused when the later term's acquirer had been
-//     delivered no genuine record above the revision its acquire expected
-//     (nor, for a create, any record at all): it could not have known the
-//     store went back. After a stored release nobody can tell, so that
-//     condition does not apply. The earlier term's belief must end within
-//     MaxRenewDeadline/(1−Drift) of the erasure: every renewal it sent
-//     before the erasure keeps it for at most RenewDeadline of its own
-//     clock, and every one sent after it conflicts.
+//     records) or someone else stored the release of a held lease, between
+//     the acquiring writes of two terms. The later term's acquirer could
+//     not have known: if its acquire expected the revision the last
+//     erasure made current, it had been delivered no record that erasure
+//     made the store forget (before the erasure, or late); if it rests on
+//     a stored release or on a write stored after the erasure, nothing it
+//     was told showed what was forgotten. Bound: the earlier term stops
+//     leading within MaxRenewDeadline/(1−Drift) of its last write the
+//     store applied, since a process leads only on a write it sent, for
+//     at most RenewDeadline of its own clock from the send.
 //   - Lost floors. A term's token may be at or below an earlier term's
 //     only when the earlier token lay above the store's clock when it was
-//     stored (someone else's write had raised the floor) and an erasure
-//     came after it: a restored copy takes back a floor the clock does not
-//     cover.
+//     stored (someone else's write had raised the floor) and a rollback,
+//     restore or loss in a store that keeps its records came after it: a
+//     restored copy takes back a floor the clock does not cover.
 //
 // A genuine record is a (revision, record) pair the store held at some
 // instant at or before its delivery; anything else delivered (a forged
@@ -43,6 +43,5 @@
 // Events must be given in non-decreasing time order. The caller samples
 // the belief of every live incarnation at each instant any of them may
 // start a term (after each step of a machine), and again at the instant
-// Pending returns, so that an excused overlap is measured against its
-// bound.
+// Pending returns, so that an excused overlap is held to its bound.
 package oracle
