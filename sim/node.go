@@ -204,6 +204,9 @@ func (s *Cluster) arm(n *node) {
 
 // perform carries out one action as lead's driver does.
 func (s *Cluster) perform(n *node, a fsm.Action) {
+	if a.Kind == fsm.Report && s.opt.hideReports {
+		return
+	}
 	s.advAction(n, a)
 	switch a.Kind {
 	case fsm.Read, fsm.Swap:

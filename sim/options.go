@@ -470,6 +470,12 @@ type Options struct {
 	// a restore can reuse the token of a term the restore lost
 	// (TestSimRestoreReusesTokensWithoutClockFloor).
 	noClockFloor bool
+
+	// hideReports, for the package's tests only, keeps every Report
+	// action of the machines from the simulator's checks, as a machine
+	// that reports nothing would: the one-leader and token verdicts must
+	// not change (TestSimJudgeIgnoresReports).
+	hideReports bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
