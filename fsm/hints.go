@@ -63,13 +63,15 @@ func (m *Machine) hinted(ev Event) {
 // any the node ever accepted (topRev, which a rollback does not reset): an
 // event may be late, and one written before a rollback the node has seen
 // would take it back to the history the store left (the simulator found
-// it: a release delayed past a restore). A read decides then.
+// it: a release delayed past a restore), nor below a revision another
+// event showed and no answer settled (heardTop: the event came late, or
+// the store went back). A read decides then.
 // The event opens a fresh allowance of quick requests, as the read it
 // replaces would: only a write by someone else makes such an event, so
 // this costs no more than the budget's N.
 func (m *Machine) witnessed(ev Event) bool {
 	if !m.authentic || m.state != Follower || m.pending || m.now < m.holdUntil ||
-		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.maxRev, m.topRev) ||
+		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.maxRev, m.topRev, m.heardTop) ||
 		ev.Lease.Holder != "" || !InBounds(ev.Lease) {
 		return false
 	}
@@ -200,9 +202,14 @@ func (m *Machine) answered(ev Event) {
 		// store went back, or the event was forged.
 		m.contradicted(ev)
 	}
-	if m.heardTop <= m.pendingTop {
+	if m.heardTop <= m.pendingTop && !ev.Corrupt {
+		// Settled by an answer to a request sent after it, which showed a
+		// revision (an unreadable record shows none).
 		m.heardTop = 0
 	}
+	// Settled: an event taken in as an answer (witnessed) answers no
+	// request.
+	m.pendingTop = 0
 	if m.heardMax <= m.pendingHeard {
 		// Every renewal heard was heard before the request was sent: the
 		// answer settles them (it shows them, a newer record, or the

@@ -40,6 +40,7 @@ func (m *Machine) observe(ev Event) verdict {
 		// revision, is the store going back (see contradicted).
 		if ev.Kind != SwapDone && ev.Revision > m.maxRev {
 			m.hear(ev.Revision)
+			m.heardTop = max(m.heardTop, ev.Revision)
 		}
 		m.emit(Action{Kind: Report, Problem: ProblemCorrupt, Revision: ev.Revision})
 		return refused

@@ -10,7 +10,8 @@
 //
 //   - One leader. Two terms never overlap in real time. A term is one
 //     interval: between two samples of one incarnation leading with one
-//     token, it led throughout.
+//     token, it led throughout. A term that ended earlier in the history
+//     than another began, at the same instant, does not overlap it.
 //   - Tokens. A term's token is one its own incarnation's write stored,
 //     and terms, in the order their acquiring writes were stored, have
 //     tokens that grow.
@@ -21,7 +22,9 @@
 //   - Erased history. The store forgot what it acknowledged (a rollback,
 //     a restore of a stale backup, a loss in a store that keeps its
 //     records) or someone else stored the release of a held lease, between
-//     the acquiring writes of two terms. The later term's acquirer could
+//     the acquiring writes of two terms (a rollback to the revision the
+//     store holds, or a restore of the record it holds, forgot nothing and
+//     is none). The later term's acquirer could
 //     not have known: if its acquire expected the revision the last
 //     erasure made current, it had been delivered no record that erasure
 //     made the store forget (before the erasure, or late); if it rests on

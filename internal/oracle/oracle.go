@@ -1,10 +1,12 @@
 package oracle
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
@@ -63,6 +65,7 @@ type Violation struct {
 	Msg   string
 }
 
+// String formats the violation for a test log.
 func (v Violation) String() string {
 	return fmt.Sprintf("%s at %s: %s", v.Check, ts(v.At), v.Msg)
 }
@@ -78,6 +81,7 @@ const (
 type Snapshot struct {
 	n        Node
 	sent     Time
+	seq      uint64 // its place in the history
 	expected Rev
 	live     Rev // the newest revision delivered to it that the store had not forgotten
 }
@@ -85,18 +89,26 @@ type Snapshot struct {
 // erasure is one act that made the store forget.
 type erasure struct {
 	at      Time
+	seq     uint64
 	target  Rev  // the store holds what it held at target (0: nothing); every later revision is forgotten
 	release bool // a stored release: nothing forgotten, and no process can tell
-	excuses bool // an erasure that excuses (a loss in a lossy store does not)
+	excuses bool // it may excuse an overlap (a loss in a lossy store does not)
 }
 
+// takesFloor reports whether e gives back a floor the store's data kept:
+// a rollback, a restore, a loss in a store that keeps its records.
+func (e erasure) takesFloor() bool { return e.excuses && !e.release }
+
 // termWrite is the first stored write of one term of an incarnation.
+// Writes and erasures are ordered by the order they were recorded in, not
+// by their instants, which may tie.
 type termWrite struct {
-	token   uint64
-	applied Time
-	last    Time // the last write of the term the store applied
-	sn      Snapshot
-	ahead   bool // its token lay above the store's clock
+	token    uint64
+	erasures int  // the erasures recorded before it
+	last     Time // the last write of the term the store applied
+	sn       Snapshot
+	ahead    bool // its token lay above the store's clock
+	ord      int  // its index in Oracle.terms
 }
 
 // span is a term as sampled: leading with token from first to last.
@@ -112,9 +124,9 @@ type inc struct {
 	// The revisions of the store's history (not forgotten) delivered to
 	// it, in increasing order.
 	seen []Rev
-	// knownAt[k]: when it was first delivered a record erasure k made
-	// the store forget (absent or 0 length: never).
-	knownAt   []Time
+	// knownAt[k]: the place in the history at which it was first
+	// delivered a record erasure k made the store forget (0: never).
+	knownAt   []uint64
 	writes    []termWrite
 	leading   bool
 	cur       span // valid while leading
@@ -142,35 +154,67 @@ type judged struct {
 // term is a term in the order its acquiring write was stored (or, without
 // Complete, first sampled).
 type term struct {
-	id    int
-	gen   uint32
-	token uint64
-	at    Time
-	ahead bool
+	id       int
+	gen      uint32
+	token    uint64
+	erasures int // the erasures recorded before it was stored
+	ahead    bool
 }
+
+// rule is a set of changes to the oracle's rules that tests make to show
+// that the corpus in testdata pins each rule: each w rule widens an
+// excuse or drops a check, each s rule narrows one. Never set otherwise.
+type rule uint
+
+const (
+	wIgnoreKnew        rule = 1 << iota // an erasure excuses what the acquirer knew of
+	wErasureAnywhere                    // an erasure before both terms excuses them
+	wLossyLoss                          // a lossy store's loss is an erasure
+	wAnyForge                           // any forged write is an erasure nobody can tell
+	wLastDelivery                       // knowledge is the last revision delivered
+	wFloorsAlwaysTaken                  // every erasure takes back every floor
+	wSameInstant                        // terms overlap only at an instant both were sampled
+	wNoOwnWrite                         // a believed token need not be its own write's
+	wEqualTokens                        // two terms may share a token
+	wNoopErasure                        // a rollback or restore that forgot nothing is an erasure
+	sForgedKnowledge                    // a forged delivery is knowledge
+	sBootKeeps                          // a restart keeps what it was told
+	sNoExcuse                           // no erasure excuses an overlap
+	sFloorsKept                         // no erasure takes back a floor
+)
 
 // Oracle judges one election's history. The zero value is not usable:
 // call New.
 type Oracle struct {
-	p       Params
-	bound   Time
-	now     Time
-	nodes   []inc
-	dense   []Rec // the record the store held at each small revision
-	held    []bool
-	extra   map[Rev][]Rec // every other (revision, record) the store held
+	p     Params
+	bound Time
+	now   Time
+	seq   uint64 // events recorded so far
+	nodes []inc
+	// Every (revision, record) the store held: dense for small
+	// revisions, extra for the others and for a second record at one.
+	dense []Rec
+	held  []bool
+	extra map[Rev][]Rec
+	// What the store holds now (its record, if topKnown).
+	top      Rev
+	topRec   Rec
+	topKnown bool
+	// The revisions of the store's history, in order, and for each one
+	// it forgot, the erasure that made it.
+	lineage []Rev
+	gone    map[Rev]int
 	erased  []erasure
-	lineage []Rev       // the revisions of the store's history, in order
-	gone    map[Rev]int // revision → the erasure that made the store forget it
 	terms   []term
 	open    []excuse
 	done    []judged
 	viol    []Violation
-	maxSeen bool // some violation has been recorded
+	failed  bool
+	weaken  rule // rules changed, by tests only
 }
 
 // denseLimit bounds the revisions kept in a slice; larger ones go to a map.
-const denseLimit = 1 << 20
+const denseLimit = 1 << 16
 
 // New returns an oracle for the model p.
 func New(p Params) *Oracle {
@@ -179,17 +223,18 @@ func New(p Params) *Oracle {
 	if b > math.MaxInt64/4 {
 		b = math.MaxInt64 / 4
 	}
-	return &Oracle{p: p, bound: Time(b), extra: map[Rev][]Rec{}, gone: map[Rev]int{}}
+	return &Oracle{p: p, bound: Time(b), extra: map[Rev][]Rec{}, gone: map[Rev]int{}, topKnown: true}
 }
 
-// Bound is how long after an erasure an excused overlap may last.
+// Bound is how long after its last stored write a term whose overlap was
+// excused may still lead.
 func (o *Oracle) Bound() time.Duration { return time.Duration(o.bound) }
 
-func (o *Oracle) node(n Node) *inc {
-	for len(o.nodes) <= n.ID {
+func (o *Oracle) node(id int) *inc {
+	for len(o.nodes) <= id {
 		o.nodes = append(o.nodes, inc{})
 	}
-	return &o.nodes[n.ID]
+	return &o.nodes[id]
 }
 
 // cur returns n's state if n is its process's current incarnation.
@@ -197,46 +242,55 @@ func (o *Oracle) cur(n Node) *inc {
 	if n.ID < 0 {
 		return nil
 	}
-	s := o.node(n)
+	s := o.node(n.ID)
 	if !s.up || s.gen != n.Gen {
 		return nil
 	}
 	return s
 }
 
-func (o *Oracle) tick(at Time) { o.now = max(o.now, at) }
+// event notes that an event happens at at.
+func (o *Oracle) event(at Time) {
+	o.now = max(o.now, at)
+	o.seq++
+}
 
 func (o *Oracle) fail(at Time, check, format string, args ...any) {
 	o.viol = append(o.viol, Violation{At: at, Check: check, Msg: fmt.Sprintf(format, args...)})
-	o.maxSeen = true
+	o.failed = true
 }
 
 // Boot starts incarnation n, which knows nothing. An earlier incarnation
 // of the same process ends now.
 func (o *Oracle) Boot(n Node, at Time) {
-	o.tick(at)
+	o.event(at)
 	if n.ID < 0 {
 		return
 	}
-	s := o.node(n)
+	s := o.node(n.ID)
 	if s.up {
-		o.end(s, at)
+		o.end(s)
 	}
+	old := *s
 	*s = inc{gen: n.Gen, up: true}
+	if o.weaken&sBootKeeps != 0 {
+		s.seen, s.knownAt = old.seen, old.knownAt
+	}
+	o.closeExcuses(n)
 }
 
 // Down ends incarnation n: it believes nothing from now on.
 func (o *Oracle) Down(n Node, at Time) {
-	o.tick(at)
+	o.event(at)
 	if s := o.cur(n); s != nil {
-		o.end(s, at)
+		o.end(s)
 		s.up = false
 		o.closeExcuses(n)
 	}
 }
 
-// end closes s's belief at at.
-func (o *Oracle) end(s *inc, at Time) {
+// end closes s's belief.
+func (o *Oracle) end(s *inc) {
 	if s.leading {
 		s.leading = false
 		s.prev, s.hasPrev = s.cur, true
@@ -247,8 +301,8 @@ func (o *Oracle) end(s *inc, at Time) {
 // create of an absent record) and storing next. Keep the Snapshot for
 // Applied.
 func (o *Oracle) Send(n Node, at Time, expected Rev, next Rec) Snapshot {
-	o.tick(at)
-	sn := Snapshot{n: n, sent: at, expected: expected}
+	o.event(at)
+	sn := Snapshot{n: n, sent: at, seq: o.seq, expected: expected}
 	if s := o.cur(n); s != nil && len(s.seen) > 0 {
 		sn.live = s.seen[len(s.seen)-1]
 	}
@@ -259,13 +313,14 @@ func (o *Oracle) Send(n Node, at Time, expected Rev, next Rec) Snapshot {
 // holding stored (the store may raise the token). clock is the store's
 // clock at that instant in the unit it floors tokens at (0: it has none).
 func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64) {
-	o.tick(at)
+	o.event(at)
 	o.hold(rev, stored)
-	o.lineage = append(o.lineage, rev)
+	o.top, o.topRec, o.topKnown = rev, stored, true
+	o.extend(rev)
 	if stored.Holder == "" || sn.n.ID < 0 {
 		return
 	}
-	s := o.node(sn.n)
+	s := o.node(sn.n.ID)
 	if s.gen != sn.n.Gen {
 		return // an incarnation that is gone: its term can never be believed
 	}
@@ -276,7 +331,7 @@ func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64
 		}
 	}
 	ahead := clock != 0 && stored.Token > clock
-	s.writes = append(s.writes, termWrite{token: stored.Token, applied: at, last: at, sn: sn, ahead: ahead})
+	s.writes = append(s.writes, termWrite{token: stored.Token, erasures: len(o.erased), last: at, sn: sn, ahead: ahead, ord: len(o.terms)})
 	o.termOrder(sn.n, stored.Token, at, ahead)
 }
 
@@ -284,25 +339,22 @@ func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64
 // earlier term's, but for lost floors.
 func (o *Oracle) termOrder(n Node, token uint64, at Time, ahead bool) {
 	for _, t := range o.terms {
-		if token > t.token || t.ahead && o.erasedBetween(t.at, at) {
+		lost := (t.ahead || o.weaken&wFloorsAlwaysTaken != 0) && o.weaken&sFloorsKept == 0 && o.floorTakenSince(t.erasures)
+		if token > t.token || token == t.token && o.weaken&wEqualTokens != 0 || lost {
 			continue
 		}
 		o.fail(at, CheckTokens, "%s started a term with token %d, not above the token %d of an earlier term of %s",
 			o.name(n.ID), token, t.token, o.name(t.id))
 		break
 	}
-	o.terms = append(o.terms, term{id: n.ID, gen: n.Gen, token: token, at: at, ahead: ahead})
+	o.terms = append(o.terms, term{id: n.ID, gen: n.Gen, token: token, erasures: len(o.erased), ahead: ahead})
 }
 
-// erasedBetween reports whether an erasure came after from and at or
-// before to.
-func (o *Oracle) erasedBetween(from, to Time) bool {
-	for i := len(o.erased) - 1; i >= 0; i-- {
-		e := o.erased[i]
-		if e.at <= from {
-			return false
-		}
-		if e.at <= to && e.excuses && !e.release {
+// floorTakenSince reports whether an erasure recorded at index k or later
+// gave back a floor.
+func (o *Oracle) floorTakenSince(k int) bool {
+	for _, e := range o.erased[min(k, len(o.erased)):] {
+		if e.takesFloor() || o.weaken&wFloorsAlwaysTaken != 0 {
 			return true
 		}
 	}
@@ -340,71 +392,86 @@ func (o *Oracle) genuine(rev Rev, rec Rec) bool {
 // Deliver records that n was delivered rec at rev (present false: an
 // absence): a read's or a write's answer, or a watch event.
 func (o *Oracle) Deliver(n Node, at Time, rev Rev, rec Rec, present bool) {
-	o.tick(at)
+	o.event(at)
 	s := o.cur(n)
-	if s == nil || !present || !o.genuine(rev, rec) {
+	if s == nil || !present || !o.genuine(rev, rec) && o.weaken&sForgedKnowledge == 0 {
 		return
 	}
 	if k, ok := o.gone[rev]; ok {
 		// A record the store has forgotten since, delivered late.
-		s.learn(k, at)
+		o.learn(s, k)
 		return
 	}
-	i, found := slices.BinarySearch(s.seen, rev)
-	if !found {
+	if o.weaken&wLastDelivery != 0 {
+		s.seen = append(s.seen[:0], rev)
+		return
+	}
+	if i, found := slices.BinarySearch(s.seen, rev); !found {
 		s.seen = slices.Insert(s.seen, i, rev)
 	}
 }
 
-// learn notes that s knows of erasure k from at.
-func (s *inc) learn(k int, at Time) {
+// learn notes that s knows of erasure k from now on.
+func (o *Oracle) learn(s *inc, k int) {
 	for len(s.knownAt) <= k {
-		s.knownAt = append(s.knownAt, math.MaxInt64)
+		s.knownAt = append(s.knownAt, 0)
 	}
-	s.knownAt[k] = min(s.knownAt[k], at)
+	if s.knownAt[k] == 0 {
+		s.knownAt[k] = o.seq
+	}
 }
 
-// known reports when s first knew of erasure k.
-func (s *inc) known(k int) Time {
-	if k < len(s.knownAt) {
-		return s.knownAt[k]
-	}
-	return math.MaxInt64
+// knew reports whether s knew of erasure k before the event at seq.
+func (s *inc) knew(k int, seq uint64) bool {
+	return k < len(s.knownAt) && s.knownAt[k] != 0 && s.knownAt[k] < seq
 }
 
-// erase records an erasure that makes the store forget every revision of
-// its history above target.
+// erase records an act that makes the store hold what it held at target
+// (0: nothing), forgetting every revision of its history above it.
 func (o *Oracle) erase(at Time, target Rev, excuses bool) {
 	k := len(o.erased)
-	o.erased = append(o.erased, erasure{at: at, target: target, excuses: excuses})
+	o.erased = append(o.erased, erasure{at: at, seq: o.seq, target: target, excuses: excuses})
 	for len(o.lineage) > 0 && o.lineage[len(o.lineage)-1] > target {
 		o.gone[o.lineage[len(o.lineage)-1]] = k
 		o.lineage = o.lineage[:len(o.lineage)-1]
 	}
 	for i := range o.nodes {
 		s := &o.nodes[i]
-		j, _ := slices.BinarySearch(s.seen, target+1)
-		if j < len(s.seen) {
+		if j, _ := slices.BinarySearch(s.seen, target+1); j < len(s.seen) {
 			// It had been delivered a record the store forgets now.
-			s.learn(k, at)
+			o.learn(s, k)
 			s.seen = s.seen[:j]
 		}
 	}
 }
 
 // Rollback records that the store holds again what it held at revision to
-// (0: nothing), forgetting every later write.
+// (0: nothing), forgetting every later write. A rollback to what the store
+// holds forgets nothing.
 func (o *Oracle) Rollback(at Time, to Rev) {
-	o.tick(at)
-	o.erase(at, to, true)
+	o.event(at)
+	if to != o.top || o.weaken&wNoopErasure != 0 {
+		o.erase(at, to, true)
+	}
+	o.top, o.topKnown = to, to == 0
+	o.topRec = Rec{}
 }
 
 // Restore records that the store holds rec at rev, restored from a backup:
-// it forgets every write since the backup.
+// it forgets every write since the backup. A backup of what the store
+// holds forgets nothing.
 func (o *Oracle) Restore(at Time, rev Rev, rec Rec) {
-	o.tick(at)
-	o.erase(at, rev, true)
+	o.event(at)
+	if !o.topKnown || o.top != rev || o.topRec != rec || o.weaken&wNoopErasure != 0 {
+		o.erase(at, rev, true)
+	}
 	o.hold(rev, rec)
+	o.extend(rev)
+	o.top, o.topRec, o.topKnown = rev, rec, true
+}
+
+// extend adds rev to the store's history, once.
+func (o *Oracle) extend(rev Rev) {
 	if len(o.lineage) == 0 || o.lineage[len(o.lineage)-1] != rev {
 		o.lineage = append(o.lineage, rev)
 	}
@@ -413,32 +480,37 @@ func (o *Oracle) Restore(at Time, rev Rev, rec Rec) {
 // Lose records that the store lost its record. In a store that keeps its
 // records that is an erasure; in a lossy one, what every process expects.
 func (o *Oracle) Lose(at Time) {
-	o.tick(at)
-	o.erase(at, 0, !o.p.LossyStore)
+	o.event(at)
+	if !o.topKnown || o.top != 0 || o.weaken&wNoopErasure != 0 {
+		o.erase(at, 0, !o.p.LossyStore || o.weaken&wLossyLoss != 0)
+	}
+	o.top, o.topRec, o.topKnown = 0, Rec{}, true
 }
 
 // Forge records that someone other than the processes stored rec at rev.
-// A released record stored that way is an erasure nobody can tell from a
-// holder's release.
+// A released record stored that way over a held one is an erasure nobody
+// can tell from a holder's release.
 func (o *Oracle) Forge(at Time, rev Rev, rec Rec) {
-	o.tick(at)
+	o.event(at)
 	o.hold(rev, rec)
-	o.lineage = append(o.lineage, rev)
-	if rec.Holder == "" {
-		o.erased = append(o.erased, erasure{at: at, target: rev, release: true, excuses: true})
+	took := !o.topKnown || o.topRec.Holder != "" || o.weaken&wNoopErasure != 0
+	o.top, o.topRec, o.topKnown = rev, rec, true
+	o.extend(rev)
+	if rec.Holder == "" && took || o.weaken&wAnyForge != 0 {
+		o.erased = append(o.erased, erasure{at: at, seq: o.seq, target: rev, release: true, excuses: true})
 	}
 }
 
 // Belief records a sample of n's belief: whether it leads, and with which
 // token.
 func (o *Oracle) Belief(n Node, at Time, leading bool, token uint64) {
-	o.tick(at)
+	o.event(at)
 	s := o.cur(n)
 	if s == nil {
 		return
 	}
 	if !leading {
-		o.end(s, at)
+		o.end(s)
 		o.closeExcuses(n)
 		return
 	}
@@ -446,7 +518,7 @@ func (o *Oracle) Belief(n Node, at Time, leading bool, token uint64) {
 		s.cur.last = at
 	} else {
 		if s.leading {
-			o.end(s, at)
+			o.end(s)
 			o.closeExcuses(n)
 		}
 		o.started(n, s, token, at)
@@ -464,7 +536,7 @@ func (o *Oracle) started(n Node, s *inc, token uint64, at Time) {
 	}
 	s.lastToken = max(s.lastToken, token)
 	if o.p.Complete {
-		if _, ok := s.write(token); !ok {
+		if _, ok := s.write(token); !ok && o.weaken&wNoOwnWrite == 0 {
 			o.fail(at, CheckTokens, "%s believes it leads with token %d, which no write of its own stored", o.name(n.ID), token)
 		}
 		return
@@ -475,7 +547,7 @@ func (o *Oracle) started(n Node, s *inc, token uint64, at Time) {
 			if k == 0 && !m.leading || k == 1 && !m.hasPrev {
 				continue
 			}
-			if i != n.ID && sp.token == token {
+			if i != n.ID && sp.token == token && o.weaken&wEqualTokens == 0 {
 				o.fail(at, CheckTokens, "token %d is the token of a term of %s and of %s", token, o.name(i), o.name(n.ID))
 			}
 		}
@@ -508,6 +580,11 @@ func (o *Oracle) overlaps(n Node, s *inc, at Time) {
 			if max(a.first, b.first) > min(a.last, b.last) {
 				continue
 			}
+			// A term that ended at the instant n's began, and was not
+			// judged when it began, ended before it in the history.
+			if k == 1 && b.last == a.first || o.weaken&wSameInstant != 0 && b.last != at {
+				continue
+			}
 			o.judge(n, s, Node{ID: i, Gen: m.gen}, m, a, b, at)
 		}
 	}
@@ -528,17 +605,19 @@ func (o *Oracle) judge(n Node, s *inc, mn Node, m *inc, a, b span, at Time) {
 		wb, okB := m.write(b.token)
 		if okA && okB {
 			first, fn, second, sec := wa, n, wb, m
-			if wb.applied < wa.applied {
+			if wb.ord < wa.ord {
 				first, fn, second, sec = wb, mn, wa, s
 			}
 			if x, ok := o.excuse(first, second, sec); ok {
 				o.open = append(o.open, excuse{id: fn.ID, gen: fn.Gen, token: first.token, why: o.why(x)})
-				// The earlier term may already be past its deadline.
+				// The earlier term may already be past its deadline, or
+				// over.
 				if fn == n {
 					o.overdue(n, a.token, a.last)
 				} else {
 					o.overdue(mn, b.token, b.last)
 				}
+				o.closeExcuses(fn)
 				return
 			}
 		}
@@ -576,35 +655,35 @@ func (o *Oracle) why(x erasure) string {
 // stored after the last erasure, nothing it was told showed what the
 // store forgot.
 func (o *Oracle) excuse(first, second termWrite, sec *inc) (erasure, bool) {
-	var in erasure
-	found, last := false, -1
-	for i := len(o.erased) - 1; i >= 0; i-- {
-		e := o.erased[i]
-		if e.at > second.applied {
-			continue
-		}
-		if last < 0 {
-			last = i
-		}
-		if e.at <= first.applied {
+	lo, hi := first.erasures, second.erasures
+	if o.weaken&wErasureAnywhere != 0 {
+		lo = 0
+	}
+	if o.weaken&sNoExcuse != 0 || hi <= lo {
+		return erasure{}, false
+	}
+	found := -1
+	for i := hi - 1; i >= lo; i-- {
+		if o.erased[i].excuses {
+			found = i
 			break
 		}
-		if e.excuses && !found {
-			in, found = e, true
-		}
 	}
-	if !found {
+	if found < 0 {
 		return erasure{}, false
 	}
-	x, sn := o.erased[last], second.sn
+	x, sn := o.erased[hi-1], second.sn
 	if x.release || sn.expected != x.target {
-		return in, true
+		return o.erased[found], true
 	}
-	if !x.excuses || x.at <= first.applied {
+	if !x.excuses {
 		return erasure{}, false
 	}
-	knew := sec.known(last) <= sn.sent || sn.sent < x.at && sn.live > sn.expected
-	return x, !knew
+	knew := sec.knew(hi-1, sn.seq) || sn.seq < x.seq && sn.live > sn.expected
+	if knew && o.weaken&wIgnoreKnew == 0 {
+		return erasure{}, false
+	}
+	return x, true
 }
 
 // overdue fails an excused term still believed past its deadline.
@@ -625,11 +704,14 @@ func (o *Oracle) overdue(n Node, token uint64, at Time) {
 	}
 }
 
-// closeExcuses drops the excuses of n's terms that ended.
+// closeExcuses drops the excuses of n's process that no longer lead.
 func (o *Oracle) closeExcuses(n Node) {
-	s := o.cur(n)
 	o.open = slices.DeleteFunc(o.open, func(x excuse) bool {
-		return x.id == n.ID && (x.gen != n.Gen || s == nil || !s.leading || s.cur.token != x.token)
+		if x.id != n.ID {
+			return false
+		}
+		s := o.cur(Node{ID: x.id, Gen: x.gen})
+		return s == nil || !s.leading || s.cur.token != x.token
 	})
 }
 
@@ -647,7 +729,7 @@ func (o *Oracle) Pending() (Time, bool) {
 	for _, x := range o.open[1:] {
 		t = min(t, o.deadline(x))
 	}
-	return t + 1, true
+	return sat(t, 1), true
 }
 
 // deadline is when the excused term x must have stopped leading: a
@@ -655,6 +737,9 @@ func (o *Oracle) Pending() (Time, bool) {
 // own clock from the send, so for at most Bound after the last write of
 // the term the store applied.
 func (o *Oracle) deadline(x excuse) Time {
+	if o.bound >= math.MaxInt64/4 {
+		return math.MaxInt64
+	}
 	s := o.cur(Node{ID: x.id, Gen: x.gen})
 	if s == nil {
 		return math.MaxInt64
@@ -671,9 +756,9 @@ func sat(a, b Time) Time {
 	return a + b
 }
 
-// Erased reports whether the store forgot the term of n with token (a
-// write that erased it was stored after its acquiring write): a fenced
-// resource may then refuse that term while it still believes it leads.
+// Erased reports whether the store forgot the term of n with token (an
+// erasure was recorded after its acquiring write): a fenced resource may
+// then refuse that term while it still believes it leads.
 func (o *Oracle) Erased(n Node, token uint64) bool {
 	s := o.cur(n)
 	if s == nil {
@@ -683,8 +768,8 @@ func (o *Oracle) Erased(n Node, token uint64) bool {
 	if !ok {
 		return false
 	}
-	for i := len(o.erased) - 1; i >= 0 && o.erased[i].at > w.applied; i-- {
-		if o.erased[i].excuses {
+	for _, e := range o.erased[min(w.erasures, len(o.erased)):] {
+		if e.excuses {
 			return true
 		}
 	}
@@ -692,7 +777,7 @@ func (o *Oracle) Erased(n Node, token uint64) bool {
 }
 
 // Failed reports whether some violation was recorded.
-func (o *Oracle) Failed() bool { return o.maxSeen }
+func (o *Oracle) Failed() bool { return o.failed }
 
 // Violations returns the violations recorded so far, in order.
 func (o *Oracle) Violations() []Violation { return slices.Clone(o.viol) }
@@ -705,15 +790,15 @@ func (o *Oracle) Clone() *Oracle {
 		n := &c.nodes[i]
 		n.writes, n.seen, n.knownAt = slices.Clone(n.writes), slices.Clone(n.seen), slices.Clone(n.knownAt)
 	}
-	c.lineage = slices.Clone(o.lineage)
-	c.gone = make(map[Rev]int, len(o.gone))
-	for k, v := range o.gone {
-		c.gone[k] = v
-	}
 	c.dense, c.held = slices.Clone(o.dense), slices.Clone(o.held)
 	c.extra = make(map[Rev][]Rec, len(o.extra))
 	for k, v := range o.extra {
 		c.extra[k] = slices.Clone(v)
+	}
+	c.lineage = slices.Clone(o.lineage)
+	c.gone = make(map[Rev]int, len(o.gone))
+	for k, v := range o.gone {
+		c.gone[k] = v
 	}
 	c.erased, c.terms = slices.Clone(o.erased), slices.Clone(o.terms)
 	c.open, c.done, c.viol = slices.Clone(o.open), slices.Clone(o.done), slices.Clone(o.viol)
@@ -721,7 +806,9 @@ func (o *Oracle) Clone() *Oracle {
 }
 
 // AppendKey appends a canonical encoding of everything that can change a
-// later verdict, for a search that deduplicates states.
+// later verdict, for a search that deduplicates states: two oracles given
+// histories that leave them alike get the same key. The places of events
+// in the history are written relative to the current one.
 func (o *Oracle) AppendKey(b []byte) []byte {
 	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
 	i := func(v int64) { b = binary.AppendVarint(b, v) }
@@ -735,6 +822,9 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		}
 	}
 	sp := func(s span) { u(s.token); i(s.first); i(s.last) }
+	// A place in the history matters only in its order against later
+	// events: written as how far back it lies.
+	seq := func(v uint64) { u(o.seq - v) }
 	u(uint64(len(o.nodes)))
 	for _, s := range o.nodes {
 		u(uint64(s.gen))
@@ -744,8 +834,11 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 			u(uint64(r))
 		}
 		u(uint64(len(s.knownAt)))
-		for _, t := range s.knownAt {
-			i(t)
+		for _, k := range s.knownAt {
+			flag(k != 0)
+			if k != 0 {
+				seq(k)
+			}
 		}
 		flag(s.leading)
 		sp(s.cur)
@@ -755,20 +848,27 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		u(uint64(len(s.writes)))
 		for _, w := range s.writes {
 			u(w.token)
-			i(w.applied)
+			u(uint64(w.erasures))
+			u(uint64(w.ord))
 			i(w.last)
 			u(uint64(w.sn.n.ID))
 			u(uint64(w.sn.n.Gen))
-			i(w.sn.sent)
+			seq(w.sn.seq)
 			u(uint64(w.sn.expected))
 			u(uint64(w.sn.live))
 			flag(w.ahead)
 		}
 	}
+	// The records held at each revision, as a set.
 	u(uint64(len(o.held)))
 	for r, h := range o.held {
-		flag(h)
-		if h {
+		switch {
+		case !h:
+			b = append(b, 0)
+		case len(o.extra[Rev(r)]) > 0:
+			b = append(b, 2)
+		default:
+			b = append(b, 1)
 			rec(o.dense[r])
 		}
 	}
@@ -777,20 +877,25 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	u(uint64(len(keys)))
 	for _, k := range keys {
+		rs := slices.Clone(o.extra[k])
+		if k < Rev(len(o.held)) && o.held[k] {
+			rs = append(rs, o.dense[k])
+		}
+		slices.SortFunc(rs, func(x, y Rec) int {
+			return cmp.Or(strings.Compare(x.Holder, y.Holder), cmp.Compare(x.Token, y.Token),
+				cmp.Compare(x.Transitions, y.Transitions), cmp.Compare(x.LeaseDuration, y.LeaseDuration))
+		})
 		u(uint64(k))
-		u(uint64(len(o.extra[k])))
-		for _, r := range o.extra[k] {
+		u(uint64(len(rs)))
+		for _, r := range rs {
 			rec(r)
 		}
 	}
-	u(uint64(len(o.erased)))
-	for _, e := range o.erased {
-		i(e.at)
-		u(uint64(e.target))
-		flag(e.release)
-		flag(e.excuses)
-	}
+	u(uint64(o.top))
+	flag(o.topKnown)
+	rec(o.topRec)
 	u(uint64(len(o.lineage)))
 	for _, r := range o.lineage {
 		u(uint64(r))
@@ -800,16 +905,25 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		gone = append(gone, r)
 	}
 	slices.Sort(gone)
+	u(uint64(len(gone)))
 	for _, r := range gone {
 		u(uint64(r))
 		u(uint64(o.gone[r]))
+	}
+	u(uint64(len(o.erased)))
+	for _, e := range o.erased {
+		i(e.at)
+		seq(e.seq)
+		u(uint64(e.target))
+		flag(e.release)
+		flag(e.excuses)
 	}
 	u(uint64(len(o.terms)))
 	for _, t := range o.terms {
 		u(uint64(t.id))
 		u(uint64(t.gen))
 		u(t.token)
-		i(t.at)
+		u(uint64(t.erasures))
 		flag(t.ahead)
 	}
 	u(uint64(len(o.open)))
@@ -818,8 +932,13 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		u(uint64(x.gen))
 		u(x.token)
 	}
-	u(uint64(len(o.done)))
-	for _, j := range o.done {
+	done := slices.Clone(o.done) // a set: the order judged in is no state
+	slices.SortFunc(done, func(x, y judged) int {
+		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b), cmp.Compare(x.ga, y.ga),
+			cmp.Compare(x.gb, y.gb), cmp.Compare(x.ta, y.ta), cmp.Compare(x.tb, y.tb))
+	})
+	u(uint64(len(done)))
+	for _, j := range done {
 		u(uint64(j.a))
 		u(uint64(j.b))
 		u(uint64(j.ga))
@@ -827,6 +946,6 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 		u(j.ta)
 		u(j.tb)
 	}
-	flag(o.maxSeen)
+	flag(o.failed)
 	return b
 }
