@@ -72,6 +72,7 @@ type nodeAdv struct {
 	maxToken                  uint64         // largest valid token the store answered with
 	lastLease                 time.Duration  // LeaseDuration of the last valid record it accepted
 	prevLease                 time.Duration  // lastLease before that record
+	longestLease              time.Duration  // the longest LeaseDuration of a valid record it accepted
 	// Tokens and terms.
 	proposed  uint64
 	bootLocal time.Duration
@@ -136,6 +137,7 @@ func (s *Cluster) advStepped(n *node, ev *fsm.Event) {
 				}
 				if l.LeaseDuration > 0 && l.LeaseDuration <= lease.MaxDuration {
 					a.prevLease, a.lastLease = a.lastLease, l.LeaseDuration
+					a.longestLease = max(a.longestLease, l.LeaseDuration)
 				}
 			}
 		}
@@ -197,14 +199,16 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 	case fsm.Report:
 		switch {
 		case a.Problem == fsm.ProblemContradicted && s.adv.backAt < 0:
-			// A read showed the record the node accepted before although it
-			// heard a renewal at a newer revision: only a rollback, a
+			// A read showed a revision older than a watch event the node
+			// was delivered before it sent the read: only a rollback, a
 			// restore or a forged event can do that.
-			s.fail("hints", "%s reports a renewal hint contradicted by the store (revision %d, hint %d) with no rollback, restore or forged event", n.id, a.Revision, a.Newest)
+			s.fail("hints", "%s reports a watch event contradicted by the store (revision %d, event %d) with no rollback, restore or forged event", n.id, a.Revision, a.Newest)
 		case a.Problem == fsm.ProblemContradicted:
 			// It waits as after a rollback it saw: the liveness bound
-			// grows by that wait.
-			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, n.adv.lastLease))
+			// grows by that wait, as long as a lease of a record it
+			// accepted (a lease of what it accepted at its newest
+			// revision, which may be older than what it observes now).
+			n.adv.holdEnd = max(n.adv.holdEnd, s.holdEnd(n, max(n.adv.lastLease, min(a.Wait, n.adv.longestLease))))
 		case a.Problem == fsm.ProblemRollback && !s.wentBackTo(a.Revision):
 			// The store's revisions never go down but for a rollback or a
 			// restore: a data loss keeps its counter (absence then comes
