@@ -73,7 +73,7 @@ func (h *harness[M]) judgeBoot(inc *incarnation[M]) {
 	j := h.j
 	j.mu.Lock()
 	inc.node = oracle.Node{ID: len(j.names)}
-	j.names = append(j.names, fmt.Sprintf("process %d of n%d (identity %s)", inc.n.boots, inc.n.idx, inc.id))
+	j.names = append(j.names, fmt.Sprintf("%s (process %d of n%d", inc.id, inc.n.boots, inc.n.idx))
 	j.o.Boot(inc.node, h.stamp())
 	j.mu.Unlock()
 }
@@ -210,11 +210,12 @@ func (h *harness[M]) verdictsLocked() []oracle.Violation {
 	return v[old:]
 }
 
-// nodeRef matches the oracle's names of nodes in its messages.
+// nodeRef matches the oracle's names of nodes in its messages: "node 3
+// (gen 0" becomes "n1 (process 2 of n1".
 var nodeRef = regexp.MustCompile(`node (\d+) \(gen \d+`)
 
 // report fails the run with the first of v, under the check of the same
-// name, naming the incarnations the oracle's message numbers.
+// name, naming the processes the oracle's message numbers.
 func (h *harness[M]) report(v []oracle.Violation) {
 	if len(v) == 0 {
 		return
@@ -224,28 +225,14 @@ func (h *harness[M]) report(v []oracle.Violation) {
 	if first.Check == oracle.CheckTokens {
 		check = sim.CheckTokens
 	}
-	msg := first.Msg
 	h.j.mu.Lock()
-	seen := map[int]bool{}
-	var who []string
-	for _, m := range nodeRef.FindAllStringSubmatch(msg, -1) {
-		id, err := strconv.Atoi(m[1])
-		if err != nil || id >= len(h.j.names) || seen[id] {
-			continue
+	msg := nodeRef.ReplaceAllStringFunc(first.Msg, func(m string) string {
+		id, err := strconv.Atoi(nodeRef.FindStringSubmatch(m)[1])
+		if err != nil || id >= len(h.j.names) {
+			return m
 		}
-		seen[id] = true
-		who = append(who, fmt.Sprintf("oracle node %d: %s", id, h.j.names[id]))
-	}
+		return h.j.names[id]
+	})
 	h.j.mu.Unlock()
-	for i, w := range who {
-		sep := "; "
-		if i == 0 {
-			sep = " ("
-		}
-		msg += sep + w
-	}
-	if len(who) > 0 {
-		msg += ")"
-	}
 	h.fail(check, "%s", msg)
 }

@@ -168,7 +168,7 @@ func TestOracleVerdictFailsTheRun(t *testing.T) {
 		}
 	}
 	v := h.res.Violation
-	if v == nil || v.Check != sim.CheckTokens || !strings.Contains(v.Msg, "process 1 of n1") || !strings.Contains(v.Msg, "not above the token 5") {
+	if v == nil || v.Check != sim.CheckTokens || !strings.Contains(v.Msg, "n1 (process 1 of n1)") || !strings.Contains(v.Msg, "not above the token 5") {
 		t.Fatalf("violation %v, want the oracle's verdict on tokens naming n1", v)
 	}
 }
