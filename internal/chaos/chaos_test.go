@@ -264,7 +264,7 @@ func runSchedule(t *testing.T, b backend, e *env, newFence func() testcluster.Fe
 	began := time.Now()
 	name, newStore := e.newSchedule(t, seed)
 	hist := testcluster.NewHistory()
-	chk := testcluster.NewChecker(2 * time.Millisecond)
+	chk := testcluster.NewChecker(2*time.Millisecond, b.cfg)
 	res := result{backend: b.name, seed: seed, faults: map[kind]int{},
 		bound: sim.LivenessBound([]lease.Config{b.cfg}, 0, 0)}
 	write := newFence()

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
 )
 
 // Belief is what the Checker samples: whether an elector believes it leads,
@@ -26,10 +30,14 @@ type Belief interface {
 type FenceWriteFunc func(ctx context.Context, token fence.Token, value string) error
 
 // Checker watches the electors of one election from outside: it samples
-// every elector's belief (Term) with real timestamps, and while an elector
-// believes it leads it writes through a fenced resource with the term's
-// token. It keeps a timeline of what it saw, of the notes of whoever
-// injects faults, and of the electors' observer events.
+// every elector's belief (Term), each with the real instant it was read,
+// and while an elector believes it leads it writes through a fenced
+// resource with the term's token. The samples are the history the
+// independent oracle (internal/oracle) judges one leader and token order
+// from: an elector's term is one interval from the first sample of it to
+// the last, and two that overlap are a violation (with no store history,
+// the oracle excuses none). It keeps a timeline of what it saw, of the
+// notes of whoever injects faults, and of the electors' observer events.
 //
 // Its methods are safe for concurrent use.
 type Checker struct {
@@ -37,13 +45,16 @@ type Checker struct {
 	period time.Duration
 
 	mu       sync.Mutex
+	o        *oracle.Oracle
+	last     oracle.Time // the instant of the last belief recorded, since start
+	judged   int         // the oracle's violations already on the timeline
 	ids      []string
+	gens     []uint32 // per elector: how many times it was added again
 	beliefs  []Belief
 	open     []*TermSpan // per elector: its span while it leads, or nil
 	spans    []TermSpan  // closed spans
 	samples  int
 	maxSpan  time.Duration // longest sample
-	overlaps []string      // samples with more than one leader
 	heals    []heal
 	faults   []time.Time // when each fault began
 	writes   []FenceWrite
@@ -81,23 +92,45 @@ type event struct {
 	what string
 }
 
-// NewChecker returns a checker that samples every period.
-func NewChecker(period time.Duration) *Checker {
-	return &Checker{start: time.Now(), period: period}
+// NewChecker returns a checker that samples every period, of electors
+// that use the timings of cfgs.
+func NewChecker(period time.Duration, cfgs ...lease.Config) *Checker {
+	var rd time.Duration
+	for _, cfg := range cfgs {
+		rd = max(rd, cfg.RenewDeadline)
+	}
+	// The electors run on this machine's clock: no drift. The history
+	// holds no store writes (Complete false), so no overlap is excused.
+	o := oracle.New(oracle.Params{MaxRenewDeadline: rd, Slack: period})
+	return &Checker{start: time.Now(), period: period, o: o}
 }
 
 // Add adds the elector id to the electors watched. A restarted elector is
-// added again under the same id.
+// added again under the same id: a new process, which knows nothing of
+// what the one before it was told.
 func (c *Checker) Add(id string, b Belief) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if i := slices.Index(c.ids, id); i >= 0 {
+	i := slices.Index(c.ids, id)
+	if i >= 0 {
 		c.beliefs[i] = b
-		return
+		c.gens[i]++
+	} else {
+		i = len(c.ids)
+		c.ids = append(c.ids, id)
+		c.gens = append(c.gens, 0)
+		c.beliefs = append(c.beliefs, b)
+		c.open = append(c.open, nil)
 	}
-	c.ids = append(c.ids, id)
-	c.beliefs = append(c.beliefs, b)
-	c.open = append(c.open, nil)
+	c.o.Boot(oracle.Node{ID: i, Gen: c.gens[i]}, c.stamp())
+}
+
+// stamp is the instant of a belief read just now, as time since start: it
+// grows strictly, so that a belief read after another is stamped after it,
+// whatever the clock's resolution. c.mu is held.
+func (c *Checker) stamp() oracle.Time {
+	c.last = max(oracle.Time(time.Since(c.start)), c.last+1)
+	return c.last
 }
 
 // Note adds a line to the timeline.
@@ -148,45 +181,63 @@ func (c *Checker) Run(ctx context.Context) {
 	}
 }
 
+// sample reads every elector's belief, one after the other, each stamped
+// with the instant after its read: a belief read later is stamped later,
+// so a term is never taken to have lasted past a read that came after its
+// end. It reads them all twice, so that two terms that both last through
+// one sample are seen to overlap in it (each is read again after the
+// other was read).
 func (c *Checker) sample() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t0 := time.Now()
-	terms := make([]lead.Term, len(c.beliefs))
-	oks := make([]bool, len(c.beliefs))
-	for i, b := range c.beliefs {
-		terms[i], oks[i] = b.Term()
-	}
-	t1 := time.Now()
-	c.samples++
-	c.maxSpan = max(c.maxSpan, t1.Sub(t0))
-	var leaders []string
-	for i, ok := range oks {
+	for k := range 2 * len(c.beliefs) {
+		i, b := k%len(c.beliefs), c.beliefs[k%len(c.beliefs)]
+		term, ok := b.Term()
+		at := c.stamp()
+		c.o.Belief(oracle.Node{ID: i, Gen: c.gens[i]}, at, ok, uint64(term.Token))
+		now := c.start.Add(time.Duration(at))
 		cur := c.open[i]
-		if ok {
-			leaders = append(leaders, fmt.Sprintf("%s(token %d)", c.ids[i], terms[i].Token))
-		}
 		switch {
-		case ok && cur != nil && cur.Token == terms[i].Token:
-			cur.Last = t1
+		case ok && cur != nil && cur.Token == term.Token:
+			cur.Last = now
 		case ok:
 			if cur != nil {
 				c.spans = append(c.spans, *cur)
 			}
-			c.open[i] = &TermSpan{ID: c.ids[i], Token: terms[i].Token, First: t0, Last: t1}
-			c.timeline = append(c.timeline, event{t0, fmt.Sprintf("%s: sampled leading, token %d", c.ids[i], terms[i].Token)})
+			c.open[i] = &TermSpan{ID: c.ids[i], Token: term.Token, First: now, Last: now}
+			c.timeline = append(c.timeline, event{now, fmt.Sprintf("%s: sampled leading, token %d", c.ids[i], term.Token)})
 		case cur != nil:
 			c.spans = append(c.spans, *cur)
 			c.open[i] = nil
-			c.timeline = append(c.timeline, event{t0, fmt.Sprintf("%s: sampled not leading (token %d last seen %v before)", c.ids[i], cur.Token, t0.Sub(cur.Last))})
+			c.timeline = append(c.timeline, event{now, fmt.Sprintf("%s: sampled not leading (token %d last seen %v before)", c.ids[i], cur.Token, now.Sub(cur.Last))})
 		}
 	}
-	if len(leaders) > 1 {
-		msg := fmt.Sprintf("two leaders in one sample (%v): %s", t1.Sub(t0), strings.Join(leaders, ", "))
-		c.overlaps = append(c.overlaps, msg)
-		c.timeline = append(c.timeline, event{t0, msg})
+	c.samples++
+	c.maxSpan = max(c.maxSpan, time.Since(t0))
+	if c.o.Failed() {
+		v := c.o.Violations()
+		for _, x := range v[c.judged:] {
+			c.timeline = append(c.timeline, event{c.start.Add(time.Duration(x.At)), c.describe(x)})
+		}
+		c.judged = len(v)
 	}
 }
+
+// describe is a violation of the oracle, naming the electors by id.
+// c.mu is held.
+func (c *Checker) describe(v oracle.Violation) string {
+	return nodeRef.ReplaceAllStringFunc(v.String(), func(m string) string {
+		i, err := strconv.Atoi(strings.TrimPrefix(m, "node "))
+		if err != nil || i >= len(c.ids) {
+			return m
+		}
+		return c.ids[i]
+	})
+}
+
+// nodeRef matches the oracle's name of a node in its messages.
+var nodeRef = regexp.MustCompile(`\bnode \d+\b`)
 
 func (c *Checker) closeAll() {
 	c.mu.Lock()
@@ -245,12 +296,15 @@ type CheckReport struct {
 	// MaxSample is the longest sample: two beliefs read in one sample
 	// were read at most this far apart.
 	MaxSample time.Duration
-	// Overlaps describes every sample that found two electors leading.
+	// Overlaps describes every violation the oracle found in the samples:
+	// two electors' terms that overlapped, or a term whose token is not
+	// above an earlier term's.
 	Overlaps []string
 	// Terms is the number of terms seen.
 	Terms int
 	// MinGap is the shortest time between the last sample that saw one
-	// term and the first that saw the next (negative: they overlapped).
+	// term and the first that saw the next (negative: they overlapped,
+	// which Overlaps reports).
 	// MinGapOther counts only a next term of another elector; a term of
 	// the same elector may follow at once (it retook its own record). Both
 	// are -1 when there were not two such terms.
@@ -286,8 +340,7 @@ type HealTime struct {
 
 // Failed reports whether the report shows a safety failure.
 func (r CheckReport) Failed() bool {
-	return len(r.Overlaps) > 0 || len(r.FenceOutOfOrder) > 0 || len(r.FenceRefusedWhileLeading) > 0 ||
-		(r.Terms > 1 && r.MinGap < 0)
+	return len(r.Overlaps) > 0 || len(r.FenceOutOfOrder) > 0 || len(r.FenceRefusedWhileLeading) > 0
 }
 
 // Report computes what the checker found so far. Call it after Run and the
@@ -297,7 +350,10 @@ func (c *Checker) Report() CheckReport {
 	defer c.mu.Unlock()
 	r := CheckReport{
 		Electors: len(c.ids), Observed: time.Since(c.start), Samples: c.samples,
-		MaxSample: c.maxSpan, Overlaps: slices.Clone(c.overlaps),
+		MaxSample: c.maxSpan,
+	}
+	for _, v := range c.o.Violations() {
+		r.Overlaps = append(r.Overlaps, c.describe(v))
 	}
 	spans := slices.Clone(c.spans)
 	for _, o := range c.open {

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,18 +11,103 @@ import (
 	"github.com/tenure-go/tenure/lead"
 )
 
-// fakeBelief is a Belief set by hand.
+// fakeBelief is a Belief set by hand. afterRead, if set, runs once just
+// after the next read: what changes between two reads of one sample.
 type fakeBelief struct {
-	mu    sync.Mutex
-	token fence.Token // 0: not leading
+	mu        sync.Mutex
+	token     fence.Token // 0: not leading
+	afterRead func()
 }
 
 func (f *fakeBelief) set(t fence.Token) { f.mu.Lock(); f.token = t; f.mu.Unlock() }
 
 func (f *fakeBelief) Term() (lead.Term, bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return lead.Term{Token: f.token}, f.token != 0
+	tok, after := f.token, f.afterRead
+	f.afterRead = nil
+	f.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return lead.Term{Token: tok}, tok != 0
+}
+
+// TestCheckerReportsOverlapsOnly: the oracle judges the samples; two
+// beliefs whose terms overlap are reported, a handover is not, even when
+// it happens between two reads of one sample.
+func TestCheckerReportsOverlapsOnly(t *testing.T) {
+	tests := []struct {
+		name    string
+		run     func(c *Checker, a, b *fakeBelief)
+		overlap bool
+	}{
+		{"handover between samples", func(c *Checker, a, b *fakeBelief) {
+			a.set(1)
+			c.sample()
+			a.set(0)
+			c.sample()
+			b.set(2)
+			c.sample()
+		}, false},
+		{"handover between two reads of one sample", func(c *Checker, a, b *fakeBelief) {
+			a.set(1)
+			c.sample()
+			// a is read leading; then its term ends and b's starts, before
+			// b is read.
+			a.afterRead = func() { a.set(0); b.set(2) }
+			c.sample()
+			c.sample()
+		}, false},
+		{"both lead in one sample", func(c *Checker, a, b *fakeBelief) {
+			a.set(1)
+			b.set(2)
+			c.sample()
+		}, true},
+		{"b starts while a still leads, a read first", func(c *Checker, a, b *fakeBelief) {
+			a.set(1)
+			c.sample()
+			a.afterRead = func() { b.set(2) }
+			c.sample() // a leading, then b leading, then a again
+		}, true},
+		{"b starts while a leads, between two samples", func(c *Checker, a, b *fakeBelief) {
+			a.set(1)
+			c.sample()
+			b.set(2)
+			c.sample()
+		}, true},
+	}
+	for _, tt := range tests {
+		a, b := &fakeBelief{}, &fakeBelief{}
+		c := NewChecker(time.Millisecond, FastConfig())
+		c.Add("a", a)
+		c.Add("b", b)
+		tt.run(c, a, b)
+		r := c.Report()
+		if got := len(r.Overlaps) > 0; got != tt.overlap || r.Failed() != tt.overlap {
+			t.Errorf("%s: overlaps %q, want an overlap: %v\n%s", tt.name, r.Overlaps, tt.overlap, c.Timeline(0))
+		}
+		if tt.overlap && (len(r.Overlaps) == 0 || !strings.Contains(r.Overlaps[0], "both lead")) {
+			t.Errorf("%s: overlaps %q, want two leaders named", tt.name, r.Overlaps)
+		}
+	}
+}
+
+// TestCheckerRestartIsANewProcess: an elector added again under its id is
+// a new process; its term following the old one's is no overlap.
+func TestCheckerRestartIsANewProcess(t *testing.T) {
+	a, b := &fakeBelief{}, &fakeBelief{}
+	c := NewChecker(time.Millisecond)
+	c.Add("a", a)
+	a.set(1)
+	c.sample()
+	a.set(0)
+	c.sample()
+	c.Add("a", b)
+	b.set(2)
+	c.sample()
+	if r := c.Report(); r.Failed() || r.Terms != 2 {
+		t.Fatalf("a restart: %+v", r)
+	}
 }
 
 func TestCheckerSamples(t *testing.T) {
@@ -49,12 +135,12 @@ func TestCheckerSamples(t *testing.T) {
 	c.Heal(time.Now(), "second")
 	c.Fault("third")
 	c.sample()
-	b.set(2)
+	b.set(4)
 	c.sample()
-	if r := c.Report(); r.Interrupted != 1 || len(r.ToLeader) != 1 {
+	if r := c.Report(); r.Interrupted != 1 || len(r.ToLeader) != 1 || r.Failed() {
 		t.Fatalf("a heal cut short: %+v", r)
 	}
-	a.set(3) // b leads too
+	a.set(5) // b leads too
 	c.sample()
 	if r := c.Report(); !r.Failed() || len(r.Overlaps) != 1 {
 		t.Fatalf("two leaders: %+v\n%s", r, c.Timeline(0))

@@ -24,10 +24,11 @@
 // What the checks tolerate: the checks that compare two electors (at most
 // one leads; tokens go up; fenced writes go forward; the register never
 // refuses a leader) report only what the reads prove, whatever the
-// scheduling: for two leaders, the first is read again after the second
-// and still leads with the same token, so its term spans the instant the
-// second was read. A violation they report is real; scheduling can only
-// make them miss one. The checks of timely notification (observers told
+// scheduling: each elector's Term is stamped with the instant after its
+// read, strictly after the read before, and a term is taken to span only
+// the instants between its first and last reads, so two terms found to
+// overlap both led at one instant. A violation they report is real;
+// scheduling can only make them miss one. The checks of timely notification (observers told
 // what Term says, a body's context live only in its term, Status agreeing
 // with Term) report a disagreement once it has lasted longer than
 // Result.Tolerance: 2×CheckEvery plus 4× the largest scheduling delay

@@ -24,13 +24,16 @@
 // exactly when the store has them. Each elector runs a Lead body (Repeat)
 // and an Every body that write through one fence.Register.
 //
-// What is checked: at most one elector leads at any instant (IsLeader and
-// Term, at every term start and at every CheckEvery of virtual time); a
+// What is checked: at most one elector leads at any instant, and terms'
+// tokens grow in the order the store stored them, both judged by an
+// independent oracle from the run's recorded history (the store's writes,
+// what each elector was delivered, the data losses, and each elector's
+// Term at every term start and at every CheckEvery of virtual time); a
 // body's context is live only while its elector leads with the body's
 // token; observers are told Started and Stopped in alternation, with the
 // tokens Term reports, at the instants Term changes (unless a pause delayed
 // them); a term that ended never comes back (Term never reports its token
-// again); every term has a new token, larger than every earlier term's; the
+// again); no token is the token of two electors' terms; the
 // fenced register never accepts an older token after a newer one, never
 // accepts a token no term had, and never refuses an elector that still
 // leads; the store's revisions grow and its tokens never go down; Run,

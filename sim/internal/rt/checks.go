@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
@@ -16,8 +17,7 @@ import (
 // checker is what the checks remember across events. It is guarded by
 // harness.mu.
 type checker[M any] struct {
-	terms    map[fence.Token]*incarnation[M] // token → the incarnation whose term it is
-	maxToken fence.Token
+	terms map[fence.Token]*incarnation[M] // token → the incarnation whose term it is
 	// Fencing.
 	lastAccepted fence.Token
 	// Liveness.
@@ -37,9 +37,9 @@ type checker[M any] struct {
 func (c *checker[M]) disturbed(t time.Duration) { c.calmFrom = max(c.calmFrom, t) }
 
 // termSeen notes that inc has (or had) a term with token tok: a token
-// belongs to one term only, and, when ordered, a term that starts has a
-// token above every earlier term's. h.mu is held.
-func (h *harness[M]) termSeen(inc *incarnation[M], tok fence.Token, ordered bool) {
+// belongs to one term only. (That terms' tokens grow is the oracle's to
+// judge, from the store's writes.) h.mu is held.
+func (h *harness[M]) termSeen(inc *incarnation[M], tok fence.Token) {
 	c := &h.chk
 	if o, ok := c.terms[tok]; ok {
 		if o != inc {
@@ -47,18 +47,15 @@ func (h *harness[M]) termSeen(inc *incarnation[M], tok fence.Token, ordered bool
 		}
 		return
 	}
-	if ordered && tok <= c.maxToken {
-		h.failLocked(sim.CheckTokens, "%s started a term with token %d, not above the earlier term's %d", inc.id, tok, c.maxToken)
-	}
 	c.terms[tok] = inc
-	c.maxToken = max(c.maxToken, tok)
 }
 
-// poll runs the checks at an instant when every goroutine is idle: at most
-// one elector leads (IsLeader, Term); every live body context belongs to
-// the current term of its elector; what the observers were told matches
-// Term (unless a pause delayed them); and, in calm times, someone leads
-// within the liveness bound.
+// poll runs the checks at an instant when every goroutine is idle: it
+// samples every elector's belief (Term) for the oracle, which judges one
+// leader and token order; every live body context belongs to the current
+// term of its elector; what the observers were told matches Term (unless
+// a pause delayed them); and, in calm times, someone leads within the
+// liveness bound.
 func (h *harness[M]) poll() {
 	now := h.now()
 	h.mu.Lock()
@@ -75,41 +72,22 @@ func (h *harness[M]) poll() {
 		haveRec bool
 	}
 	views := make([]view, len(live))
-	var leaders []*incarnation[M]
-	for i, inc := range live {
-		views[i].t, views[i].ok = inc.e.Term()
+	leading := false
+	for i, b := range h.sample(live) {
+		inc := live[i]
+		views[i].t, views[i].ok = b.t, b.ok
 		views[i].st = inc.e.Status()
 		views[i].rec, views[i].haveRec = inc.e.Record()
-		if views[i].ok {
-			leaders = append(leaders, inc)
-		}
-	}
-	if len(leaders) > 1 && h.realTime() {
-		// In real time the views are not of one instant: a leader read
-		// first may have lost its term before the second was read. Read
-		// the first again: if it still leads with the same token, its term
-		// (one interval: a term that ended never comes back) spans the
-		// instant the second was read, so both led then.
-		a := leaders[0]
-		ta, _ := a.e.Term()
-		if again, ok := a.e.Term(); !ok || again.Token != ta.Token {
-			leaders = leaders[:1]
-		}
+		leading = leading || b.ok
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	seen := map[string]bool{}
-	if len(leaders) > 1 {
-		a, b := leaders[0], leaders[1]
-		ta, _ := a.e.Term()
-		tb, _ := b.e.Term()
-		h.failLocked(sim.CheckOneLeader, "%s (token %d) and %s (token %d) both lead", a.id, ta.Token, b.id, tb.Token)
-	}
 	for i, inc := range live {
 		v := views[i]
 		h.leadersAgree(seen, now, inc, v.rec, v.haveRec)
 		if v.ok {
-			h.termSeen(inc, v.t.Token, true)
+			h.termSeen(inc, v.t.Token)
 			if inc.ended != 0 && v.t.Token <= inc.ended {
 				h.failLocked(sim.CheckTermEnds, "%s leads with token %d again, after its term with token %d ended", inc.id, v.t.Token, inc.ended)
 			}
@@ -148,7 +126,7 @@ func (h *harness[M]) poll() {
 		}
 	}
 	h.forget(seen)
-	h.liveness(now, len(leaders) > 0)
+	h.liveness(now, leading)
 }
 
 // forget drops the disagreements that the last poll did not see. h.mu is
@@ -238,13 +216,14 @@ func (h *harness[M]) sawRead(inc *incarnation[M], name string, rec lease.Record[
 // what the store answers against the contract: a successful write gets a
 // revision above every earlier one, tokens never go down, a token names one
 // holder, and Transitions never goes down (except across a data loss).
-func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	return h.swapSharedAs(ctx, inc, name, expected, nil, next)
+// sn is what the oracle was told when the write was sent.
+func (h *harness[M]) swapShared(ctx context.Context, inc *incarnation[M], sn oracle.Snapshot, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	return h.swapSharedAs(ctx, inc, sn, name, expected, nil, next)
 }
 
 // swapSharedAs is swapShared, guarded by was when it is not nil (the
 // shared store's store.ReleaseGuard).
-func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], sn oracle.Snapshot, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
 	swap := h.inner.CompareAndSwap
 	if was != nil {
 		swap = func(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
@@ -282,6 +261,9 @@ func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], name
 		h.tl.AddStore(int64(h.now()), storeText(rev, rec.Holder, rec.Token, rec.Transitions, inc.id))
 	}
 	h.mu.Unlock()
+	if err == nil {
+		h.judgeApplied(sn, rev, rec)
+	}
 	switch {
 	case err == nil:
 		h.tracef(inc, "swap exp=%d: stored rev %d holder=%q token=%d transitions=%d", expected, rev, rec.Holder, rec.Token, rec.Transitions)

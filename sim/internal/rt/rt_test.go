@@ -2,10 +2,12 @@ package rt
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
@@ -136,5 +138,37 @@ func TestSuspect(t *testing.T) {
 		if got := h.res.Violation != nil; got != tt.fails {
 			t.Errorf("%s: violation %v, want %v", tt.name, h.res.Violation, tt.fails)
 		}
+	}
+}
+
+// TestOracleVerdictFailsTheRun: what the oracle finds in the recorded
+// history fails the run through the harness's checks, under the check of
+// the same name, naming the processes: here two processes' writes stored
+// one token for two terms.
+func TestOracleVerdictFailsTheRun(t *testing.T) {
+	h, err := newHarness(Options[struct{}]{}.WithDefaults(), Driver{Wait: func() {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var incs []*incarnation[struct{}]
+	for i := range 2 {
+		n := h.nodes[i]
+		n.boots++
+		inc := &incarnation[struct{}]{n: n, id: n.id}
+		h.judgeBoot(inc)
+		incs = append(incs, inc)
+	}
+	for i, inc := range incs {
+		r := lease.Record[struct{}]{Holder: inc.id, Token: 5, LeaseDuration: time.Second}
+		sn := h.judgeSend(inc, lease.Revision(i), r)
+		h.judgeApplied(sn, lease.Revision(i+1), r)
+		h.judgeAnswer(inc, r, lease.Revision(i+1), nil)
+		if i == 0 && h.res.Violation != nil {
+			t.Fatalf("one term: %v", h.res.Violation)
+		}
+	}
+	v := h.res.Violation
+	if v == nil || v.Check != sim.CheckTokens || !strings.Contains(v.Msg, "n1 (process 1 of n1)") || !strings.Contains(v.Msg, "not above the token 5") {
+		t.Fatalf("violation %v, want the oracle's verdict on tokens naming n1", v)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/internal/batch"
+	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
 	"github.com/tenure-go/tenure/store"
@@ -58,6 +59,7 @@ type pipeQ[M any] struct {
 	name     string
 	expected lease.Revision
 	next     lease.Record[M]
+	sn       oracle.Snapshot // a swap's, as sent
 }
 
 // pipeA is the answer of one call in a batch.
@@ -103,7 +105,7 @@ func (w *faultStore[M]) runPipe(ctx context.Context, qs []pipeQ[M]) []batch.Answ
 				w.h.sawRead(w.inc, q.name, a.rec, a.rev, a.err)
 				continue
 			}
-			a.rec, a.rev, a.err = w.h.swapShared(ctx, w.inc, q.name, q.expected, q.next)
+			a.rec, a.rev, a.err = w.h.swapShared(ctx, w.inc, q.sn, q.name, q.expected, q.next)
 		}
 	})
 	out := make([]batch.Answer[pipeA[M]], len(qs))
@@ -213,6 +215,24 @@ func (w *faultStore[M]) call(ctx context.Context, kind string, op func(context.C
 	}
 }
 
+// sent tells the oracle that the incarnation sends a write of the
+// election's record (not a decoy's).
+func (w *faultStore[M]) sent(name string, expected lease.Revision, next lease.Record[M]) oracle.Snapshot {
+	if name != w.h.o.Name {
+		return oracle.Snapshot{}
+	}
+	return w.h.judgeSend(w.inc, expected, next)
+}
+
+// answered tells the oracle what the answer delivered to the incarnation
+// showed of the election's record, and returns the answer.
+func (w *faultStore[M]) answered(name string, rec lease.Record[M], rev lease.Revision, err error) (lease.Record[M], lease.Revision, error) {
+	if name == w.h.o.Name {
+		w.h.judgeAnswer(w.inc, rec, rev, err)
+	}
+	return rec, rev, err
+}
+
 // Get reads through the simulated network.
 func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	if w.pipe != nil {
@@ -223,7 +243,7 @@ func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], 
 		if err != nil {
 			return lease.Record[M]{}, 0, err
 		}
-		return a.rec, a.rev, a.err
+		return w.answered(name, a.rec, a.rev, a.err)
 	}
 	var (
 		rec lease.Record[M]
@@ -236,20 +256,21 @@ func (w *faultStore[M]) Get(ctx context.Context, name string) (lease.Record[M], 
 	}); cerr != nil {
 		return lease.Record[M]{}, 0, cerr
 	}
-	return rec, rev, err
+	return w.answered(name, rec, rev, err)
 }
 
 // CompareAndSwap writes through the simulated network.
 func (w *faultStore[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	sn := w.sent(name, expected, next)
 	if w.pipe != nil {
-		a, err := w.pipe.Do(ctx, pipeQ[M]{name: name, expected: expected, next: next})
+		a, err := w.pipe.Do(ctx, pipeQ[M]{name: name, expected: expected, next: next, sn: sn})
 		if err == nil {
 			err = w.piped(ctx, a.pos)
 		}
 		if err != nil {
 			return lease.Record[M]{}, 0, err
 		}
-		return a.rec, a.rev, a.err
+		return w.answered(name, a.rec, a.rev, a.err)
 	}
 	var (
 		rec lease.Record[M]
@@ -257,11 +278,11 @@ func (w *faultStore[M]) CompareAndSwap(ctx context.Context, name string, expecte
 		err error
 	)
 	if cerr := w.call(ctx, "swap", func(ctx context.Context) {
-		rec, rev, err = w.h.swapShared(ctx, w.inc, name, expected, next)
+		rec, rev, err = w.h.swapShared(ctx, w.inc, sn, name, expected, next)
 	}); cerr != nil {
 		return lease.Record[M]{}, 0, cerr
 	}
-	return rec, rev, err
+	return w.answered(name, rec, rev, err)
 }
 
 // watchStore adds store.Watcher: the shared store's events cross the
@@ -307,6 +328,11 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 	h.mu.Unlock()
 	out := make(chan store.Event[M])
 	rng := rand.New(rand.NewPCG(w.inc.seed^count, 0x632be59bd9b4e019))
+	delivered := func(ev store.Event[M]) {
+		if name == h.o.Name {
+			h.judgeEvent(w.inc, ev)
+		}
+	}
 	h.goRun(func() {
 		var chaos sync.WaitGroup
 		defer func() {
@@ -342,6 +368,7 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 						if h.tb.sleep(wctx, lat+extra) {
 							select {
 							case out <- ev:
+								delivered(ev)
 							case <-wctx.Done():
 							}
 						}
@@ -356,6 +383,7 @@ func (w watchStore[M]) Watch(ctx context.Context, name string) (<-chan store.Eve
 			}
 			select {
 			case out <- ev:
+				delivered(ev)
 			case <-wctx.Done():
 				return
 			}
@@ -393,17 +421,18 @@ func (w watchGuardStore[M]) CompareReleasedAndSwap(ctx context.Context, name str
 
 // guarded is CompareReleasedAndSwap through the simulated network.
 func (w *faultStore[M]) guarded(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+	sn := w.sent(name, expected, next)
 	var (
 		rec lease.Record[M]
 		rev lease.Revision
 		err error
 	)
 	if cerr := w.call(ctx, "guarded swap", func(ctx context.Context) {
-		rec, rev, err = w.h.swapSharedAs(ctx, w.inc, name, expected, &was, next)
+		rec, rev, err = w.h.swapSharedAs(ctx, w.inc, sn, name, expected, &was, next)
 	}); cerr != nil {
 		return lease.Record[M]{}, 0, cerr
 	}
-	return rec, rev, err
+	return w.answered(name, rec, rev, err)
 }
 
 // watchLossyGuardStore is a watchLossyStore with store.ReleaseGuard.
