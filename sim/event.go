@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
-	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -54,6 +53,7 @@ type simEvent struct {
 	node int32
 	gen  uint32 // the node's incarnation
 	op   uint32 // the node's op id
+	snap uint32 // on a swap: its index in Cluster.snaps (judge.go)
 	// Store operations and their replies.
 	opKind   opKind
 	result   result
@@ -71,8 +71,6 @@ type simEvent struct {
 	// was, released, at expected.
 	guarded bool
 	was     fsm.Lease
-	// On a swap: what the oracle knew of the node when it was sent.
-	snap oracle.Snapshot
 	// Fenced writes and handovers.
 	token uint64
 	count int // terms (handover) or index of the fault

@@ -21,6 +21,27 @@ func orec(l fsm.Lease) oracle.Rec {
 	return oracle.Rec{Holder: l.Holder, Token: l.Token, Transitions: l.Transitions, LeaseDuration: l.LeaseDuration}
 }
 
+// sent records the swap a, sent by n now, and returns the index of its
+// snapshot in s.snaps (kept out of the events, which stay small).
+func (s *Cluster) sent(n *node, a fsm.Action) uint32 {
+	sn := s.or.Send(n.onode(), s.now, a.Expected, orec(a.Next))
+	if k := len(s.free); k > 0 {
+		i := s.free[k-1]
+		s.free = s.free[:k-1]
+		s.snaps[i] = sn
+		return i
+	}
+	s.snaps = append(s.snaps, sn)
+	return uint32(len(s.snaps) - 1)
+}
+
+// arrived returns the snapshot of the swap ev, which reaches the store
+// now, and frees its slot (a request reaches the store once).
+func (s *Cluster) arrived(ev *simEvent) oracle.Snapshot {
+	s.free = append(s.free, ev.snap)
+	return s.snaps[ev.snap]
+}
+
 // sample records n's belief now, if it changed since its last sample or
 // force is set.
 func (s *Cluster) sample(n *node, force bool) {

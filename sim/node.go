@@ -216,7 +216,7 @@ func (s *Cluster) perform(n *node, a fsm.Action) {
 		if a.Kind == fsm.Swap {
 			ev.opKind, ev.expected, ev.lease = opSwap, a.Expected, a.Next
 			ev.guarded, ev.was = a.Guarded, a.Was
-			ev.snap = s.or.Send(n.onode(), s.now, a.Expected, orec(a.Next))
+			ev.snap = s.sent(n, a)
 		}
 		n.opKind = ev.opKind
 		s.send(n, ev)

@@ -74,7 +74,9 @@ type Cluster struct {
 	res    Result
 	buf    []byte // trace line buffer
 	adv    adversary
-	or     *oracle.Oracle // the judge of one leader and tokens (judge.go)
+	or     *oracle.Oracle    // the judge of one leader and tokens (judge.go)
+	snaps  []oracle.Snapshot // the snapshots of swaps in flight (judge.go)
+	free   []uint32          // slots of snaps free again
 }
 
 // New validates o, fills in defaults and builds a simulation. An error

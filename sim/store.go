@@ -117,6 +117,10 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	st := &s.store
 	reply := simEvent{kind: evReply, node: ev.node, gen: ev.gen, op: ev.op, opKind: ev.opKind}
 	kind := ev.opKind
+	var snap oracle.Snapshot
+	if kind == opSwap {
+		snap = s.arrived(ev)
+	}
 	if r := s.refused(ev); r != 0 {
 		kind, reply.result = 0, r
 	}
@@ -151,7 +155,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 			// The gate: a create is vouched for once the marker is known
 			// to have stood for the new record's LeaseDuration.
 			reply.vouched = !st.present && !st.born && gated && st.markerAttested >= need
-			s.write(ev.lease, int(ev.node), ev.snap)
+			s.write(ev.lease, int(ev.node), snap)
 			reply.result = resDone
 		} else {
 			reply.result = resConflict
