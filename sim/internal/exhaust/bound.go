@@ -52,6 +52,11 @@ type Bound struct {
 	MaxLatency int
 	// MaxWatchAge is the same bound for watch events (-1: none).
 	MaxWatchAge int
+	// WatchAtTick delivers every watch event in flight, in order, when
+	// time next moves on (before the nodes' timers), rather than at any
+	// point of the tick: a coarser interleaving that reaches longer
+	// horizons. Events may still be lost within the budget.
+	WatchAtTick bool
 	// MaxOrphans is how many swaps whose driver timed out may stay in
 	// flight, to be applied late (or never); the others are dropped.
 	MaxOrphans int

@@ -90,3 +90,32 @@ func TestMachineEncodingCoversEveryField(t *testing.T) {
 		t.Error("out or rand is encoded")
 	}
 }
+
+// TestExhaustiveProbe runs one bound described by the environment
+// (TENURE_EXHAUSTIVE_PROBE=name, see probeBounds), to measure a bound or
+// search for a change's counterexample.
+func TestExhaustiveProbe(t *testing.T) {
+	name := os.Getenv("TENURE_EXHAUSTIVE_PROBE")
+	if name == "" {
+		t.Skip("TENURE_EXHAUSTIVE_PROBE is not set")
+	}
+	b, ok := probeBounds()[name]
+	if !ok {
+		t.Fatalf("no probe bound %q", name)
+	}
+	runBound(t, b)
+}
+
+func probeBounds() map[string]Bound {
+	c := smallConfig()
+	return map[string]Bound{
+		"watch-rollback": {Name: "watch-rollback", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true,
+			Budget: Budget{Rollbacks: 1, Faults: 1}},
+		"watch-guarded-resign-rollback": {Name: "watch-guarded-resign-rollback", Nodes: 2, Horizon: 10, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Guarded: true,
+			Budget: Budget{Rollbacks: 1, Resigns: 1, Faults: 2}},
+		"watch-guarded-stop-rollback": {Name: "watch-guarded-stop-rollback", Nodes: 2, Horizon: 10, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Guarded: true,
+			Budget: Budget{Rollbacks: 1, Stops: 1, Faults: 2}},
+		"watch-losses": {Name: "watch-losses", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, MaxLatency: 1, WatchAtTick: true,
+			Budget: Budget{Losses: 1, Rollbacks: 1, Faults: 1}},
+	}
+}

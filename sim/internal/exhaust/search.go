@@ -58,6 +58,8 @@ func (x *checker) transitions(w *world, out []tr) []tr {
 		case m.kind == mReq:
 			out = append(out, tr{kind: trApply, k: k})
 		case w.nodes[m.node].pausedUntil > w.t:
+		case m.kind == mWatch && x.b.WatchAtTick:
+			// Delivered when time moves on (advance).
 		case m.kind == mWatch && !x.watchHead(w, k):
 			// A watch stream is FIFO: an event overtakes another only
 			// within the budget.

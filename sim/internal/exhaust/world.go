@@ -229,6 +229,17 @@ func (x *checker) sample(w *world) {
 // NextWake has come gets its event.
 func (x *checker) advance(w *world) {
 	w.t++
+	if x.b.WatchAtTick {
+		// Every watch event in flight arrives now, in order, but to a
+		// paused node.
+		for k := 0; k < len(w.flight); {
+			if m := w.flight[k]; m.kind == mWatch && w.nodes[m.node].pausedUntil <= w.t {
+				x.deliver(w, k)
+				continue
+			}
+			k++
+		}
+	}
 	for i := range w.nodes {
 		n := &w.nodes[i]
 		if !n.up {
@@ -301,7 +312,7 @@ func (x *checker) canAdvance(w *world) bool {
 	}
 	for _, m := range w.flight {
 		switch {
-		case m.kind == mWatch && x.b.MaxWatchAge >= 0 && w.t-m.born >= int32(x.b.MaxWatchAge) && w.nodes[m.node].pausedUntil <= w.t:
+		case m.kind == mWatch && !x.b.WatchAtTick && x.b.MaxWatchAge >= 0 && w.t-m.born >= int32(x.b.MaxWatchAge) && w.nodes[m.node].pausedUntil <= w.t:
 			return false
 		case m.kind != mWatch && !m.orphan && x.b.MaxLatency >= 0 && w.t-m.born >= int32(x.b.MaxLatency) && (m.kind == mReq || w.nodes[m.node].pausedUntil <= w.t):
 			return false
