@@ -57,6 +57,9 @@ func (r Result) String() string {
 		what = "caught by " + r.By
 	case Survived:
 		what = "SURVIVED"
+		if r.By != "" {
+			what += " (" + r.By + ")"
+		}
 	case Error:
 		what = "ERROR: " + firstLine(r.Err.Error())
 	case Undecided:
@@ -86,6 +89,10 @@ type Runner struct {
 	Out io.Writer
 	// Log gets the commands run (nil: discarded).
 	Log io.Writer
+	// ExpectedOnly skips the packages that import the mutated one: a
+	// quick first pass. A mutant the expected packages miss is then
+	// reported as Survived with By "expected packages only".
+	ExpectedOnly bool
 
 	deps map[string][]pkgDeps // module dir -> its test binaries' deps
 }
@@ -197,6 +204,9 @@ func (r *Runner) runOne(ctx context.Context, m Mutant) (res Result) {
 		expected[eip] = true
 	}
 	for _, md := range r.Modules {
+		if r.ExpectedOnly {
+			break
+		}
 		dependents, err := r.dependents(ctx, md, ip)
 		if err != nil {
 			res.Err = err
@@ -227,6 +237,9 @@ func (r *Runner) runOne(ctx context.Context, m Mutant) (res Result) {
 		}
 	}
 	res.Outcome = Survived
+	if r.ExpectedOnly {
+		res.By = "expected packages only"
+	}
 	return res
 }
 

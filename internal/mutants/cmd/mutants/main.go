@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./internal/mutants/cmd/mutants [-fast] [-run regexp] [-timeout d] [-v]
+//	go run ./internal/mutants/cmd/mutants [-fast] [-run regexp] [-timeout d] [-expected-only] [-list] [-v]
 //
 // MUTANTS=fast is -fast; GOTESTFLAGS (e.g. -race) is added to every go
 // test; TENURE_REQUIRE_BACKENDS and the rest of the environment pass
@@ -35,14 +35,15 @@ func main() {
 	scratch := flag.String("scratch", filepath.Join(os.TempDir(), "tenure-mutants"), "the scratch copy (keep it fixed: the build cache is reused)")
 	verbose := flag.Bool("v", false, "print the go commands run")
 	list := flag.Bool("list", false, "list the catalogue and exit")
+	expectedOnly := flag.Bool("expected-only", false, "a quick pass: run only each entry's expected packages, not those that import the mutated one")
 	flag.Parse()
-	if err := main1(*fast, *run, *timeout, *scratch, *verbose, *list); err != nil {
+	if err := main1(*fast, *run, *timeout, *scratch, *verbose, *list, *expectedOnly); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func main1(fast bool, run string, timeout time.Duration, scratch string, verbose, list bool) error {
+func main1(fast bool, run string, timeout time.Duration, scratch string, verbose, list, expectedOnly bool) error {
 	c := mutants.Catalogue()
 	if fast {
 		c = mutants.Fast(c)
@@ -79,6 +80,8 @@ func main1(fast bool, run string, timeout time.Duration, scratch string, verbose
 		TestFlags: strings.Fields(os.Getenv("GOTESTFLAGS")),
 		Timeout:   timeout,
 		Out:       os.Stdout,
+
+		ExpectedOnly: expectedOnly,
 	}
 	if verbose {
 		r.Log = os.Stderr
