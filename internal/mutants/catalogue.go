@@ -448,6 +448,7 @@ func Catalogue() []Mutant {
 			Replacement: "func (s *Store[M]) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{Authentic: true} }",
 			Reason:      "anyone who can PUBLISH on the channel forges a release that electors then take as the store's answer and take over on",
 			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestWatchDeliversAForgedRelease",
 		},
 		// ---- pgstore: the SQL ----
 		{
@@ -512,7 +513,7 @@ func Catalogue() []Mutant {
 			Replacement: "cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.tokenKey(name)), \"=\", st.floorRev)}",
 			Reason:      "a write that raises the token compares only the token key, so a takeover overwrites a renewal written since it read the record",
 			Packages:    []string{"./store/etcdstore"},
-			Tests:       "TestConformance",
+			Tests:       "TestTakeoverFromARevisionRenewedSince|TestConformance",
 		},
 		{
 			Name:        "etcd-no-clock-floor",
