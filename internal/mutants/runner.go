@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -180,15 +181,16 @@ func (r *Runner) runOne(ctx context.Context, m Mutant) (res Result) {
 		return res
 	}
 	type stage struct {
-		mod  string
-		run  string
-		pkgs []string
+		mod    string
+		run    string
+		pkgs   []string
+		verify bool // a catch here is confirmed (see confirm)
 	}
 	var stages []stage
 	if m.Tests != "" {
-		stages = append(stages, stage{mod, m.Tests, m.Packages})
+		stages = append(stages, stage{mod, m.Tests, m.Packages, false})
 	}
-	stages = append(stages, stage{mod, "", m.Packages})
+	stages = append(stages, stage{mod, "", m.Packages, false})
 	ip, err := r.importPath(ctx, dir, pkgDir)
 	if err != nil {
 		res.Err = err
@@ -219,20 +221,23 @@ func (r *Runner) runOne(ctx context.Context, m Mutant) (res Result) {
 			}
 		}
 		if len(rest) > 0 {
-			stages = append(stages, stage{md, "", rest})
+			stages = append(stages, stage{md, "", rest, true})
 		}
 	}
 	for _, s := range stages {
 		by, err := r.test(ctx, s.mod, s.run, s.pkgs)
+		if err == nil && by.name != "" && s.verify {
+			err = r.confirm(ctx, s.mod, by, restore)
+		}
 		if err != nil {
-			if errors.Is(err, errBudget) {
+			if errors.Is(err, errBudget) || errors.Is(err, errFlaky) {
 				res.Outcome = Undecided
 			}
 			res.Err = err
 			return res
 		}
-		if by != "" {
-			res.Outcome, res.By = Caught, by
+		if by.name != "" {
+			res.Outcome, res.By = Caught, by.name
 			return res
 		}
 	}
@@ -252,10 +257,17 @@ type testEvent struct {
 	FailedBuild string
 }
 
+// failure is what failed first in a go test: the package (import path),
+// its test ("" for a package that failed outside any test), and the name
+// a report gives it (pkg.TestName, pkg relative to the module's path).
+type failure struct {
+	pkg, test, name string
+}
+
 // test runs go test on pkgs of module mod (only the tests matching run, if
-// set) and returns what failed first ("" if nothing did). It stops at the
-// first failure. A build failure is an error.
-func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (string, error) {
+// set) and returns what failed first (a zero failure if nothing did). It
+// stops at the first failure. A build failure is an error.
+func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (failure, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -271,14 +283,14 @@ func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (stri
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", err
+		return failure{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return failure{}, err
 	}
 	modPath := r.modulePath(mod)
 	var (
-		by       string
+		by       failure
 		buildErr []string
 	)
 	scanned := make(chan struct{})
@@ -301,11 +313,12 @@ func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (stri
 				if short == "" {
 					short = ev.Package
 				}
+				by.pkg = ev.Package
 				if ev.Test != "" {
-					top, _, _ := strings.Cut(ev.Test, "/")
-					by = short + "." + top
+					by.test, _, _ = strings.Cut(ev.Test, "/")
+					by.name = short + "." + by.test
 				} else {
-					by = short + " (package failed)"
+					by.name = short + " (package failed)"
 				}
 				cancel() // stop the other packages: the mutant is caught
 				return
@@ -318,19 +331,53 @@ func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (stri
 	}
 	werr := cmd.Wait() // WaitDelay closes the pipe if something still holds it
 	<-scanned
-	if by != "" {
+	if by.name != "" {
 		return by, nil
 	}
 	if len(buildErr) > 0 {
-		return "", fmt.Errorf("go test: the build failed (a catalogue error, not a catch): %s", strings.Join(lastN(buildErr, 6), " | "))
+		return failure{}, fmt.Errorf("go test: the build failed (a catalogue error, not a catch): %s", strings.Join(lastN(buildErr, 6), " | "))
 	}
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("%w: go test %s", errBudget, shortList(pkgs, modPath))
+		return failure{}, fmt.Errorf("%w: go test %s", errBudget, shortList(pkgs, modPath))
 	}
 	if werr != nil {
-		return "", fmt.Errorf("go test %s: %v: %s", strings.Join(pkgs, " "), werr, lastLines(stderr.Bytes(), 6))
+		return failure{}, fmt.Errorf("go test %s: %v: %s", strings.Join(pkgs, " "), werr, lastLines(stderr.Bytes(), 6))
 	}
-	return "", nil
+	return failure{}, nil
+}
+
+// errFlaky: a test of a package the mutant was not expected to break
+// failed, but not as a catch: alone, it passed with the mutant, or failed
+// without it.
+var errFlaky = errors.New("not confirmed")
+
+// confirm checks a catch by a package the entry did not expect: the test
+// that failed is run alone with the mutant applied (it must fail again),
+// then without it (restore puts the file back; it must pass). A test that
+// fails under load whatever the code is no catch.
+func (r *Runner) confirm(ctx context.Context, mod string, by failure, restore func() error) error {
+	if by.test == "" {
+		return nil // no test to run alone
+	}
+	run := "^" + regexp.QuoteMeta(by.test) + "$"
+	again, err := r.test(ctx, mod, run, []string{by.pkg})
+	if err != nil {
+		return err
+	}
+	if again.name == "" {
+		return fmt.Errorf("%w: %s failed, then passed alone with the mutant", errFlaky, by.name)
+	}
+	if err := restore(); err != nil {
+		return err
+	}
+	without, err := r.test(ctx, mod, run, []string{by.pkg})
+	if err != nil {
+		return err
+	}
+	if without.name != "" {
+		return fmt.Errorf("%w: %s fails without the mutant too", errFlaky, by.name)
+	}
+	return nil
 }
 
 // dependents returns the packages of module mod (relative to Root) whose
