@@ -96,3 +96,32 @@ func TestRunnerOnASyntheticModule(t *testing.T) {
 		t.Error("AllCaught false for two catches")
 	}
 }
+
+// A test of a package that imports the mutated one and fails whatever the
+// code is (a flaky test) is no catch: the mutant is undecided.
+func TestRunnerDoesNotCountAFailureWithoutTheMutant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a module")
+	}
+	root := synthetic(t)
+	for name, body := range map[string]string{
+		"c/c.go":      "package c\n\nimport \"example.com/syn/a\"\n\nvar _ = a.Sub\n",
+		"c/c_test.go": "package c\n\nimport \"testing\"\n\nfunc TestBroken(t *testing.T) { t.Fatal(\"broken whatever the code\") }\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, "c"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := Mutant{Name: "sub-adds", File: "a/a.go", Original: "return x - y", Replacement: "return x + y", Reason: "r", Packages: []string{"./a"}}
+	r := &Runner{Root: root, Scratch: filepath.Join(t.TempDir(), "scratch"), Modules: []string{"."}, Timeout: 2 * time.Minute}
+	res, err := r.Run(context.Background(), []Mutant{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Outcome != Undecided || !strings.Contains(res[0].String(), "c.TestBroken fails without the mutant") {
+		t.Fatalf("results %+v; want undecided, c.TestBroken failing without the mutant", res)
+	}
+}
