@@ -24,13 +24,19 @@
 //     builds the mutated package (go list -test), in each module make test
 //     tests (Modules);
 //  3. stops at the first failing test and prints one line: the entry's
-//     name, "caught by pkg.TestName", SURVIVED, UNDECIDED (its budget,
-//     -timeout, ran out) or ERROR, and the seconds it took;
+//     name, "caught by pkg.TestName", SURVIVED, UNDECIDED or ERROR, and
+//     the seconds it took. A failure in a package the entry did not name
+//     counts only once confirmed: the test fails again alone with the
+//     change and passes without it (a test that fails under load whatever
+//     the code is no catch). UNDECIDED: not confirmed, or the entry's
+//     budget (-timeout) ran out;
 //  4. puts the file back.
 //
 // It exits non-zero unless every entry was caught. MUTANTS=fast make
 // mutants (or make mutants-fast) runs the entries marked Fast, which CI
-// runs after make test; -run selects entries by name, -list prints them.
+// runs after make test; -run selects entries by name, -list prints them,
+// and -expected-only skips the dependent packages (a quick first pass:
+// what survives it needs the full run).
 //
 // To add a mutant: write the change as a Mutant in catalogue.go, in the
 // group of its package, with the mistake it models in Reason; run
