@@ -3,7 +3,7 @@ GO          ?= go
 GOTESTFLAGS ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo build test backends kube bench lint cross
+.PHONY: demo build test backends kube bench lint cross mutants mutants-fast
 
 ## demo: several workers on the in-memory store, leaders handing over
 demo:
@@ -20,6 +20,17 @@ test: backends kube
 	cd examples/customstore && $(GO) test $(GOTESTFLAGS) ./...
 	cd examples/gocron && $(GO) test $(GOTESTFLAGS) ./...
 	cd controllerruntime && $(GO) test $(GOTESTFLAGS) ./...
+
+## mutants: apply each deliberate unsafe change of the catalogue in
+## internal/mutants, one at a time in a scratch copy, and fail unless
+## make test's tests catch every one (MUTANTS=fast, or make mutants-fast:
+## the fast subset CI runs; GOTESTFLAGS as for make test)
+MUTANTS ?=
+mutants: backends kube
+	GOTESTFLAGS="$(GOTESTFLAGS)" MUTANTS="$(MUTANTS)" $(GO) run ./internal/mutants/cmd/mutants
+
+mutants-fast: backends kube
+	GOTESTFLAGS="$(GOTESTFLAGS)" $(GO) run ./internal/mutants/cmd/mutants -fast
 
 ## backends: install the server binaries the backend tests start (best effort)
 backends:

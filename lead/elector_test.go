@@ -465,6 +465,36 @@ func TestReconfigure(t *testing.T) {
 	})
 }
 
+// A Reconfigure that shortens RenewDeadline moves the open term's deadline
+// back at once, to the last renewal plus the new RenewDeadline: IsLeader
+// and the term's context, which read it when the loop is late, never
+// outlast the machine's belief.
+func TestReconfigureShorterMovesTheTermsDeadlineBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := fastConfig()
+		long.LeaseDuration, long.RenewDeadline, long.RetryInterval = 30*time.Second, 20*time.Second, 5*time.Second
+		n := start(t, memstore.New[meta](), "a", lead.WithConfig(long))
+		n.next(t)
+		synctest.Wait()
+		before := n.e.Status()
+		if !before.Leading || before.Deadline.Sub(before.LastRenewal) != long.RenewDeadline {
+			t.Fatalf("before: %+v", before)
+		}
+		short := fastConfig() // time stands still until the check: no renewal
+		if err := n.e.Reconfigure(short); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		after := n.e.Status()
+		if !after.InTerm || after.LastRenewal != before.LastRenewal {
+			t.Fatalf("the term ended or renewed: %+v", after)
+		}
+		if got := after.Deadline.Sub(after.LastRenewal); got != short.RenewDeadline {
+			t.Fatalf("after a Reconfigure to RenewDeadline %v the term's deadline is %v after the last renewal", short.RenewDeadline, got)
+		}
+	})
+}
+
 // uncheckedStore says it takes any metadata, and then refuses some at
 // write time: what a store whose check disagrees with its codec does.
 type uncheckedStore struct{ store.Store[meta] }

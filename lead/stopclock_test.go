@@ -245,8 +245,10 @@ type stopOutcome struct {
 // stopLeader runs elector a (on a stoppingClock with detector det) until
 // it leads, with a body that reports each iteration, then stops a's
 // process (and its clock, if clock; that clock's stop hidden, if hide) for
-// three leases while elector b takes over, and resumes it.
-func stopLeader(t *testing.T, det stopDetector, clock, hide bool) stopOutcome {
+// three leases while elector b takes over, and resumes it. The body tells
+// whether its term is live by isLive(ctx): ctx.Err() == nil (errLive) or
+// ctx.Done() not closed (doneLive).
+func stopLeader(t *testing.T, det stopDetector, clock, hide bool, isLive func(context.Context) bool) stopOutcome {
 	t.Helper()
 	var out stopOutcome
 	synctest.Test(t, func(t *testing.T) {
@@ -273,7 +275,7 @@ func stopLeader(t *testing.T, det stopDetector, clock, hide bool) stopOutcome {
 		go func() {
 			_ = a.Lead(ctx, func(ctx context.Context, _ Term) error {
 				for {
-					ok := ctx.Err() == nil
+					ok := isLive(ctx)
 					select {
 					case live <- ok:
 					case <-done:
@@ -330,8 +332,41 @@ func TestStoppedLeaderDoesNotLeadOnResume(t *testing.T) {
 		{"process and clock stopped, nothing reveals it", true, true, stopOutcome{successor: true, leader: true, bodyLive: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := stopLeader(t, det, c.clock, c.hide); got != c.want {
+			if got := stopLeader(t, det, c.clock, c.hide, errLive); got != c.want {
 				t.Fatalf("on resume: %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// errLive and doneLive tell whether a term's context is live, the two ways
+// a body may ask.
+func errLive(ctx context.Context) bool { return ctx.Err() == nil }
+
+func doneLive(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// A body that watches only its context's Done channel finds it closed at
+// the instant a stopped leader resumes past its deadline, before any timer
+// of its own (the watchdog that cancels the context) has run.
+func TestStoppedLeadersDoneIsClosedOnResume(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		clock bool
+	}{
+		{"process stopped, its clock going on", false},
+		{"process and clock stopped, the stop revealed", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := stopLeader(t, stopDetector{tolerance: stopTolerance}, c.clock, false, doneLive)
+			if want := (stopOutcome{successor: true}); got != want {
+				t.Fatalf("on resume: %+v, want %+v", got, want)
 			}
 		})
 	}
@@ -349,7 +384,7 @@ func TestStopDetectionMutantsAreCaught(t *testing.T) {
 		{"no check", stopDetector{tolerance: math.MaxInt64}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := stopLeader(t, c.det, true, false)
+			got := stopLeader(t, c.det, true, false, errLive)
 			if !got.successor || !got.leader || !got.bodyLive {
 				t.Fatalf("on resume: %+v; the mutant went unnoticed", got)
 			}

@@ -222,6 +222,35 @@ func TestStaleMemory(t *testing.T) {
 	}
 }
 
+// A takeover (a new term, which raises the token key) from a revision that
+// a renewal has replaced since conflicts, although the renewal left the
+// token key as it was: the record's own revision is compared too.
+func TestTakeoverFromARevisionRenewedSinceConflicts(t *testing.T) {
+	ctx := t.Context()
+	e := testcluster.PackageEtcd(t)
+	a, c := newStore(t, e)
+	b, err := etcdstore.New[meta](c, etcdstore.WithPrefix(prefixOf(t, a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, reva, err := a.CompareAndSwap(ctx, "job", 0, rec("a", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rev, err := b.Get(ctx, "job"); err != nil || rev != reva {
+		t.Fatalf("b.Get: revision %d, %v; want %d", rev, err, reva)
+	}
+	// a renews: the same term, the token key stays.
+	_, reva2, err := a.CompareAndSwap(ctx, "job", reva, rec("a", ra.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, rev, err := b.CompareAndSwap(ctx, "job", reva, rec("b", 0))
+	if !errors.Is(err, store.ErrConflict) || rev != reva2 || cur.Holder != "a" {
+		t.Fatalf("takeover from %d after a renewal at %d: %+v %d %v; want a conflict with a's renewal", reva, reva2, cur, rev, err)
+	}
+}
+
 // A deleted record arrives as Absent; a compaction does not break a live
 // watch; an ended ctx closes the channel even with the server gone.
 func TestWatchDeleteAndCompaction(t *testing.T) {
