@@ -46,9 +46,14 @@ func TestSimAuthenticWatchSweep(t *testing.T) {
 //     kept across a data loss (ProblemRollback), whose wait the recovery
 //     bound did not count;
 //   - 80745: the request budget, for late watch events from before a
-//     rollback (as TestSimGuardedReleaseSeeds's 54649).
+//     rollback (as TestSimGuardedReleaseSeeds's 54649);
+//   - 1163: a record the machine refused, whose revision settled the
+//     watch events it had heard before a restore went below them; and,
+//     of the fault half, 776: an authentic release taken in as an answer
+//     below a revision another event showed.
 func TestSimAuthenticWatchSeeds(t *testing.T) {
-	replaySeeds(t, authenticOptions(advSweepOptions), 10678, 39262, 81161, 70440, 80745)
+	replaySeeds(t, authenticOptions(advSweepOptions), 10678, 39262, 81161, 70440, 80745, 1163)
+	replaySeeds(t, authenticOptions(sweepOptions), 776)
 }
 
 // The broken variant: nodes that take watch events as authentic on a

@@ -48,3 +48,11 @@ func TestSimResignSweepDrawsResigns(t *testing.T) {
 		t.Fatalf("20 schedules of the resign sweep draw %d resigns, want at least 20", resigns)
 	}
 }
+
+// TestSimResignSeeds replays resign schedules that once failed: a
+// contradiction's wait the checker did not count (1379, 16785), and a
+// history whose watch events queued behind a paused node's acquire
+// (2492).
+func TestSimResignSeeds(t *testing.T) {
+	replaySeeds(t, resignOptions, 1379, 2492, 16785)
+}

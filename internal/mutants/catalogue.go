@@ -1,8 +1,9 @@
 package mutants
 
 // fsmSim are the packages that catch a change to the state machine: its
-// own table tests, and the simulator's sweeps and replayed seeds.
-var fsmSim = []string{"./fsm", "./sim"}
+// own table tests, the simulator's sweeps and replayed seeds, and the
+// exhaustive check.
+var fsmSim = []string{"./fsm", "./sim", "./sim/internal/exhaust"}
 
 // Catalogue returns the deliberate unsafe changes that make mutants applies.
 // Each would let two nodes lead at once, reuse or lower a token, let a fence
@@ -163,8 +164,8 @@ func Catalogue() []Mutant {
 		{
 			Name:        "fsm-witnessed-old-revision",
 			File:        "fsm/hints.go",
-			Original:    "ev.Revision <= max(m.maxRev, m.topRev)",
-			Replacement: "ev.Revision <= m.maxRev",
+			Original:    "ev.Revision <= max(m.maxRev, m.topRev, m.heardTop)",
+			Replacement: "ev.Revision <= max(m.maxRev, m.heardTop)",
 			Reason:      "a release event written before a rollback the node saw, delivered late, takes it back to the history the store left",
 			Packages:    fsmSim,
 			Tests:       "TestAuthenticWatch|TestSimAuthentic",
@@ -223,11 +224,47 @@ func Catalogue() []Mutant {
 			// Undoes the fix merged for make sim's seed 8014.
 			Name:        "fsm-no-contradiction",
 			File:        "fsm/hints.go",
-			Original:    "\t\tm.contradicted(ev)\n",
-			Replacement: "",
+			Original:    "ev.Lease == m.last:\n\t\t// The record already accepted, unchanged, although a renewal at a\n\t\t// newer revision was heard before the request was sent. (A newer\n\t\t// revision restarts the wait anyway, an older one is a rollback.)\n\t\tm.contradicted(ev)\n",
+			Replacement: "ev.Lease == m.last:\n",
 			Reason:      "a quiet follower whose read shows, unchanged, the record it accepted before although it heard newer renewals takes that rolled-back record for the one it waited out, while the renewals' writer still leads",
 			Packages:    fsmSim,
 			Tests:       "TestSimQuiet|TestSimAdversary|TestRenewalHeardWhileMutedIsReadFirst",
+		},
+		{
+			Name:        "fsm-event-revision-not-kept",
+			File:        "fsm/hints.go",
+			Original:    "\t\tm.heardTop = max(m.heardTop, ev.Revision)\n\t}",
+			Replacement: "\t}",
+			Reason:      "a follower told by a watch event of another node's write, then shown an older revision by a rollback, takes that revision over at once while the write's author still leads",
+			Packages:    fsmSim,
+			Tests:       "TestTransitions|TestSimAdversary|TestSimGuardedReleaseSeeds",
+		},
+		{
+			Name:        "fsm-older-answer-than-event-not-contradicted",
+			File:        "fsm/hints.go",
+			Original:    "case valid && ev.Revision < m.pendingTop && ev.Revision >= m.maxRev,",
+			Replacement: "case false,",
+			Reason:      "an answer older than a revision a watch event showed before the request was sent is taken in without a wait, though the store may have gone back and lost that write, whose author may still lead",
+			Packages:    fsmSim,
+			Tests:       "TestTransitions|TestRenewalHeardWhileMutedIsReadFirst|TestGuardedRelease",
+		},
+		{
+			Name:        "fsm-swap-below-unsettled-event",
+			File:        "fsm/hints.go",
+			Original:    "\t\tm.heardTop > m.rev\n",
+			Replacement: "\t\tfalse\n",
+			Reason:      "a follower swaps from a revision below one a watch event showed and no answer settled, which succeeds only if the store went back and lost that write",
+			Packages:    fsmSim,
+			Tests:       "TestTransitions|TestRenewalHeardWhileMutedIsReadFirst",
+		},
+		{
+			Name:        "fsm-unreadable-answer-settles-events",
+			File:        "fsm/hints.go",
+			Original:    "if m.heardTop <= m.pendingTop && !ev.Corrupt {",
+			Replacement: "if m.heardTop <= m.pendingTop {",
+			Reason:      "an answer the store could not read (no revision) settles the revisions watch events showed, so a later rollback below them goes unnoticed",
+			Packages:    fsmSim,
+			Tests:       "TestSimAuthenticWatchSeeds",
 		},
 		{
 			Name:        "fsm-contradiction-without-wait",
