@@ -31,14 +31,6 @@ func Catalogue() []Mutant {
 			Tests:       "TestTransitions|TestSimAdversary|TestSimSeed",
 		},
 		{
-			Name:        "fsm-rollback-forgets-lossy-maxlease",
-			File:        "fsm/observe.go",
-			Original:    "\tif m.lossy {\n\t\twait = max(wait, m.maxLease)\n\t}\n\tm.holdUntil = max(m.holdUntil, sat(m.now, wait))\n\tm.unknownToken = 0",
-			Replacement: "\tm.holdUntil = max(m.holdUntil, sat(m.now, wait))\n\tm.unknownToken = 0",
-			Reason:      "in a store that loses records, a rollback's wait ignores the longest lease seen, though the lost record's holder may have promised more than the record now shown",
-			Packages:    fsmSim,
-		},
-		{
 			Name:        "fsm-same-revision-other-record",
 			File:        "fsm/observe.go",
 			Original:    "case ev.Revision == m.maxRev && !m.absent && ev.Lease == m.last:",
@@ -196,17 +188,6 @@ func Catalogue() []Mutant {
 			Reason:      "a guarded takeover proposes one above the released record's token, not above every token seen, so a forged or rolled-back release makes it reuse a token",
 			Packages:    append([]string{"./fsm"}, "./sim", "./store/memstore"),
 			Tests:       "TestGuardedRelease|TestSimGuarded",
-		},
-		{
-			// Re-applies a change reverted after a 100,000-schedule sweep
-			// found two leaders (guarded adversary seed 96164).
-			Name:        "fsm-guarded-leader-later-first-renewal",
-			File:        "fsm/machine.go",
-			Original:    "\t\tm.becomeLeader(ev.Lease.Token, m.pendingSent, until)",
-			Replacement: "\t\tif m.pendingGuard {\n\t\t\tm.nextOp = sat(m.pendingSent, m.retryPause())\n\t\t}\n\t\tm.becomeLeader(ev.Lease.Token, m.pendingSent, until)",
-			Reason:      "a leader that took over with a guarded swap renews a retry pause later instead of at once, so a follower that only heard of its rolled-back acquire takes over while it leads",
-			Packages:    fsmSim,
-			Tests:       "TestSimGuarded",
 		},
 		// ---- fsm: hints, contradictions ----
 		{
