@@ -30,17 +30,24 @@ func TestBounds() []Bound {
 	}
 }
 
-// LargeBounds is what `make sim` runs (TENURE_EXHAUSTIVE=large).
+// LargeBounds is what `make sim` runs (TENURE_EXHAUSTIVE=large): the
+// bounds of TestBounds two ticks longer (one for the in-tick watch and
+// the three nodes), and a clock stop beside the crash, rollback and
+// restore.
 func LargeBounds() []Bound {
-	c, c2 := smallConfig(), longConfig()
-	return []Bound{
-		{Name: "large-two-nodes-faults", Nodes: 2, Horizon: 14, Config: c, Config2: c2, MaxOrphans: 1, MaxStop: 2, MaxCut: 8,
-			Budget: Budget{Losses: 1, Crashes: 1, Rollbacks: 1, Restores: 1, ForgedShort: 1, ForgedRels: 1, ClockStops: 1, Reconfigs: 1, Cuts: 1, Faults: 2}},
-		{Name: "large-two-nodes-lossy", Nodes: 2, Horizon: 12, Config: c, MaxOrphans: 1, Lossy: true,
-			Budget: Budget{DataLosses: 1, Losses: 1, Crashes: 1, Faults: 2}},
-		{Name: "large-two-nodes-watch-guarded", Nodes: 2, Horizon: 10, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Guarded: true,
-			Budget: Budget{Rollbacks: 1, Resigns: 1, Faults: 2}},
-		{Name: "large-three-nodes", Nodes: 3, Horizon: 6, Config: c, MaxOrphans: 1,
-			Budget: Budget{Crashes: 1, Faults: 1}},
+	var bs []Bound
+	for _, b := range TestBounds() {
+		b.Name = "large-" + b.Name
+		switch {
+		case b.Nodes == 3 || b.Watch && !b.WatchAtTick:
+			b.Horizon++
+		default:
+			b.Horizon += 2
+		}
+		if b.Budget.Crashes > 0 {
+			b.Budget.ClockStops, b.MaxStop = 1, 2
+		}
+		bs = append(bs, b)
 	}
+	return bs
 }
