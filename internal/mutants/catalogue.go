@@ -174,7 +174,7 @@ func Catalogue() []Mutant {
 		{
 			Name:        "fsm-guarded-below-heard",
 			File:        "fsm/requests.go",
-			Original:    "m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev)",
+			Original:    "m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || m.heardTop > m.hintRev",
 			Replacement: "m.hintRev <= max(m.maxRev, m.topRev)",
 			Reason:      "a guarded takeover acts on a release older than a renewal already heard, which a rollback may have lost while its writer still leads",
 			Packages:    fsmSim,
