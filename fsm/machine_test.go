@@ -1413,3 +1413,16 @@ func BenchmarkStepAuthenticRelease(b *testing.B) {
 		b.Fatalf("state %v", m.State())
 	}
 }
+
+// An answer the store could not read shows no revision, so it settles no
+// watch event: a read that then shows a revision below one an event
+// showed is a contradiction, waited out as a rollback.
+func TestUnreadableAnswerSettlesNoEvent(t *testing.T) {
+	third := Lease{Holder: "third", Token: 5, Transitions: 3, LeaseDuration: 15 * s}
+	runSteps(t, Options{Identity: "me", Config: testConfig()}, join(followOther(), []step{
+		{watched(1*s, third, 11), []Action{aRead()}, Follower},
+		{readCorrupt(1*s+1*ms, 0), []Action{corrupt(0)}, Follower},
+		{tick(4 * s), []Action{aRead()}, Follower},
+		{read(4*s+1*ms, other(4, 2), 10), []Action{contradicted(10, 11, 19*s+1*ms, 15*s)}, Follower},
+	}))
+}

@@ -245,7 +245,7 @@ func Catalogue() []Mutant {
 			Replacement: "if m.heardTop <= m.pendingTop {",
 			Reason:      "an answer the store could not read (no revision) settles the revisions watch events showed, so a later rollback below them goes unnoticed",
 			Packages:    fsmSim,
-			Tests:       "TestSimAuthenticWatchSeeds",
+			Tests:       "TestUnreadableAnswerSettlesNoEvent|TestSimAuthenticWatchSeeds",
 		},
 		{
 			Name:        "fsm-contradiction-without-wait",
