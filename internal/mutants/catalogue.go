@@ -266,9 +266,9 @@ func Catalogue() []Mutant {
 		{
 			Name:        "fsm-muted-renewals-not-heard",
 			File:        "fsm/hints.go",
-			Original:    "\tif m.renewalLike(ev) {",
-			Replacement: "\tif m.renewalLike(ev) && m.now >= m.muteUntil {",
-			Reason:      "a renewal heard while hints are muted is dropped, so a rollback that lost it goes unnoticed and the follower takes over from the revision waited out",
+			Original:    "\tif !ev.Absent && !ev.Corrupt && ev.Revision > m.maxRev {",
+			Replacement: "\tif !ev.Absent && !ev.Corrupt && ev.Revision > m.maxRev && m.now >= m.muteUntil {",
+			Reason:      "a watch event heard while hints are muted is dropped, so a rollback that lost the write it showed goes unnoticed and the follower takes over from the revision waited out",
 			Packages:    fsmSim,
 			Tests:       "TestRenewalHeardWhileMutedIsReadFirst|TestSimAdversary",
 		},
