@@ -275,9 +275,9 @@ func Catalogue() []Mutant {
 		{
 			Name:        "fsm-stale-ignores-heard-max",
 			File:        "fsm/hints.go",
-			Original:    "return m.quietRev > m.rev && m.quietEnd() != 0 ||\n\t\tm.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token",
+			Original:    "return m.quietRev > m.rev && m.quietEnd() != 0 ||\n\t\tm.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token ||\n\t\tm.heardTop > m.rev",
 			Replacement: "return m.quietRev > m.rev && m.quietEnd() != 0",
-			Reason:      "a follower takes over without reading first although it heard, while muted, a renewal newer than the revision it waited out",
+			Reason:      "a follower takes over without reading first although it heard, while muted, a renewal or another write newer than the revision it waited out",
 			Packages:    fsmSim,
 			Tests:       "TestRenewalHeardWhileMutedIsReadFirst|TestSimAdversary",
 		},
