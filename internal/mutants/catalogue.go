@@ -284,9 +284,9 @@ func Catalogue() []Mutant {
 		{
 			Name:        "fsm-answer-sent-before-renewal-settles-it",
 			File:        "fsm/hints.go",
-			Original:    "if m.heardMax <= m.pendingHeard {",
-			Replacement: "if m.heardMax >= m.pendingHeard {",
-			Reason:      "a read's answer sent before a renewal was heard counts as settling it, so a rollback that lost that renewal is not contradicted and the follower takes the rolled-back record for the one it waited out",
+			Original:    "\tif m.heardTop <= m.pendingTop && !ev.Corrupt {\n\t\t// Settled by an answer to a request sent after it, which showed a\n\t\t// revision (an unreadable record shows none).\n\t\tm.heardTop = 0\n\t}\n\t// Settled: an event taken in as an answer (witnessed) answers no\n\t// request.\n\tm.pendingTop = 0\n\tif m.heardMax <= m.pendingHeard {",
+			Replacement: "\tif m.heardTop >= m.pendingTop && !ev.Corrupt {\n\t\t// Settled by an answer to a request sent after it, which showed a\n\t\t// revision (an unreadable record shows none).\n\t\tm.heardTop = 0\n\t}\n\t// Settled: an event taken in as an answer (witnessed) answers no\n\t// request.\n\tm.pendingTop = 0\n\tif m.heardMax >= m.pendingHeard {",
+			Reason:      "a read's answer sent before a renewal or another write was heard counts as settling it, so a rollback that lost that write is not contradicted and the follower takes the rolled-back record for the one it waited out",
 			Packages:    fsmSim,
 		},
 		// ---- lead ----
