@@ -126,6 +126,14 @@ func (r *Runner) Run(ctx context.Context, c []Mutant) ([]Result, error) {
 	if err := Check(c); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(r.Scratch, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockScratch(r.Scratch + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("mutants: %w", err)
+	}
+	defer unlock()
 	if err := r.sync(ctx); err != nil {
 		return nil, fmt.Errorf("mutants: copying %s to %s: %w", r.Root, r.Scratch, err)
 	}

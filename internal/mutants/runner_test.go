@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,24 @@ func TestRunnerDoesNotCountAFailureWithoutTheMutant(t *testing.T) {
 	if len(res) != 1 || res[0].Outcome != Undecided || !strings.Contains(res[0].String(), "c.TestBroken fails without the mutant") {
 		t.Fatalf("results %+v; want undecided, c.TestBroken failing without the mutant", res)
 	}
+}
+
+// Two runs sharing a scratch copy would apply their mutants to each
+// other's tests: the second is refused while the first holds it.
+func TestRunnerRefusesAScratchCopyInUse(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("the scratch copy is locked on Unix only")
+	}
+	root := synthetic(t)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	unlock, err := lockScratch(scratch + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Mutant{Name: "sub-adds", File: "a/a.go", Original: "return x - y", Replacement: "return x + y", Reason: "r", Packages: []string{"./a"}}
+	r := &Runner{Root: root, Scratch: scratch, Modules: []string{"."}, Timeout: 2 * time.Minute}
+	if _, err := r.Run(context.Background(), []Mutant{m}); err == nil || !strings.Contains(err.Error(), "another run uses the scratch copy") {
+		t.Fatalf("Run with the scratch copy locked = %v; want it refused", err)
+	}
+	unlock()
 }

@@ -14,7 +14,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
@@ -32,7 +34,7 @@ func main() {
 	fast := flag.Bool("fast", os.Getenv("MUTANTS") == "fast", "run only the fast subset")
 	run := flag.String("run", "", "run only the mutants whose names match this regexp")
 	timeout := flag.Duration("timeout", 8*time.Minute, "the budget of each mutant's tests")
-	scratch := flag.String("scratch", filepath.Join(os.TempDir(), "tenure-mutants"), "the scratch copy (keep it fixed: the build cache is reused)")
+	scratch := flag.String("scratch", "", "the scratch copy (keep it fixed: the build cache is reused; default: one per repository under the temporary directory)")
 	verbose := flag.Bool("v", false, "print the go commands run")
 	list := flag.Bool("list", false, "list the catalogue and exit")
 	expectedOnly := flag.Bool("expected-only", false, "a quick pass: run only each entry's expected packages, not those that import the mutated one")
@@ -73,6 +75,10 @@ func main1(fast bool, run string, timeout time.Duration, scratch string, verbose
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if scratch == "" {
+		sum := sha256.Sum256(bytes.TrimSpace(root))
+		scratch = filepath.Join(os.TempDir(), fmt.Sprintf("tenure-mutants-%x", sum[:6]))
+	}
 	r := &mutants.Runner{
 		Root:      strings.TrimSpace(string(root)),
 		Scratch:   scratch,
