@@ -143,7 +143,7 @@ func (x *checker) boot(w *world, i int) {
 	m, err := fsm.New(fsm.Options{Identity: nodeName(i), Config: n.cfg, Rand: zeroRand{},
 		LossyStore: x.b.Lossy, AuthenticWatch: x.b.Authentic, GuardedRelease: x.b.Guarded})
 	if err != nil {
-		panic(err)
+		panic(err) // Run validated the bound's configs; nodeName is never empty
 	}
 	n.m, n.up, n.restart, n.gen = *m, true, false, n.gen+1
 	n.opPending, n.pausedUntil = false, 0
