@@ -11,10 +11,10 @@ import (
 // runs, the scale benchmark, the docs check. Only tests import them. A
 // package under internal/testing/ is harness whether listed or not.
 var harnessRoots = []string{
-	tenure + "internal/testcluster",
-	tenure + "internal/chaos",
-	tenure + "internal/scale",
-	tenure + "internal/doccheck",
+	tenure + "internal/testing/testcluster",
+	tenure + "internal/testing/chaos",
+	tenure + "internal/testing/scale",
+	tenure + "internal/testing/doccheck",
 }
 
 // isHarness reports whether pkg is a package of the test harness.
