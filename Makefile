@@ -78,7 +78,7 @@ CHAOS_BACKENDS ?= memstore,redis,postgres,kube,etcd
 CHAOS_SEED     ?=
 chaos: backends kube
 	TENURE_REQUIRE_BACKENDS=1 TENURE_CHAOS_DURATION=$(CHAOS_DURATION) TENURE_CHAOS_BACKENDS=$(CHAOS_BACKENDS) \
-		TENURE_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout 0 -run 'TestChaos$$' -v ./internal/chaos/
+		TENURE_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout 0 -run 'TestChaos$$' -v ./internal/testing/chaos/
 
 ## sim: long sweeps of the simulator: model mode (100,000 random schedules,
 ## 25,000 of the adversary, 25,000 with forged releases and 25,000 with

@@ -3,7 +3,7 @@ package controllerruntime_test
 import (
 	"testing"
 
-	"github.com/tenure-go/tenure/internal/doccheck"
+	"github.com/tenure-go/tenure/internal/testing/doccheck"
 )
 
 // The Go snippets of README.md, the guide and this module's README.md that

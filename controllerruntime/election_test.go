@@ -220,7 +220,7 @@ func (r *runs) waitFor(t *testing.T, what string, cond func() bool) {
 // next term starts them again, with a larger token; the manager keeps
 // running. A runnable that refuses its second start stops the manager with
 // its error.
-func TestRejoin(t *testing.T) {
+func TestRejoinRestartsRunnablesOnTheNextTerm(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
 			st := &cuttable{st: memstore.New[struct{}]()}
@@ -263,7 +263,7 @@ func TestRejoin(t *testing.T) {
 }
 
 // With Exit, a lost term stops the manager with ErrLeadershipLost.
-func TestExit(t *testing.T) {
+func TestExitStopsTheManagerWhenATermIsLost(t *testing.T) {
 	st := &cuttable{st: memstore.New[struct{}]()}
 	x, err := controllerruntime.NewManager(offline(), quiet(), newElector(t, st))
 	if err != nil {

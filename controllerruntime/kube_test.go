@@ -22,7 +22,7 @@ import (
 
 	"github.com/tenure-go/tenure/controllerruntime"
 	"github.com/tenure-go/tenure/fence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/kubestore"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tenure-go/tenure/controllerruntime"
 	"github.com/tenure-go/tenure/controllerruntime/example"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 )
 
 // The example operator (package example), on a Lease of the real API server, stamps a ConfigMap with

@@ -88,7 +88,7 @@ func TestDoDoesNotRememberFailedWrite(t *testing.T) {
 	}
 }
 
-func TestContextToken(t *testing.T) {
+func TestContextTokenFencesDoContext(t *testing.T) {
 	ctx := context.Background()
 	if _, ok := fence.FromContext(ctx); ok {
 		t.Fatal("empty context carries a token")

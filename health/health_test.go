@@ -29,7 +29,7 @@ func get(h http.Handler) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func TestHandlerStates(t *testing.T) {
+func TestHandlerAnswersEachStateWithItsCode(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	clock := health.WithClock(func() time.Time { return now })
 	tests := []struct {

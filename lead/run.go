@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenure-go/tenure/fsm"
@@ -168,11 +169,11 @@ type runner[M any] struct {
 
 	errLog   map[string]time.Duration
 	obs      *observerQueue
-	fatal    error              // a write the store refuses for good: the runner stops, Run returns it
-	vouch    *store.CreateVouch // the vouch of the swap in flight, if it creates
-	stopping bool               // the machine was told to Stop
-	ctxEnded bool               // the elector's ctx ended (the reason of the Stop)
-	done     bool               // the machine stopped; the loop hands this runner nothing more
+	fatal    error        // a write the store refuses for good: the runner stops, Run returns it
+	vouch    *atomic.Bool // the store's vouch for the swap in flight, if it creates
+	stopping bool         // the machine was told to Stop
+	ctxEnded bool         // the elector's ctx ended (the reason of the Stop)
+	done     bool         // the machine stopped; the loop hands this runner nothing more
 
 	// The drain (drain.go): the term ended last, whose bodies may still
 	// run; the release held back for them; the timer of its deadline.
@@ -513,9 +514,9 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 	e := r.e
 	next := r.buildRecord(a)
 	// A create may be vouched for by the store (fsm.Event.Vouched).
-	var v *store.CreateVouch
+	var v *atomic.Bool
 	if a.Expected == 0 {
-		v = new(store.CreateVouch)
+		v = new(atomic.Bool)
 	}
 	r.vouch = v
 	if a.Guarded {
@@ -529,7 +530,12 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		return
 	}
 	r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-		return e.st.CompareAndSwap(store.WithCreateVouch(ctx, v), e.name, a.Expected, next)
+		if v == nil {
+			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
+		}
+		rec, rev, vouched, err := store.CreateVouched(ctx, e.st, e.name, next)
+		v.Store(vouched)
+		return rec, rev, err
 	})
 }
 
@@ -666,7 +672,7 @@ func (r *runner[M]) swapEvent(res result[M]) fsm.Event {
 	switch {
 	case res.err == nil:
 		ev := r.answered(fsm.SwapDone, res)
-		ev.Vouched = r.vouch.Vouched()
+		ev.Vouched = r.vouch != nil && r.vouch.Load()
 		return ev
 	case errors.Is(res.err, store.ErrConflict) && res.rev == 0:
 		return fsm.Event{Kind: fsm.SwapConflict, Absent: true, Err: res.err}

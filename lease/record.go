@@ -38,7 +38,7 @@ type Record[M any] struct {
 	// believe it leads, so the creator follows its own record and takes it
 	// over, with a new token and Claim false, once the claim has stood for
 	// LeaseDuration. The elector sets Claim on such a create; a store that
-	// vouches for the create (store.CreateVouch), so that the creator leads
+	// vouches for the create (store.CreateVoucher), so that the creator leads
 	// at once, stores it with Claim false. Every store persists it.
 	//
 	// Claim is informational only, like AcquiredAt: no elector reads it to

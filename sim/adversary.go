@@ -22,7 +22,7 @@ package sim
 //     or a swap of it fails with ErrCorruptRecord and the swap writes
 //     nothing; the driver feeds the machine ReadDone or SwapConflict with
 //     Event.Corrupt, and a watch event carrying it as Watched with
-//     Corrupt (a hint), as lead does since issue 10. With
+//     Corrupt (a hint), as lead does. With
 //     Faults.CorruptAsValid the store and the driver pass it on as a valid
 //     observation, as a store that does not validate what it reads and a
 //     driver that does not check it would: the machine itself must

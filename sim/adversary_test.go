@@ -16,11 +16,11 @@ import (
 	"pgregory.net/rapid"
 )
 
-var flagAdvSeed = flag.Uint64("sim.advseed", 0, "the seed of TestSimSeedSweepAdversary that TestSimAdversarySeed runs with a trace")
+var flagAdvSeed = flag.Uint64("sim.advseed", 0, "the seed of TestSimSeedSweepAdversary that TestSimAdversarySeedReplaysKeepEveryCheck runs with a trace")
 
-// issueConfig is the configuration of issue 10's servers: L=2s, R=1.5s,
+// shortConfig is a short lease on a fast network: L=2s, R=1.5s,
 // RetryInterval 200ms.
-func issueConfig() lease.Config {
+func shortConfig() lease.Config {
 	c := lease.DefaultConfig()
 	c.LeaseDuration, c.RenewDeadline, c.RetryInterval, c.BackendTimeout = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond, time.Second
 	return c
@@ -29,7 +29,7 @@ func issueConfig() lease.Config {
 // advSweepOptions are the options of one seed of the adversary's sweep.
 // One seed in five runs an extreme config (extremeOptions); the others run
 // every fault with the adversary on five nodes with the default config, or
-// on three nodes with the config of issue 10, with and without data loss,
+// on three nodes with the short config (shortConfig), with and without data loss,
 // with records that fail validation refused (as lead does) or fed to the
 // machine as they are.
 func advSweepOptions(seed uint64) Options {
@@ -39,7 +39,7 @@ func advSweepOptions(seed uint64) Options {
 	o := Options{Seed: seed, Nodes: 5, Duration: 5 * time.Minute, Faults: AdversaryFaults(), MaxEvents: 2_000_000}
 	h := seed * 0x9e3779b97f4a7c15
 	if h>>60&1 == 1 {
-		o.Nodes, o.Config, o.Duration = 3, issueConfig(), 2*time.Minute
+		o.Nodes, o.Config, o.Duration = 3, shortConfig(), 2*time.Minute
 	}
 	o.Faults.DataLoss = h>>61&1 == 1
 	o.Store.MayLoseRecords = o.Faults.DataLoss
@@ -52,7 +52,7 @@ func advSweepOptions(seed uint64) Options {
 
 // advReplay says how to run one seed of the adversary's sweep again.
 func advReplay(seed uint64) string {
-	return fmt.Sprintf("go test ./sim -run 'TestSimAdversarySeed$' -sim.advseed=%d -v", seed)
+	return fmt.Sprintf("go test ./sim -run 'TestSimAdversarySeedReplaysKeepEveryCheck$' -sim.advseed=%d -v", seed)
 }
 
 // sweep runs n seeds from first with opts on every core and returns the
@@ -125,20 +125,19 @@ func TestSimSeedSweepAdversary(t *testing.T) {
 	}
 }
 
-// TestSimAdversarySeed replays one seed of the adversary's sweep with its
-// trace: -sim.advseed=N. Without the flag it replays seeds that once failed
-// because the simulator's own adversary went too far (it wrote a released
-// record behind a leader's back: 14690), because its checks did not
-// excuse what no elector can see after a restore (2426, 2793), or did not
-// see a restore that brought back a revision with another record as the
-// store going back (23336); and one that a change to the machine failed
-// (30275: a new leader that did not renew at once after its own acquire's
-// watch event, whose acquire the store then rolled back; reverted); and
-// two the history oracle found: a follower told of another node's write
-// by a watch event, then shown the older revision a restore made current,
-// that took it over at once (45), and a handover checked while followers
-// waited out a forged event (10186).
-func TestSimAdversarySeed(t *testing.T) {
+// TestSimAdversarySeedReplaysKeepEveryCheck replays one seed of the
+// adversary's sweep with its trace: -sim.advseed=N. Without the flag it
+// replays seeds that reach the edges of the model: the adversary must not
+// write a released record behind a leader's back (14690); the checks must
+// excuse what no elector can see after a restore (2426, 2793), and see a
+// restore that brings back a revision with another record as the store
+// going back (23336); a new leader must renew at once after its own
+// acquire's watch event, whose acquire the store then rolls back (30275);
+// and, for the history oracle, a follower told of another node's write by
+// a watch event and then shown the older revision a restore made current
+// must not take it over at once (45), and a handover is checked while
+// followers wait out a forged event (10186).
+func TestSimAdversarySeedReplaysKeepEveryCheck(t *testing.T) {
 	if *flagAdvSeed == 0 {
 		for _, seed := range []uint64{2426, 2793, 14690, 23336, 30275, 45, 10186} {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) { replayAdvSeed(t, seed, false) })
@@ -196,7 +195,7 @@ func kindOptions(seed uint64, f Faults) Options {
 	f.Drift = true
 	o := Options{Seed: seed, Nodes: 5, Duration: 5 * time.Minute, Faults: f, MaxEvents: 2_000_000}
 	if seed%2 == 1 {
-		o.Nodes, o.Config, o.Duration = 3, issueConfig(), 2*time.Minute
+		o.Nodes, o.Config, o.Duration = 3, shortConfig(), 2*time.Minute
 	}
 	o.Store.MayLoseRecords = f.DataLoss
 	return o
@@ -204,8 +203,8 @@ func kindOptions(seed uint64, f Faults) Options {
 
 // TestSimAdversaryFindings runs each fault kind of the adversary alone
 // (-sim.findings=N seeds each) and lists, per kind, which checks fail and
-// the first seed of each: this is how the kinds' findings on the fsm before
-// issue 10's fixes were attributed (docs/design.md).
+// the first seed of each: it attributes a failing check to the fault
+// kinds that reach it.
 func TestSimAdversaryFindings(t *testing.T) {
 	n := *flagFindings
 	if raceOn {
@@ -324,7 +323,7 @@ func genAdvConfig(t *rapid.T, l time.Duration) lease.Config {
 func TestSimRapidAdversary(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := rapid.IntRange(2, 5).Draw(t, "nodes")
-		cfg := rapid.SampledFrom([]lease.Config{lease.DefaultConfig(), issueConfig()}).Draw(t, "config")
+		cfg := rapid.SampledFrom([]lease.Config{lease.DefaultConfig(), shortConfig()}).Draw(t, "config")
 		lossy := rapid.Bool().Draw(t, "dataLoss")
 		o := Options{
 			Seed:     rapid.Uint64().Draw(t, "seed"),

@@ -23,7 +23,7 @@ package sim
 //     requests, counting what arrived in W. The node's own writes coming
 //     back on the watch feed earn nothing, nor does a reply or watch event
 //     the machine ignores: a loop of swaps answered by conflicts the
-//     machine throws away is exactly the livelock of issue 10, and a node
+//     machine throws away is a livelock, and a node
 //     that answers its own writes with more writes loops too.
 //   - "overflow": every time the driver reads from the machine is sane:
 //     NextWake is Never or after the node's now; while it leads,

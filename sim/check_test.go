@@ -67,7 +67,7 @@ func TestCheckEnvReplaysOneSeed(t *testing.T) {
 	}
 }
 
-func TestCheckBudget(t *testing.T) {
+func TestCheckStopsWithinItsBudget(t *testing.T) {
 	t.Setenv(EnvSeeds, "")
 	tb := &fakeTB{}
 	start := time.Now()

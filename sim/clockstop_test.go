@@ -90,7 +90,7 @@ func TestSimClockStopsDrawnApart(t *testing.T) {
 // the resource never goes back. The run goes on past each violation to see
 // the writes land. The same stop revealed passes every check.
 func TestSimHiddenClockStopIsFenced(t *testing.T) {
-	cfg := issueConfig()
+	cfg := shortConfig()
 	for seed := uint64(1); seed <= 5; seed++ {
 		for _, hidden := range []bool{true, false} {
 			o := Options{Seed: seed, Nodes: 3, Config: cfg, Duration: time.Minute,

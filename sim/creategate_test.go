@@ -30,8 +30,8 @@ func TestSimCreateGateSweep(t *testing.T) {
 	variantSweep(t, "gated", gatedOptions)
 }
 
-// The schedule that once made two leaders on a lossy store (an absence
-// seen before and after a record that was created and lost unseen), on a
+// The schedule of TestSimAbsenceAcrossALostRecordKeepsOneLeader (an absence
+// seen before and after a record that was created and lost unseen) on a
 // gated store: the loss takes the marker with it, so the next create waits
 // for a fresh marker to stand a LeaseDuration.
 func TestSimCreateGateAbsenceSpansALostRecord(t *testing.T) {

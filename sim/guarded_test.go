@@ -43,7 +43,7 @@ func TestSimGuardedReleaseSweep(t *testing.T) {
 // the followers a swap that fails, never the leader its term).
 func TestSimGuardedReleaseForged(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
-		o := Options{Seed: seed, Nodes: 3, Config: issueConfig(), Duration: time.Minute,
+		o := Options{Seed: seed, Nodes: 3, Config: shortConfig(), Duration: time.Minute,
 			Schedule: forgedReleases(5*time.Second, 50*time.Second), Store: StoreModel{GuardedRelease: true}}
 		res, err := RunSeed(o)
 		if err != nil {
@@ -64,26 +64,27 @@ func TestSimGuardedReleaseIgnored(t *testing.T) {
 	})
 }
 
-// TestSimGuardedReleaseSeeds replays adversary schedules of
-// TestSimGuardedReleaseSweep that once failed:
-//   - 96164, with a change to the machine (reverted): a new leader that
-//     renewed a retry pause after its guarded acquire instead of at once,
-//     whose acquire the store then rolled back while a follower that had
-//     only heard of it took over;
-//   - 30615, 32110, 67790, 76795, 79345 and 80740, with the checker: a
-//     restore wiped a live leader's record, a node took the restored
-//     release over (excused), and on its release another node took over
-//     at once with a guarded swap. That swap rests on a release the store
-//     held, not on the record the node had read, so it is excused the
-//     same way (acquiredOverRelease);
-//   - 93811, with the checker: a node heard renewals, a read contradicted
-//     them and it waited that out, and a later rollback it could not see
-//     made its stale record current again; what it heard before the
-//     contradiction no longer counts against it (contraAt);
-//   - 54649, with the checker's request budget: late watch events from
-//     before a rollback the node followed, of its own term's writes,
-//     each prompting a read, counted as its own writes coming back.
-func TestSimGuardedReleaseSeeds(t *testing.T) {
+// TestSimGuardedReleaseSeedsKeepEveryCheck replays adversary schedules of
+// TestSimGuardedReleaseSweep that reach corners of the machine and the
+// checker:
+//   - 96164: a new leader renews at once after its guarded acquire, whose
+//     acquire the store then rolls back while a follower that had only
+//     heard of it takes over (a leader that waited a retry pause first
+//     would overlap);
+//   - 30615, 32110, 67790, 76795, 79345 and 80740: a restore wipes a live
+//     leader's record, a node takes the restored release over (excused),
+//     and on its release another node takes over at once with a guarded
+//     swap. That swap rests on a release the store held, not on the
+//     record the node had read, so the checker excuses it the same way
+//     (acquiredOverRelease);
+//   - 93811: a node hears renewals, a read contradicts them and it waits
+//     that out, and a later rollback it cannot see makes its stale record
+//     current again; what it heard before the contradiction does not
+//     count against it (contraAt);
+//   - 54649: late watch events from before a rollback the node followed,
+//     of its own term's writes, each prompting a read, count as its own
+//     writes coming back in the request budget.
+func TestSimGuardedReleaseSeedsKeepEveryCheck(t *testing.T) {
 	replaySeeds(t, guardedOptions(advSweepOptions), 96164, 30615, 32110, 67790, 76795, 79345, 80740, 93811, 54649)
 }
 
@@ -105,8 +106,7 @@ func replaySeeds(t *testing.T, opts func(uint64) Options, seeds ...uint64) {
 // A follower that saw the store go back takes no release over, guarded or
 // not, before the rollback's wait is over: a leader whose term the
 // rollback wiped may still believe it leads. The schedule builds that
-// case, which no random schedule reached (docs/design.md, "Four
-// corrections to the checker"): n0 leads and is stopped at 5 s, and a
+// case, which no random schedule of the sweeps reaches: n0 leads and is stopped at 5 s, and a
 // follower takes its release over; at 5.02 s the new leader is cut off (it
 // believes it leads until its RenewDeadline runs out, at 6.5 s), and at
 // 5.05 s the store goes back to the release. The other follower, which had
@@ -120,7 +120,7 @@ func replaySeeds(t *testing.T, opts func(uint64) Options, seeds ...uint64) {
 func TestSimGuardedTakeoverWaitsOutARollback(t *testing.T) {
 	ms := time.Millisecond
 	for seed := uint64(1); seed <= 10; seed++ {
-		o := Options{Seed: seed, Nodes: 4, Config: issueConfig(), Duration: 20 * time.Second,
+		o := Options{Seed: seed, Nodes: 4, Config: shortConfig(), Duration: 20 * time.Second,
 			Store: StoreModel{GuardedRelease: true, Latency: Latency{Min: ms, Max: ms}},
 			Schedule: []Fault{
 				{At: 4500 * ms, Kind: FaultPartition, Node: 3, Responses: true, Dur: time.Second},

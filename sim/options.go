@@ -376,7 +376,7 @@ type StoreModel struct {
 	// node last saw in a swap's reply and how long ago, by the node's own
 	// clock, it first saw it; and the store keeps the longest such age
 	// attested for the current nonce. A create is
-	// vouched for (fsm.Event.Vouched, store.CreateVouch) when that age is at
+	// vouched for (fsm.Event.Vouched, store.CreateVoucher) when that age is at
 	// least the created record's LeaseDuration: its creator leads at once.
 	// Any other create is a claim, as on any store that may lose records.
 	// Other names on the same server attest the marker at worst from its

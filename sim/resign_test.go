@@ -49,10 +49,10 @@ func TestSimResignSweepDrawsResigns(t *testing.T) {
 	}
 }
 
-// TestSimResignSeeds replays resign schedules that once failed: a
-// contradiction's wait the checker did not count (1379, 16785), and a
-// history whose watch events queued behind a paused node's acquire
-// (2492).
-func TestSimResignSeeds(t *testing.T) {
+// TestSimResignSeedsKeepEveryCheck replays resign schedules that reach
+// corners of the checker: a contradiction's wait it must count (1379,
+// 16785), and a history whose watch events queue behind a paused node's
+// acquire (2492).
+func TestSimResignSeedsKeepEveryCheck(t *testing.T) {
 	replaySeeds(t, resignOptions, 1379, 2492, 16785)
 }

@@ -42,9 +42,10 @@ func TestSimRestoreReusesTokensWithoutClockFloor(t *testing.T) {
 	}
 }
 
-// TestSimRestoreSeed replays seed 7 of the restore sweep, which reused a
-// token without the clock floor.
-func TestSimRestoreSeed(t *testing.T) {
+// TestSimRestoreSeedKeepsTokensAboveTheFloor replays seed 7 of the restore
+// sweep, whose restore reuses a token unless the clock floor keeps new
+// tokens above every token issued before.
+func TestSimRestoreSeedKeepsTokensAboveTheFloor(t *testing.T) {
 	o := restoreOptions(7)
 	o.noClockFloor = true
 	res, err := RunSeed(o)

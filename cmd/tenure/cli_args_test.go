@@ -97,7 +97,7 @@ func TestFlagsBeforeOrAfterName(t *testing.T) {
 // unless it is a boolean flag or written -flag=value, and stops at "--"
 // or, with a limit on positional arguments, at the first one too many or
 // at an undefined flag after them.
-func TestParseArgs(t *testing.T) {
+func TestParseArgsTakesFlagsAnywhereUntilDashDash(t *testing.T) {
 	tests := []struct {
 		args           []string
 		max            int

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 )
 
 // grandchildScript is a job that ignores SIGTERM, as a careless one does:

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/storeurl"
@@ -90,7 +90,7 @@ func TestQuietRunWarningsAreItsOwnLines(t *testing.T) {
 
 // lineHandler prints the level as a word, the message, and the attributes
 // (with those of With and WithGroup) as slog's text handler quotes them.
-func TestLineHandler(t *testing.T) {
+func TestLineHandlerPrintsLevelMessageAndQuotedAttributes(t *testing.T) {
 	var out strings.Builder
 	log := slog.New(newLineHandler(&out, "tenure run", slog.LevelWarn)).With("name", "job")
 	log.Info("dropped")

@@ -53,7 +53,7 @@ func TestSimSameSeedSameOutput(t *testing.T) {
 	}
 }
 
-func TestSimCommand(t *testing.T) {
+func TestSimCommandExitCodesAndOutput(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
@@ -135,8 +135,8 @@ func TestSimReadsTenureEnv(t *testing.T) {
 	}
 }
 
-// TestSimJSON: one verdict object per seed, in seed order, and a summary.
-func TestSimJSON(t *testing.T) {
+// TestSimJSONPrintsOneVerdictPerSeedAndASummary: one verdict object per seed, in seed order, and a summary.
+func TestSimJSONPrintsOneVerdictPerSeedAndASummary(t *testing.T) {
 	out, code := runSimArgs(t, "-seeds", "1-3,7", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition", "-json")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (seed 3 makes two leaders):\n%s", code, out)

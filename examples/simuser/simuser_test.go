@@ -23,7 +23,7 @@ func TestMapStoreConformance(t *testing.T) {
 
 // Model mode: the state machine under the default faults, with the
 // timings this service uses, on a store that may lose records.
-func TestModel(t *testing.T) {
+func TestModelUnderDefaultFaultsKeepsEveryCheck(t *testing.T) {
 	sim.Check(t, sim.Options{
 		Config: timings(),
 		Faults: sim.DefaultFaults(),

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fence/etcdfence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lease"
 )
 
@@ -51,7 +51,7 @@ func value(t *testing.T, c *clientv3.Client, key string) string {
 	return string(resp.Kvs[0].Value)
 }
 
-func TestPut(t *testing.T) {
+func TestPutAcceptsOnlyTokensAtOrAboveTheHighest(t *testing.T) {
 	ctx := t.Context()
 	c := newClient(t)
 	key := uniqueKey(t)
@@ -127,7 +127,7 @@ func TestRefusesTokensAboveMaxToken(t *testing.T) {
 
 // Writers of two terms race: in etcd's history, no value of the older term
 // follows one of the newer.
-func TestRace(t *testing.T) {
+func TestRaceNeverOrdersAnOlderTermAfterANewer(t *testing.T) {
 	ctx := t.Context()
 	c := newClient(t)
 	key := uniqueKey(t)
@@ -172,7 +172,7 @@ func TestRace(t *testing.T) {
 	}
 }
 
-func TestDo(t *testing.T) {
+func TestDoRefusesStaleTokensAndTheTokenKey(t *testing.T) {
 	ctx := t.Context()
 	c := newClient(t)
 	res := uniqueKey(t)
@@ -207,7 +207,7 @@ func TestDo(t *testing.T) {
 	}
 }
 
-func TestCorruptTokenKey(t *testing.T) {
+func TestCorruptTokenKeyIsRefused(t *testing.T) {
 	ctx := t.Context()
 	c := newClient(t)
 	for _, v := range []string{"", "x", "007", "-1", "18446744073709551616"} {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fence/pgfence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/pgstore"

@@ -12,10 +12,10 @@ import (
 	"github.com/tenure-go/tenure/fence/redisfence"
 )
 
-// The attack of issue 10: the token key of resource "acct" is
-// "{acct}.fence-token", itself a valid key, so Set(1, "{acct}.fence-token",
-// "1") reset acct's fence and a stale write was then accepted. Such a key
-// is now refused, and the stale write with it.
+// The token key of resource "acct" is "{acct}.fence-token", itself a
+// valid key name: Set(1, "{acct}.fence-token", "1") would reset acct's
+// fence and let a stale write through. Such a key is refused, and the
+// stale write with it.
 func TestTokenKeyCannotBeWritten(t *testing.T) {
 	c, prefix := client(t)
 	ctx := t.Context()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fence/redisfence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store/redisstore"
 )
@@ -186,7 +186,7 @@ func TestSetContextWithoutToken(t *testing.T) {
 	}
 }
 
-func TestCorruptTokenKey(t *testing.T) {
+func TestCorruptTokenKeyIsRefused(t *testing.T) {
 	c, prefix := client(t)
 	ctx := t.Context()
 	key := prefix + "corrupt"
@@ -227,7 +227,7 @@ func hashTag(key string) string {
 	return key
 }
 
-func TestTokenKey(t *testing.T) {
+func TestTokenKeysAreDistinctFromEveryKey(t *testing.T) {
 	keys := []string{
 		"plain", "a:b:c", "{user1}.profile", "x{tag}y{other}", "{user1}", "{x}",
 		"x", "open{only", "{}empty-tag", "{}", "a}b", "{}a}", "", "ünï{cødé}",
@@ -263,7 +263,7 @@ func TestTokenKey(t *testing.T) {
 // In Redis Cluster the token key shares the value key's slot, so Set works
 // for keys with a hash tag and keys without braces; a key with a '}' but no
 // hash tag cannot, and Set says so.
-func TestCluster(t *testing.T) {
+func TestClusterSetNeedsTheTokenKeyInTheValueKeysSlot(t *testing.T) {
 	srv := testcluster.NewRedisCluster(t)
 	c := srv.ClusterClient(t)
 	ctx := t.Context()

@@ -191,8 +191,8 @@ func TestDemoNilArguments(t *testing.T) {
 }
 
 // With 3 workers the two that release the lease may lead first; the demo
-// then ends with the third (it used to wait for yet another leader, for
-// ever). Each run ends in virtual time, or fails at its deadline.
+// then ends with the third, not waiting for yet another leader. Each run
+// ends in virtual time, or fails at its deadline.
 func TestDemoWithThreeWorkersEnds(t *testing.T) {
 	for range 8 {
 		synctest.Test(t, func(t *testing.T) {

@@ -386,6 +386,26 @@ func Catalogue() []Mutant {
 			Reason:      "the clock floor of tokens counts seconds, below the microsecond tokens issued before a restore, so a term after a restore reuses a lost term's token",
 			Packages:    []string{"./store", "./store/etcdstore", "./store/kubestore"},
 		},
+		// ---- store: the create vouch ----
+		{
+			Name:        "store-vouch-without-voucher",
+			File:        "store/vouch.go",
+			Original:    "return rec, rev, false, err",
+			Replacement: "return rec, rev, true, err",
+			Reason:      "a create through a store that cannot tell a new name from a lost record (or through a wrapper that hides the store's vouch) is led on at once, while the lost record's holder may still lead",
+			Packages:    []string{"./store", "./lead"},
+			Tests:       "TestCreateVouched|TestWrapperHidingTheVouch",
+			Fast:        true,
+		},
+		{
+			Name:        "store-vouch-failed-create",
+			File:        "store/vouch.go",
+			Original:    "return rec, rev, vouched && err == nil, err",
+			Replacement: "return rec, rev, vouched, err",
+			Reason:      "a create that failed, or whose outcome is unknown, is reported vouched for",
+			Packages:    []string{"./store"},
+			Tests:       "TestCreateVouched",
+		},
 		// ---- memstore ----
 		{
 			Name:        "memstore-create-over-record",

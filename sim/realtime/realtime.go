@@ -8,14 +8,15 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// Options configure one run. The fields are those of simtest.Options (one
-// seed: Seed, Nodes, Duration, Name, Config, NewStore, Latency, Faults,
-// Rho, BeyondRho, Schedule, CheckEvery, Trace) and Speed: how many
-// seconds of the electors' time pass in one real second (default
-// DefaultSpeed, at most MaxSpeed). NewStore is called outside any bubble:
-// the store may start goroutines and use the network. Runs of several
-// seeds at once call it concurrently, and each call must return a store of
-// its own that shares no records with another call's.
+// Options configure one run. They are simtest.Options: Seed, Nodes,
+// Duration, Name, Config, NewStore, Latency, Faults, Rho, BeyondRho,
+// Schedule, CheckEvery and Trace as there, and Speed: how many seconds of
+// the electors' time pass in one real second (default DefaultSpeed, at
+// most MaxSpeed); Run ignores Seeds, Budget and SVGDir, which are for
+// simtest.Check. NewStore is called outside any bubble: the store may
+// start goroutines and use the network. Runs of several seeds at once
+// call it concurrently, and each call must return a store of its own that
+// shares no records with another call's.
 type Options[M any] = rt.Options[M]
 
 // Result sums up one run, as simtest.Result does, with Lag (the largest

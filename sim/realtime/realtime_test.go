@@ -14,9 +14,9 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// TestCalm: no fault, 3 electors for a minute of their time at speed 30
+// TestCalmRunHasOneTermAndNoViolation: no fault, 3 electors for a minute of their time at speed 30
 // (2 s): one term, fenced writes accepted, no violation.
-func TestCalm(t *testing.T) {
+func TestCalmRunHasOneTermAndNoViolation(t *testing.T) {
 	res, err := realtime.Run(context.Background(), realtime.Options[struct{}]{Seed: 1, Duration: time.Minute, Speed: 30})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestDefaultFaults(t *testing.T) {
 	}
 }
 
-func TestInvalid(t *testing.T) {
+func TestRunRefusesANilContextAndASpeedOutOfRange(t *testing.T) {
 	var nilCtx context.Context // a nil context on purpose
 	if _, err := realtime.Run(nilCtx, realtime.Options[struct{}]{}); !errors.Is(err, store.ErrNilArgument) {
 		t.Errorf("nil ctx: %v", err)

@@ -22,7 +22,7 @@ import (
 // An error (wrapping sim.ErrInvalidOptions) means the options are invalid.
 func Run[M any](t *testing.T, o Options[M]) (Result, error) {
 	t.Helper()
-	ro := o.core().WithDefaults()
+	ro := o.WithDefaults()
 	if err := ro.Validate(); err != nil {
 		return Result{}, fmt.Errorf("simtest: %w", err)
 	}
@@ -73,7 +73,7 @@ type Summary struct {
 //	}
 func Check[M any](t *testing.T, o Options[M]) Summary {
 	t.Helper()
-	ro := o.core().WithDefaults()
+	ro := o.WithDefaults()
 	if err := ro.Validate(); err != nil {
 		t.Fatalf("simtest.Check: simtest: %v", err)
 	}

@@ -45,18 +45,18 @@ func TestRuntimeSweep(t *testing.T) {
 	Check(t, Options[struct{}]{Config: env.Config, Faults: faults, Seeds: seeds})
 }
 
-// TestRuntimeSeedsFoundByTheSweep: seeds of `make sim`'s runtime sweep that
-// failed once, run on every `make test`. Seed 516: a loop held while it
-// performed a step (the pause of its logger as the term started) set its
-// timer counting from the step's start, so the first renewal came after
-// the renew deadline and the term had ended before the observers heard it
-// started (lead's arm counts from the time after the step now). Seed 7580
-// (2026-12-03): a Group leader's retry due within a grain of its deadline,
-// shared on the Group's grid, woke the machine past the deadline, and its
-// observers still held Started while Term said not leading (lead's
-// sharesWakes keeps such a wake the leader's own). Seeds pick
-// schedules, and a change anywhere may move the schedule a seed makes:
-// this keeps the seeds, the sweep keeps the search.
+// TestRuntimeSeedsFoundByTheSweep: seeds of `make sim`'s runtime sweep
+// whose schedules reach a corner of lead, run on every `make test`. Seed
+// 516: a loop held while it performs a step (the pause of its logger as
+// the term starts); a timer counted from the step's start would bring the
+// first renewal after the renew deadline, and end the term before the
+// observers heard it started (lead's arm counts from the time after the
+// step). Seed 7580: a Group leader's retry due within a grain of its
+// deadline; shared on the Group's grid, it would wake the machine past the
+// deadline while its observers still held Started and Term said not
+// leading (lead's sharesWakes keeps such a wake the leader's own). Seeds
+// pick schedules, and a change anywhere may move the schedule a seed
+// makes: this keeps the seeds, the sweep keeps the search.
 func TestRuntimeSeedsFoundByTheSweep(t *testing.T) {
 	env, err := lease.Load("sim", lease.DefaultConfig(), func(string) (string, bool) { return "", false })
 	if err != nil {

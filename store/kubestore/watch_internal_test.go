@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )

@@ -9,6 +9,7 @@ import (
 var (
 	_ store.MetadataChecker[struct{}] = (*Store[struct{}])(nil)
 	_ store.ReleaseGuard[struct{}]    = (*Store[struct{}])(nil)
+	_ store.CreateVoucher[struct{}]   = (*Store[struct{}])(nil)
 )
 
 // CheckMetadata returns the error CompareAndSwap would return for m: one

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lease"
-	"github.com/tenure-go/tenure/store"
 )
 
 // Claim is kept in a field of its own holding the revision it marks:
@@ -108,12 +107,13 @@ func TestGateVouchedCreateIsNoClaim(t *testing.T) {
 		t.Helper()
 		rec := gateRecord("a", d)
 		rec.Claim = true
-		ctx := t.Context()
-		v := new(store.CreateVouch)
+		var got lease.Record[string]
+		var err error
 		if ask {
-			ctx = store.WithCreateVouch(ctx, v)
+			got, _, vouched, err = st.CreateVouched(t.Context(), name, rec)
+		} else {
+			got, _, err = st.CompareAndSwap(t.Context(), name, 0, rec)
 		}
-		got, _, err := st.CompareAndSwap(ctx, name, 0, rec)
 		if err != nil {
 			t.Fatalf("create %q: %v", name, err)
 		}
@@ -121,7 +121,7 @@ func TestGateVouchedCreateIsNoClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v.Vouched(), got.Claim, back.Claim
+		return vouched, got.Claim, back.Claim
 	}
 	if v, c, s := claimOf("vouched", gateLease, true); !v || c || s {
 		t.Fatalf("vouched create: vouched %v, returned Claim %v, stored Claim %v; want vouched, no Claim", v, c, s)

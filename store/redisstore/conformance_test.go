@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/redisstore"
 	"github.com/tenure-go/tenure/store/storetest"

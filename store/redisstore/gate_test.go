@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-go/tenure/fence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
@@ -69,12 +69,11 @@ func gateRecord(holder string, d time.Duration) lease.Record[string] {
 // the store vouched for it.
 func create(t *testing.T, st *Store[string], name, holder string, d time.Duration) (bool, lease.Revision) {
 	t.Helper()
-	v := new(store.CreateVouch)
-	_, rev, err := st.CompareAndSwap(store.WithCreateVouch(t.Context(), v), name, 0, gateRecord(holder, d))
+	_, rev, vouched, err := st.CreateVouched(t.Context(), name, gateRecord(holder, d))
 	if err != nil {
 		t.Fatalf("create %q: %v", name, err)
 	}
-	return v.Vouched(), rev
+	return vouched, rev
 }
 
 // warm makes the marker stand gateLease for st: a create (which makes the
@@ -139,13 +138,12 @@ func TestGateHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := new(store.CreateVouch)
-	if _, _, err := st.CompareAndSwap(store.WithCreateVouch(t.Context(), v), "new-2", rev, rec); err != nil || v.Vouched() {
-		t.Fatalf("a renewal: vouched %v, error %v; want neither", v.Vouched(), err)
+	var v bool
+	if _, _, err := st.compareAndSwap(t.Context(), "CompareAndSwap", "new-2", rev, nil, rec, &v); err != nil || v {
+		t.Fatalf("a renewal asking for a vouch: vouched %v, error %v; want neither", v, err)
 	}
-	v = new(store.CreateVouch)
-	if _, _, err := st.CompareAndSwap(store.WithCreateVouch(t.Context(), v), "new-2", 0, rec); !errors.Is(err, store.ErrConflict) || v.Vouched() {
-		t.Fatalf("a create meeting a record: vouched %v, error %v; want a conflict, not vouched", v.Vouched(), err)
+	if _, _, v, err := st.CreateVouched(t.Context(), "new-2", rec); !errors.Is(err, store.ErrConflict) || v {
+		t.Fatalf("a create meeting a record: vouched %v, error %v; want a conflict, not vouched", v, err)
 	}
 }
 

@@ -335,7 +335,24 @@ func (s *Store[M]) fromHash(name string, m map[string]string, err error) (lease.
 // When go-redis retries the script after a network error and the first
 // attempt did write, the retry reports that write as a success.
 func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next)
+	return s.compareAndSwap(ctx, "CompareAndSwap", name, expected, nil, next, nil)
+}
+
+// VouchesCreates reports whether the create gate is on (see
+// [WithCreateGate]): only then may CreateVouched vouch for a create. It is
+// part of [store.CreateVoucher].
+func (s *Store[M]) VouchesCreates() bool { return s != nil && s.gate != nil }
+
+// CreateVouched creates next under name as CompareAndSwap expecting
+// revision 0 does, and reports whether the create gate vouches for it: the
+// dataset's marker has stood for next's LeaseDuration and the name was
+// never deleted since (see docs/backends/redis.md). A create the gate
+// vouches for is stored with Claim false, since its creator leads on it at
+// once. It implements [store.CreateVoucher].
+func (s *Store[M]) CreateVouched(ctx context.Context, name string, next lease.Record[M]) (lease.Record[M], lease.Revision, bool, error) {
+	var vouched bool
+	rec, rev, err := s.compareAndSwap(ctx, "CreateVouched", name, 0, nil, next, &vouched)
+	return rec, rev, vouched && err == nil, err
 }
 
 // GuardsReleases reports true: CompareReleasedAndSwap guards its swap. It
@@ -350,12 +367,14 @@ func (s *Store[M]) GuardsReleases() bool { return true }
 // a release it heard of on Pub/Sub over with it, without reading first,
 // and a forged message makes it fail, never overwrite a live lease.
 func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expected lease.Revision, was store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
-	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next)
+	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next, nil)
 }
 
 // compareAndSwap is CompareAndSwap, guarded by was when it is not nil
-// (CompareReleasedAndSwap); op names the method in errors.
-func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M]) (lease.Record[M], lease.Revision, error) {
+// (CompareReleasedAndSwap), asking the gate to vouch for a create when
+// vouched is not nil (CreateVouched), which then receives its answer; op
+// names the method in errors.
+func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], vouched *bool) (lease.Record[M], lease.Revision, error) {
 	if err := s.check(ctx, op, name); err != nil {
 		return lease.Record[M]{}, 0, err
 	}
@@ -386,7 +405,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
 		gateOn, seen, age, "born:" + escape(name),
-		claimArg(ctx, expected, next, s.gate != nil),
+		claimArg(expected, next, s.gate != nil, vouched != nil),
 	}
 	if was != nil {
 		// The guard's arguments (a plain swap, a renewal, sends none).
@@ -404,13 +423,14 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 	if err != nil {
 		return lease.Record[M]{}, 0, fail(op, name, err)
 	}
-	return s.swapped(ctx, op, name, expected, next, m, reply)
+	return s.swapped(op, name, expected, next, m, reply, vouched)
 }
 
 // swapped reads the reply of the script run by CompareAndSwap, which
 // wrote next with metadata m if the record of name was at revision
-// expected, and returns what CompareAndSwap returns.
-func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.Revision, next lease.Record[M], m M, reply []any) (lease.Record[M], lease.Revision, error) {
+// expected, and returns what CompareAndSwap returns; a create the gate
+// vouched for sets *vouched when vouched is not nil.
+func (s *Store[M]) swapped(op, name string, expected lease.Revision, next lease.Record[M], m M, reply []any, vouched *bool) (lease.Record[M], lease.Revision, error) {
 	var status string
 	if len(reply) > 0 {
 		status, _ = reply[0].(string)
@@ -448,8 +468,8 @@ func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.
 		if c, _ := reply[5].(string); c == "1" {
 			rec.Claim = true
 		}
-		if v, _ := reply[4].(string); v == "1" && expected == 0 && s.gate != nil {
-			store.VouchCreate(ctx)
+		if v, _ := reply[4].(string); v == "1" && expected == 0 && s.gate != nil && vouched != nil {
+			*vouched = true
 		}
 		return rec, lease.Revision(rev), nil
 	case status == "conflict" && len(reply) == 3+numFields:
@@ -482,13 +502,13 @@ func (s *Store[M]) swapped(ctx context.Context, op, name string, expected lease.
 // claimArg is the script's claim argument (ARGV[15]) for a swap of next
 // expecting revision expected: "" when next is no claim; "v" (a claim
 // unless the gate vouches for it) for a create whose caller asked for a
-// vouch, with the gate on, since a create the gate vouches for is led on
-// at once (see lease.Record's Claim); "1" otherwise.
-func claimArg[M any](ctx context.Context, expected lease.Revision, next lease.Record[M], gate bool) string {
+// vouch (ask: CreateVouched), with the gate on, since a create the gate
+// vouches for is led on at once (see lease.Record's Claim); "1" otherwise.
+func claimArg[M any](expected lease.Revision, next lease.Record[M], gate, ask bool) string {
 	switch {
 	case !next.Claim:
 		return ""
-	case gate && expected == 0 && store.VouchAsked(ctx):
+	case gate && expected == 0 && ask:
 		return "v"
 	default:
 		return "1"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 )
 
 // internalStore returns a Store on the package's server under a prefix of

@@ -88,6 +88,11 @@
 //     record is deleted behind the store's back, creating it again through
 //     a store opened again gets a token above every token issued before
 //     and a revision the name never had.
+//   - CreateVouched, for a store that implements store.CreateVoucher:
+//     it creates as CompareAndSwap expecting revision 0 does, storing a
+//     create it vouches for with Claim false and any other as given; a
+//     create meeting a record gets ErrConflict with that record, leaves it
+//     as it was, and is not vouched for.
 //   - Watch: a fresh subscriber first gets the current record, or an Absent
 //     event; later changes arrive with strictly increasing revisions up to
 //     the last write (intermediate ones may be skipped), each with the record

@@ -12,12 +12,14 @@ import (
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
-// Options configure one runtime-mode run (realtime.Options is this type;
-// simtest.Options has the same fields and the sweep's). M is the metadata
-// type of the store under test.
+// Options configure one runtime-mode run, in a synctest bubble
+// (simtest.Run, simtest.Check) or in real time (realtime.Run): both
+// packages' Options are this type. M is the metadata type of the store
+// under test.
 type Options[M any] struct {
 	// Seed draws everything random: the fault schedule, latencies, clock
-	// rates, the electors' jitter.
+	// rates, the electors' jitter. simtest.Check ignores it and runs the
+	// seeds of Seeds.
 	Seed uint64
 	// Nodes is the number of electors (default 3, at most 16).
 	Nodes int
@@ -32,17 +34,25 @@ type Options[M any] struct {
 	// lease.DefaultConfig(), os.LookupEnv), as lead.New does.
 	Config lease.Config
 	// NewStore returns a fresh, empty store for one seed (default
-	// memstore.New). Runs of several seeds at once (simtest.Check, tenure
-	// sim -runtime) call it concurrently: it must be safe to call from
-	// several goroutines at once, and each call must return a store of its
-	// own that shares no records with another call's. In a synctest bubble it is called inside the bubble,
-	// so the store may start goroutines and timers, which then run in
-	// virtual time; it must not wait on the network or on goroutines from
-	// outside the bubble. In real time it is called on the caller's
-	// goroutine, and its own timers run on the wall clock, not the scaled
-	// one. The store should pass storetest. For Faults.DataLoss it must
-	// have a method Delete(name string) that loses the record, as
-	// memstore's does.
+	// memstore.New). Runs of several seeds at once (simtest.Check, from
+	// the GOMAXPROCS goroutines that run seeds; tenure sim -runtime) call
+	// it concurrently: it must be safe to call from several goroutines at
+	// once, and each call must return a store of its own that shares no
+	// records with another call's (not one store kept in a variable, nor a
+	// shared server without a key prefix per call). Seeds that share a
+	// store see each other's electors and fail with misleading verdicts,
+	// such as "no elector leads". In a synctest bubble it is called inside
+	// the bubble, so the store may start goroutines and timers, which then
+	// run in virtual time; it must not wait on the network or on
+	// goroutines from outside the bubble. In real time it is called on the
+	// caller's goroutine, outside any bubble: the store may start
+	// goroutines and use the network, and its own timers run on the wall
+	// clock, not the scaled one. The store should pass storetest. For
+	// Faults.DataLoss it must have a method Delete(name string) that loses
+	// the record, as memstore's does. Besides Name, some runs also elect
+	// Name+"-decoy-1" and Name+"-decoy-2" in the same store (a Group whose
+	// store operations wait behind each other; not checked); a store that
+	// refuses those names runs without them.
 	NewStore func() store.Store[M]
 	// Latency is the one-way latency of every request and reply between an
 	// elector and the store, and of every watch event.
@@ -66,9 +76,21 @@ type Options[M any] struct {
 	Trace io.Writer
 
 	// Speed, in real time only, is how many seconds of the electors'
-	// time pass in one real second (default DefaultSpeed). A synctest
-	// bubble ignores it.
+	// time pass in one real second (default DefaultSpeed, at most
+	// MaxSpeed). A synctest bubble ignores it.
 	Speed int
+
+	// Seeds, for simtest.Check only: the seeds to run, as sim.ParseSeeds
+	// reads them. Empty: seeds 1, 2, 3, ... for as long as Budget lasts.
+	// TENURE_SIM_SEEDS overrides it.
+	Seeds string
+	// Budget, for simtest.Check only: when Seeds is empty, how long to
+	// keep starting new seeds (default sim.DefaultBudget;
+	// TENURE_SIM_BUDGET overrides it).
+	Budget time.Duration
+	// SVGDir, for simtest.Check only: where the SVG timeline of each
+	// failing seed is written (TENURE_SIM_SVG overrides it).
+	SVGDir string
 }
 
 // deleter is what a store needs for Faults.DataLoss: a way to lose the

@@ -76,7 +76,7 @@ func TestRuntimeWrapperCapabilities(t *testing.T) {
 	}
 }
 
-func TestTimebase(t *testing.T) {
+func TestTimebaseScalesAndNeverWakesEarly(t *testing.T) {
 	tests := []struct {
 		speed   int64
 		d, real time.Duration
@@ -97,10 +97,10 @@ func TestTimebase(t *testing.T) {
 	}
 }
 
-// TestSuspect: in a bubble a disagreement is a violation at once; in real
+// TestSuspectIsAViolationOnlyPastTheTolerance: in a bubble a disagreement is a violation at once; in real
 // time it is one once it has lasted beyond the tolerance (2×CheckEvery +
 // 4×lag), and one that stops being seen is forgotten.
-func TestSuspect(t *testing.T) {
+func TestSuspectIsAViolationOnlyPastTheTolerance(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		name   string

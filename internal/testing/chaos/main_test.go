@@ -3,7 +3,7 @@ package chaos
 import (
 	"testing"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 )
 
 func TestMain(m *testing.M) {

@@ -25,7 +25,7 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-func TestHandovers(t *testing.T) {
+func TestHandoversReadsAndBoundsTheEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		env   string
 		want  int

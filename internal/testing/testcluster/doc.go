@@ -3,7 +3,7 @@
 // loopback for the backend tests, and the elector-test bodies the backends
 // share. The deterministic simulator is the public package sim.
 //
-// For the chaos runs (package internal/chaos) it also holds a
+// For the chaos runs (package internal/testing/chaos) it also holds a
 // fault-injecting TCP proxy (Proxy), an independent checker of the
 // electors' beliefs and of writes through a fenced resource (Checker), and
 // a recorder of store operations checked for linearizability against a

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-go/tenure/internal/doccheck"
+	"github.com/tenure-go/tenure/internal/testing/doccheck"
 )
 
 const fixture = "# A guide\n" + // 1
@@ -92,7 +92,7 @@ func TestCheckNamesTheLineOfABrokenSnippet(t *testing.T) {
 		}
 		progs = append(progs, p)
 	}
-	fails, err := doccheck.Check(t.Context(), "../..", progs)
+	fails, err := doccheck.Check(t.Context(), "../../..", progs)
 	if err != nil {
 		t.Fatal(err)
 	}

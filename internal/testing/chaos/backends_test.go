@@ -14,7 +14,7 @@ import (
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/etcdstore"
 	"github.com/tenure-go/tenure/store/kubestore"

@@ -16,7 +16,7 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// PeerConfig is the timing of issue 13's comparison with client-go and etcd:
+// PeerConfig is the timing of the comparison with client-go and etcd:
 // a 3s lease, a 2s renew deadline, 400ms retries (10% jitter), a 1s backend
 // timeout.
 func PeerConfig() lease.Config {

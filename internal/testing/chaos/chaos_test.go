@@ -16,7 +16,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fence/redisfence"
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
@@ -427,7 +427,7 @@ func runSchedule(t *testing.T, b backend, e *env, newFence func() testcluster.Fe
 	}
 	w := res.watch
 	if r.Failed() || res.check == porcupine.Illegal || len(w.Backwards)+len(w.Phantoms) > 0 {
-		t.Errorf("%s: chaos schedule with seed %d failed (replay: %s=%d %s=%s go test -run TestChaos ./internal/chaos/)\n"+
+		t.Errorf("%s: chaos schedule with seed %d failed (replay: %s=%d %s=%s go test -run TestChaos ./internal/testing/chaos/)\n"+
 			"two leaders: %v\nfence out of order: %v\nfence refused while leading: %v\nmin gap %v\nlinearizability: %v\n%s\nwatch revisions backwards: %v\nwatch records nobody wrote: %v\nschedule:\n%s\ntimeline (last 300 events):\n%s",
 			b.name, seed, seedEnv, seed, backendsEnv, b.name, r.Overlaps, r.FenceOutOfOrder, r.FenceRefusedWhileLeading, r.MinGap, res.check, why, w.Backwards, w.Phantoms, describeSteps(steps), chk.Timeline(300))
 		if res.check == porcupine.Illegal {

@@ -110,7 +110,7 @@ func TestCheckerRestartIsANewProcess(t *testing.T) {
 	}
 }
 
-func TestCheckerSamples(t *testing.T) {
+func TestCheckerCountsTermsGapsAndOverlaps(t *testing.T) {
 	a, b := &fakeBelief{}, &fakeBelief{}
 	c := NewChecker(time.Millisecond)
 	c.Add("a", a)
@@ -149,7 +149,7 @@ func TestCheckerSamples(t *testing.T) {
 
 // The fence checks catch a write accepted after a larger token's, and a
 // refusal of a writer that still leads.
-func TestCheckerFence(t *testing.T) {
+func TestCheckerFenceCatchesLateAcceptsAndWrongRefusals(t *testing.T) {
 	a := &fakeBelief{}
 	a.set(5)
 	c := NewChecker(time.Millisecond)

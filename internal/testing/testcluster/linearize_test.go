@@ -16,7 +16,7 @@ import (
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
-func TestStoreModel(t *testing.T) {
+func TestStoreModelAcceptsOnlyLinearizableHistories(t *testing.T) {
 	a1 := RecView{Holder: "a", Token: 1, LeaseDuration: time.Second}
 	b2 := RecView{Holder: "b", Token: 2, Transitions: 1, LeaseDuration: time.Second}
 	get := func(call, ret int64, out OpOutput) porcupine.Operation {
@@ -158,7 +158,7 @@ func runClients(t *testing.T, newStore func() store.Store[struct{}]) *History {
 // Watches through RecordStore are recorded; CheckWatches finds nothing
 // wrong with memstore's, and catches a revision going back and a record
 // nobody wrote.
-func TestCheckWatches(t *testing.T) {
+func TestCheckWatchesCatchesRegressionsAndForgeries(t *testing.T) {
 	h := NewHistory()
 	st := RecordStore[struct{}](memstore.New[struct{}](), h, 0)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -191,7 +191,7 @@ func TestCheckWatches(t *testing.T) {
 
 // An unknown swap is closed once a revision above the one it expected is
 // seen, and the history still checks both ways.
-func TestBoundUnknown(t *testing.T) {
+func TestUnknownSwapClosesAtAHigherRevision(t *testing.T) {
 	a1 := RecView{Holder: "a", Token: 1, LeaseDuration: time.Second}
 	b2 := RecView{Holder: "b", Token: 2, LeaseDuration: time.Second}
 	h := NewHistory()
@@ -219,10 +219,10 @@ func TestBoundUnknown(t *testing.T) {
 	}
 }
 
-// TestFirstAnswer: the first answer after a heal is the first operation
+// TestFirstAnswerAfterAHealSkipsFailures: the first answer after a heal is the first operation
 // that returned after it with a record, none or a conflict; failed reads
 // (not recorded) and swaps of unknown outcome are no answer.
-func TestFirstAnswer(t *testing.T) {
+func TestFirstAnswerAfterAHealSkipsFailures(t *testing.T) {
 	h := NewHistory()
 	ms := func(n int) int64 { return int64(time.Duration(n) * time.Millisecond) }
 	heal := h.start.Add(100 * time.Millisecond)

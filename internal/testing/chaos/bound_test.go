@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-go/tenure/internal/testcluster"
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 )
 
 // TestBoundCountsFromFirstAnswer: a heal is over the liveness bound when
