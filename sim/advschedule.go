@@ -169,10 +169,10 @@ var forgedDurations = [...]time.Duration{
 // openProblem reports whether a forged record with LeaseDuration d is one
 // the sweep does not draw: in a store that loses records, a valid lease
 // longer than the honest one l. Once that record is gone the machines wait
-// it out in full (its holder might still believe it leads: docs/design.md),
-// where the recovery check wants a leader within l plus a retry interval.
-// (A valid lease shorter than l was an open problem too, until followers
-// waited at least their own LeaseDuration: TestSimForgedShortLease.)
+// it out in full (its holder might still believe it leads: docs/design.md,
+// "Stores that lose records"), where the recovery check wants a leader
+// within l plus a retry interval. A valid lease shorter than l is drawn:
+// followers wait at least their own LeaseDuration (TestSimForgedShortLease).
 func openProblem(d, l time.Duration, lossy bool) bool {
 	valid := d > 0 && d <= lease.MaxDuration
 	return valid && lossy && d > l

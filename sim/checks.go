@@ -89,7 +89,7 @@ func (c *checker) setBounds(cfgs []lease.Config) {
 // silent after the last one before it reads (the silence bound); the
 // leader's last renewal reaches it through the watch (two latencies). A
 // watch that silently stops delivering is noticed the same way. See
-// docs/design.md for the derivation.
+// docs/design.md, "Liveness", for the derivation.
 func LivenessBound(cfgs []lease.Config, rho float64, lat time.Duration) time.Duration {
 	var l, t, i, r time.Duration
 	for _, c := range cfgs {

@@ -534,7 +534,7 @@ func clockStops(s *Cluster) []Fault {
 // randomConfig draws the timings of a reconfiguration (draw.Config). When
 // the store may lose records, every node keeps the initial LeaseDuration:
 // a vanished record takes its holder's promise with it, so the design
-// requires (docs/design.md) that every elector's LeaseDuration exceed every
+// requires (docs/design.md, "Stores that lose records") that every elector's LeaseDuration exceed every
 // other's RenewDeadline there, which one shared LeaseDuration guarantees.
 // The same holds when an adversary writes the store: a forged or
 // rolled-back record replaces its holder's promise too. With Faults.Drift

@@ -10,7 +10,7 @@ import (
 // Config draws the valid timings of a reconfiguration: a LeaseDuration
 // from 5s to 20s (base's when keepLease: a store that may lose records, or
 // one an adversary writes, needs every elector's LeaseDuration above every
-// other's RenewDeadline, docs/design.md), a RenewDeadline of 50–80% of it,
+// other's RenewDeadline: docs/design.md, "Stores that lose records"), a RenewDeadline of 50–80% of it,
 // and the rest below. The timings tolerate at least 10% of clock drift,
 // and at least rho: (L−R)/(L+R) >= rho, which sim.Options.Rho requires of
 // every config a run uses (rho 0 when the clocks do not drift).
