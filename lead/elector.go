@@ -646,28 +646,3 @@ func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 	}
 	return t.term, t.ctx, true
 }
-
-// termEnded reports whether t is no longer the term this elector leads in
-// (see leadingLocked) and why: for checkedContext, so that the term's
-// context ends the instant the term does, without waiting for a timer.
-func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.term != t {
-		// The loop has ended the term and cancels its context next, with
-		// the machine's reason: whoever asks first cancels it with that.
-		return t.ended != 0, t.ended
-	}
-	if e.leadingLocked() == t {
-		return false, 0
-	}
-	select {
-	case <-e.runDone:
-		return true, fsm.ReasonStopped
-	default:
-	}
-	if t.resigned {
-		return true, fsm.ReasonResigned
-	}
-	return true, fsm.ReasonDeadline
-}

@@ -164,8 +164,9 @@ type runner[M any] struct {
 	ctxEnded bool               // the elector's ctx ended (the reason of the Stop)
 	done     bool               // the machine stopped; the loop hands this runner nothing more
 
-	// The drain (drain.go): the term ended last, whose bodies may still
-	// run; the release held back for them; the timer of its deadline.
+	// The release held for the bodies (term.go): the term ended last,
+	// whose bodies may still run; the release held back for them; the
+	// timer of its deadline.
 	ending     *activeTerm
 	held       fsm.Action
 	holding    bool
@@ -464,7 +465,7 @@ func (r *runner[M]) perform(a fsm.Action) {
 		})
 	case fsm.Swap:
 		if a.Swap == fsm.Release && r.holdRelease(a) {
-			return // performed once the ended term's bodies returned (drain.go)
+			return // performed once the ended term's bodies returned (term.go)
 		}
 		r.performSwap(a)
 	case fsm.StartedLeading:

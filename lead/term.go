@@ -160,6 +160,31 @@ func (c checkedContext) Err() error {
 	return c.Context.Err()
 }
 
+// termEnded reports whether t is no longer the term this elector leads in
+// (see leadingLocked) and why: for checkedContext, so that the term's
+// context ends the instant the term does, without waiting for a timer.
+func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.term != t {
+		// The loop has ended the term and cancels its context next, with
+		// the machine's reason: whoever asks first cancels it with that.
+		return t.ended != 0, t.ended
+	}
+	if e.leadingLocked() == t {
+		return false, 0
+	}
+	select {
+	case <-e.runDone:
+		return true, fsm.ReasonStopped
+	default:
+	}
+	if t.resigned {
+		return true, fsm.ReasonResigned
+	}
+	return true, fsm.ReasonDeadline
+}
+
 // ---- Renew ----
 
 // refreshTerm moves the term's deadline after a renewal (or a Reconfigure
@@ -307,7 +332,7 @@ func (w *termWatchdog) Stop() bool {
 // endTerm closes the term the machine ended for reason: its work is
 // cancelled, its timers stopped, the observers told. From now on no body
 // starts in it, and the release of its lease waits for the bodies running
-// (see drain.go): the last to return tells the loop.
+// (holdRelease, below): the last to return tells the loop.
 func (r *runner[M]) endTerm(reason fsm.Reason) {
 	if r.ctxEnded {
 		// The Stop that Run's ctx ending brought: that is why the term
