@@ -166,7 +166,7 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 		e.logCapabilities()
 	}
 	e.rerun = errInGroup
-	m := &member[M]{g: g, e: e, groupClock: clockSets(opts) == 0}
+	m := &member[M]{g: g, e: e, groupClock: !setsClock(opts)}
 	g.members[name] = m
 	g.pending = append(g.pending, m)
 	if g.ran {
@@ -355,13 +355,13 @@ func (g *Group[M]) forgetLocked(e *Elector[M]) {
 // errInGroup is what Run returns for an elector of a Group.
 var errInGroup = fmt.Errorf("%w: Run: the elector belongs to a Group, whose Run runs it", ErrAlreadyRunning)
 
-// clockSets counts the options of opts that set a clock.
-func clockSets(opts []Option) int {
+// setsClock reports whether an option of opts sets a clock.
+func setsClock(opts []Option) bool {
 	var o options
 	for _, opt := range opts {
 		opt(&o) // not nil: newElector has checked
 	}
-	return o.clockSets
+	return o.setsClock
 }
 
 // endRun is, for an elector of a Group, what the end of Run's ctx is for

@@ -76,36 +76,25 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 // marked as done (Lead, Every and Done must not wait for it) and the
 // error returned.
 func (e *Elector[M]) start(ctx context.Context, l *loop[M], h host[M]) (*runner[M], error) {
-	r, err := e.newRunner(ctx, l, h)
+	e.mu.Lock()
+	cfg := e.cfg
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guarded})
 	if err != nil {
+		e.mu.Unlock()
 		e.markReady()
 		close(e.stopped)
 		return nil, err
 	}
-	l.post(r, msgBegin)
-	return r, nil
-}
-
-// newRunner makes the state of one Run.
-func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], h host[M]) (*runner[M], error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cfg := e.cfg
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guarded})
-	if err != nil {
-		return nil, err
-	}
-	// Store operations outlive ctx (the release happens after it ends) but
-	// not the runner.
-	opCtx := newOpsContext(ctx)
 	r := &runner[M]{
-		e:      e,
-		ctx:    ctx,
-		loop:   l,
-		m:      m,
-		cfg:    cfg,
-		host:   h,
-		opCtx:  opCtx,
+		e:    e,
+		ctx:  ctx,
+		loop: l,
+		m:    m,
+		cfg:  cfg,
+		host: h,
+		// Store operations outlive ctx (the release happens after it
+		// ends) but not the runner.
+		opCtx:  newOpsContext(ctx),
 		errLog: map[string]time.Duration{},
 		obs:    newObserverQueue(e.observers),
 	}
@@ -117,6 +106,8 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], h host[M]) (*run
 		e.runDone = ctx.Done()
 	}
 	e.run = r
+	e.mu.Unlock()
+	l.post(r, msgBegin)
 	return r, nil
 }
 
