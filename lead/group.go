@@ -74,9 +74,11 @@ type Group[M any] struct {
 type member[M any] struct {
 	g       *Group[M]
 	e       *Elector[M]
-	started bool       // taken out of pending by the loop (under g.mu)
-	r       *runner[M] // set once started (under g.mu); nil if it failed to start
-	removed bool       // Remove asked it to stop
+	started bool // taken out of pending by the loop (under g.mu)
+	// r is set once started (under g.mu; the wake grid reads it too,
+	// after the runner's first step); nil if it failed to start.
+	r       *runner[M]
+	removed bool // Remove asked it to stop
 	// groupClock: added without a clock of its own, so its clock is the
 	// Group's and its wakes may share the Group's grid.
 	groupClock bool

@@ -352,6 +352,16 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./lead"},
 		},
 		{
+			Name:        "lead-removed-member-keeps-leading",
+			File:        "lead/group.go",
+			Original:    "\te.runDone = closed()\n",
+			Replacement: "",
+			Reason:      "an elector taken out of its Group still says it leads, and its term's context stays open, until the loop steps it down",
+			Packages:    []string{"./lead"},
+			Tests:       "TestGroupRemove",
+			Fast:        true,
+		},
+		{
 			Name:        "lead-stop-detector-forgets-stops",
 			File:        "lead/stopclock.go",
 			Original:    "d.counted = satAdd(d.counted, stop)",
