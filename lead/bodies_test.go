@@ -7,7 +7,7 @@ import (
 
 // A term counts its bodies: once the loop has ended it (seal), no body
 // starts in it, and the last body running tells the loop when it returns.
-func TestTermBodies(t *testing.T) {
+func TestEndedTermStartsNoBodyAndItsLastBodyTellsTheLoop(t *testing.T) {
 	var b termBodies
 	termCtx := context.WithValue(context.Background(), termKey{}, &b)
 	body := func(ran *bool, inside func()) func(context.Context, Term) error {

@@ -130,20 +130,15 @@ type Elector[M any] struct {
 	stopped chan struct{}
 
 	mu      sync.Mutex
-	ran     bool
-	inGroup bool // made by Group.Add: the Group's Run runs it
-	// groupClock: made by Group.Add without a clock of its own, so its
-	// clock is the Group's and its wakes may share the Group's timers.
-	groupClock bool
-	clockSets  int        // how many of its options set a clock (for Group.Add)
-	run        *runner[M] // while running; Reconfigure posts to it
-	cfg        lease.Config
-	meta       M
-	rec        lease.Record[M]
-	rev        lease.Revision
-	haveRec    bool
-	term       *activeTerm   // nil unless leading
-	changed    chan struct{} // closed at the next change; nil until changes asks
+	rerun   error      // what Run returns at once: set when Run starts, or by Group.Add
+	run     *runner[M] // while running; Reconfigure posts to it
+	cfg     lease.Config
+	meta    M
+	rec     lease.Record[M]
+	rev     lease.Revision
+	haveRec bool
+	term    *activeTerm   // nil unless leading
+	changed chan struct{} // closed at the next change; nil until changes asks
 	// epoch is the clock's time at which the elector's time (sinceEpoch)
 	// is zero: when Run started, moved back by every stop of the clock
 	// counted since (countStopsLocked). seenStops is the clock's sum of
@@ -154,8 +149,9 @@ type Elector[M any] struct {
 	lastErr   error
 	readyNow  bool
 	state     fsm.State
-	runDone   <-chan struct{} // Done of Run's ctx (a Group's: of its Run's); nil before Run
-	removed   bool            // Group.Remove took it out: as if its ctx had ended
+	// runDone is closed when the elector stops leading for good: Done of
+	// Run's ctx (endRun closes it for an elector of a Group); nil before.
+	runDone <-chan struct{}
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
 	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
@@ -176,23 +172,6 @@ type Elector[M any] struct {
 	// will have stood for its wait (monotonic since epoch). See Status.
 	claimToken uint64
 	claimUntil time.Duration
-}
-
-// activeTerm is the term in progress, with the context that ends with it.
-type activeTerm struct {
-	term      Term
-	ctx       context.Context // the work's: base, checked (checkedContext), with the token
-	base      context.Context // cancelled when the term ends
-	cancel    context.CancelCauseFunc
-	epoch     time.Time     // the elector's epoch when the watchdog was last set
-	until     time.Duration // local belief deadline (monotonic since epoch)
-	confirmed time.Duration // last successful renewal sent
-	watchdog  Timer
-	unhook    func() bool // stops cancelling the term when Run's ctx ends
-	ended     fsm.Reason  // why Run's loop ended the term (0: it has not); under e.mu
-	resigned  bool        // Resign ended it: it is not led any more; under e.mu
-	bodies    termBodies  // the bodies running in it (runInTerm)
-	warned    bool        // bodies still running at its deadline were logged (Run's loop)
 }
 
 // New returns an Elector for the election name, keeping its record in st.
@@ -299,7 +278,6 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		id:            id,
 		st:            st,
 		clock:         o.clock,
-		clockSets:     o.clockSets,
 		stops:         stopsOf(o.clock),
 		rand:          o.rand,
 		log:           o.logger.With("name", name, "identity", id),
@@ -428,12 +406,12 @@ func (e *Elector[M]) Term() (Term, bool) {
 }
 
 // leadingLocked returns the open term if this elector leads now: the term's
-// deadline has not passed, Run's ctx has not ended, Group.Remove did not
-// take it out and Resign did not end it (whether or not Run's loop has
-// seen it yet). e.mu must be held.
+// deadline has not passed, Run's ctx has not ended (runDone) and Resign
+// did not end it (whether or not Run's loop has seen it yet). e.mu must be
+// held.
 func (e *Elector[M]) leadingLocked() *activeTerm {
 	t := e.term
-	if t == nil || e.removed || t.resigned || e.sinceEpoch() >= t.until {
+	if t == nil || t.resigned || e.sinceEpoch() >= t.until {
 		return nil
 	}
 	select {
@@ -667,32 +645,4 @@ func (e *Elector[M]) currentTerm() (Term, context.Context, bool) {
 		return Term{}, nil, false
 	}
 	return t.term, t.ctx, true
-}
-
-// termEnded reports whether t is no longer the term this elector leads in
-// (see leadingLocked) and why: for checkedContext, so that the term's
-// context ends the instant the term does, without waiting for a timer.
-func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.term != t {
-		// The loop has ended the term and cancels its context next, with
-		// the machine's reason: whoever asks first cancels it with that.
-		return t.ended != 0, t.ended
-	}
-	if e.leadingLocked() == t {
-		return false, 0
-	}
-	select {
-	case <-e.runDone:
-		return true, fsm.ReasonStopped
-	default:
-	}
-	if e.removed {
-		return true, fsm.ReasonStopped
-	}
-	if t.resigned {
-		return true, fsm.ReasonResigned
-	}
-	return true, fsm.ReasonDeadline
 }

@@ -329,7 +329,7 @@ func TestLeadRepeatRunsOncePerTerm(t *testing.T) {
 	})
 }
 
-func TestLeadAfterRunReturned(t *testing.T) {
+func TestLeadAndRunAfterRunReturnedAreRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := start(t, memstore.New[meta](), "a")
 		n.stop(t)
@@ -439,7 +439,7 @@ func TestObserverSeesStartBeforeStop(t *testing.T) {
 	})
 }
 
-func TestReconfigure(t *testing.T) {
+func TestReconfigureRefusesABadConfigAndAppliesAGoodOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := start(t, memstore.New[meta](), "a")
 		n.next(t)
@@ -563,7 +563,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestIdentityAndEnv(t *testing.T) {
+func TestIdentityIsUniqueByDefaultAndOptionsOverrideTheEnvironment(t *testing.T) {
 	st := memstore.New[meta]()
 	e1, _ := lead.New("job", st, lead.WithLookupEnv(nil))
 	e2, _ := lead.New("job", st, lead.WithLookupEnv(nil))

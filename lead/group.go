@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/internal/nilarg"
 	"github.com/tenure-go/tenure/store"
 )
@@ -46,10 +47,11 @@ import (
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
-	st        store.Store[M]
-	opts      []Option
-	clockSets int // how many of opts set a clock
-	loop      *loop[M]
+	st    store.Store[M]
+	opts  []Option
+	loop  *loop[M]
+	ops   opPool      // the members' store operations (groupops.go)
+	wakes wakeGrid[M] // the leaders' shared wakes (groupwake.go)
 
 	mu      sync.Mutex
 	members map[string]*member[M]
@@ -62,17 +64,36 @@ type Group[M any] struct {
 	logged  bool // the store's capabilities were logged (by the first Add)
 }
 
-// member is one elector of a Group. Its ctx is the Group's (Run's, for
-// the values and the end of all); Remove ends one alone, and so does not
-// cancel a context of its own but tells the elector and its runner (a
-// context per elector, with what the context package registers on it,
-// cost about 600 bytes an elector).
+// member is one elector of a Group, and the host of its runner: its store
+// operations run in the Group's pool, and a leader's wakes may share the
+// Group's grid. Its ctx is the Group's (Run's, for the values and the end
+// of all); Remove ends one alone, and so does not cancel a context of its
+// own but tells the elector (endRun) and its runner (a context per
+// elector, with what the context package registers on it, cost about 600
+// bytes an elector).
 type member[M any] struct {
+	g       *Group[M]
 	e       *Elector[M]
-	started bool       // taken out of pending by the loop (under g.mu)
-	r       *runner[M] // set once started (under g.mu); nil if it failed to start
-	removed bool       // Remove asked it to stop
+	started bool // taken out of pending by the loop (under g.mu)
+	// r is set once started (under g.mu; the wake grid reads it too,
+	// after the runner's first step); nil if it failed to start.
+	r       *runner[M]
+	removed bool // Remove asked it to stop
+	// groupClock: added without a clock of its own, so its clock is the
+	// Group's and its wakes may share the Group's grid.
+	groupClock bool
+	slot       int64 // the shared wake armed, if slotted; under g.wakes.mu
+	slotted    bool
 }
+
+// spawn runs a store operation of the member's in the Group's pool.
+func (m *member[M]) spawn(op func(), urgent bool) { m.g.ops.spawn(op, urgent) }
+
+// spawnWatch runs the start of the member's watch in the Group's pool.
+func (m *member[M]) spawnWatch(op func()) { m.g.ops.spawnWatch(op) }
+
+// finished tells the Group that the member's runner has stopped.
+func (m *member[M]) finished(r *runner[M]) { m.g.finished(r) }
 
 // NewGroup returns a Group of elections kept in st. opts apply to every
 // elector the Group adds (WithConfig, WithClock, WithLogger, WithIdentity,
@@ -103,7 +124,8 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		}
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
-	return &Group[M]{st: st, opts: opts, clockSets: o.clockSets, loop: newLoop[M](maxOps, true), members: map[string]*member[M]{}}, nil
+	l := newLoop[M]()
+	return &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is
@@ -145,9 +167,8 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 		g.logged = true
 		e.logCapabilities()
 	}
-	e.ran, e.inGroup = true, true
-	e.groupClock = e.clockSets == g.clockSets // Add's options set no clock
-	m := &member[M]{e: e}
+	e.rerun = errInGroup
+	m := &member[M]{g: g, e: e, groupClock: !setsClock(opts)}
 	g.members[name] = m
 	g.pending = append(g.pending, m)
 	if g.ran {
@@ -259,8 +280,8 @@ func (g *Group[M]) Run(ctx context.Context) error {
 		l.recycle(batch)
 	}
 	g.waits.Wait()
-	l.stopWakes()
-	l.stopWorkers()
+	g.wakes.stop()
+	g.ops.stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return errors.Join(g.fatal...)
@@ -292,7 +313,7 @@ func (g *Group[M]) startPending(base context.Context) (over bool) {
 // elector out, the loop tells it (msgDone), and it steps down and releases
 // as after Run's ctx.
 func (g *Group[M]) startMember(ctx context.Context, m *member[M]) {
-	r, err := m.e.start(ctx, g.loop, g.finished)
+	r, err := m.e.start(ctx, g.loop, m)
 	g.mu.Lock()
 	if err != nil {
 		defer g.mu.Unlock()
@@ -330,5 +351,30 @@ func (g *Group[M]) finished(r *runner[M]) {
 func (g *Group[M]) forgetLocked(e *Elector[M]) {
 	if m := g.members[e.name]; m != nil && m.e == e {
 		delete(g.members, e.name)
+	}
+}
+
+// errInGroup is what Run returns for an elector of a Group.
+var errInGroup = fmt.Errorf("%w: Run: the elector belongs to a Group, whose Run runs it", ErrAlreadyRunning)
+
+// setsClock reports whether an option of opts sets a clock.
+func setsClock(opts []Option) bool {
+	var o options
+	for _, opt := range opts {
+		opt(&o) // not nil: newElector has checked
+	}
+	return o.setsClock
+}
+
+// endRun is, for an elector of a Group, what the end of Run's ctx is for
+// one: from now on it does not lead (IsLeader and the others say so at
+// once, as runDone is closed), and its term's work is cancelled, without
+// waiting for the loop, which is told too (Group.Remove posts msgDone).
+func (e *Elector[M]) endRun() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.runDone = closed()
+	if t := e.term; t != nil {
+		t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonStopped))
 	}
 }

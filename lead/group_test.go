@@ -132,7 +132,7 @@ func TestGroupElectsEveryNameAndHandsOverWhenRunEnds(t *testing.T) {
 // Remove takes one name out: its elector releases, another Group's elector
 // takes over at once, the others are untouched, and the name can be added
 // again.
-func TestGroupRemoveAndAddAgain(t *testing.T) {
+func TestGroupRemoveReleasesOneNameThatCanBeAddedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		g := newGroupRig(t, st, 2, 10)
@@ -230,7 +230,7 @@ func TestGroupRemoveEndsLeadershipAtOnce(t *testing.T) {
 // A name added while the Group runs takes part at once; Run of a Group's
 // elector is refused; Add after Run's ctx ended is refused; a name removed
 // before Run never runs.
-func TestGroupLifecycle(t *testing.T) {
+func TestGroupStartsLateNamesAndRefusesRunAndAddsAfterItsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		grp, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
@@ -287,7 +287,7 @@ func TestGroupLifecycle(t *testing.T) {
 }
 
 // Nil and zero arguments give errors, never panics.
-func TestGroupNilArguments(t *testing.T) {
+func TestGroupNilArgumentsGiveErrorsNotPanics(t *testing.T) {
 	var nilGroup *lead.Group[meta]
 	var zero lead.Group[meta]
 	for name, g := range map[string]*lead.Group[meta]{"nil": nilGroup, "zero": &zero} {
@@ -737,9 +737,10 @@ func runGroup(t *testing.T, grp *lead.Group[meta]) (stop func()) {
 }
 
 // An elector added with WithClock(nil) stays on the Group's clock: a nil
-// Clock changes nothing. (It used to reset the elector to the real clock,
-// while the elector, having no clock of its own in Add's options, shared
-// the Group's wakes, timed on the Group's clock.)
+// Clock changes nothing. Were it a reset to the real clock, the elector,
+// having no clock of its own in Add's options, would share the Group's
+// wakes, timed on the Group's clock, while its own deadlines ran on
+// another.
 func TestGroupAddWithNilClockKeepsTheGroupsClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock, grp := countingGroup(t)

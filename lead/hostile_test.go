@@ -18,9 +18,9 @@ import (
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
-// issueConfig is the setting of issue 10: a 2s lease, a 1.5s renew
-// deadline, 200ms retries.
-func issueConfig() lease.Config {
+// shortLeaseConfig is the short lease of the hostile tests: a 2s lease, a
+// 1.5s renew deadline, 200ms retries.
+func shortLeaseConfig() lease.Config {
 	return lease.Config{
 		LeaseDuration:  2 * time.Second,
 		RenewDeadline:  1500 * time.Millisecond,
@@ -213,7 +213,7 @@ func (v *view) count() {
 	}
 	v.mu.Unlock()
 	if looping {
-		time.Sleep(issueConfig().RetryInterval)
+		time.Sleep(shortLeaseConfig().RetryInterval)
 	}
 }
 
@@ -291,7 +291,7 @@ func startFleet(t *testing.T, h *hostile, n int) *fleet {
 	for i := range n {
 		v := &view{h: h}
 		l := &logRecorder{}
-		nd := start(t, v, fmt.Sprintf("e%d", i), lead.WithConfig(issueConfig()), lead.WithLogger(slog.New(l)),
+		nd := start(t, v, fmt.Sprintf("e%d", i), lead.WithConfig(shortLeaseConfig()), lead.WithLogger(slog.New(l)),
 			lead.WithObserver(func(c lead.Change) { f.events <- c }))
 		f.nodes, f.views, f.logs = append(f.nodes, nd), append(f.views, v), append(f.logs, l)
 	}
@@ -377,7 +377,7 @@ func (f *fleet) requests() []int64 {
 // scenario allows, checked too.
 func (f *fleet) withinBudget(t *testing.T, before []int64, w time.Duration, want int64) {
 	t.Helper()
-	windows := int64((w + issueConfig().RetryInterval - 1) / issueConfig().RetryInterval)
+	windows := int64((w + shortLeaseConfig().RetryInterval - 1) / shortLeaseConfig().RetryInterval)
 	budget := 3 * (2*windows + 2)
 	for i, n := range f.requests() {
 		got := n - before[i]
@@ -397,7 +397,7 @@ func TestHostileRecordIsRefusedReportedAndOutlived(t *testing.T) {
 	for _, lossy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lossy=%v", lossy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := issueConfig()
+				cfg := shortLeaseConfig()
 				h := newHostile(lossy, 0)
 				f := startFleet(t, h, 3)
 				first := f.next(t)
@@ -475,7 +475,7 @@ func TestRollbackIsReportedAndWaitedOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := issueConfig()
+				cfg := shortLeaseConfig()
 				h := newHostile(false, 5000)
 				f := startFleet(t, h, 3)
 				first := f.next(t)
@@ -530,7 +530,7 @@ func TestRollbackIsReportedAndWaitedOut(t *testing.T) {
 
 func TestForgedWatchEventsChangeNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := issueConfig()
+		cfg := shortLeaseConfig()
 		h := newHostile(false, 0)
 		f := startFleet(t, h, 3)
 		first := f.next(t)
@@ -608,7 +608,7 @@ func TestForgedWatchEventsChangeNothing(t *testing.T) {
 
 func TestTokensExhaustedIsReportedAndNoTermStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := issueConfig()
+		cfg := shortLeaseConfig()
 		h := newHostile(false, 0)
 		if _, _, err := h.mem.CompareAndSwap(context.Background(), "job", 0, lease.Record[meta]{Token: lease.MaxToken, Transitions: 9, LeaseDuration: time.Second}); err != nil {
 			t.Fatal(err)
@@ -651,7 +651,7 @@ func (l liar) CompareAndSwap(ctx context.Context, name string, exp lease.Revisio
 func TestSwapAnsweredWithARecordOutOfBoundsIsNotLedOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &logRecorder{}
-		n := start(t, liar{memstore.New[meta]()}, "a", lead.WithConfig(issueConfig()), lead.WithLogger(slog.New(h)))
+		n := start(t, liar{memstore.New[meta]()}, "a", lead.WithConfig(shortLeaseConfig()), lead.WithLogger(slog.New(h)))
 		// The store holds a valid record: reads find it (so Err() clears
 		// again), the elector waits it out and acquires again, and each
 		// swap's answer lies again.

@@ -88,10 +88,10 @@ func checkSequence(t *testing.T, who string, ls []lead.Leader[meta]) {
 	}
 }
 
-// TestLeadersForFollowersAndLeader: every elector, leader or follower,
-// reports the same holders in the same order: the first leader, nobody
-// after its release, the successor; renewals report nothing.
-func TestLeadersForFollowersAndLeader(t *testing.T) {
+// Every elector, leader or follower, reports the same holders in the same
+// order: the first leader, nobody after its release, the successor;
+// renewals report nothing.
+func TestLeadersReportsTheSameHoldersOnFollowersAndLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		a := start(t, st, "a")
@@ -164,9 +164,8 @@ func (g *gatedStore) CompareAndSwap(ctx context.Context, name string, exp lease.
 
 func (g *gatedStore) MayLoseRecords() bool { return false }
 
-// TestLeadersNobodyFirst: an elector that finds no record reports nobody,
-// then itself.
-func TestLeadersNobodyFirst(t *testing.T) {
+// An elector that finds no record reports nobody, then itself.
+func TestLeadersReportsNobodyBeforeTheFirstLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := &gatedStore{Store: memstore.New[meta](), open: make(chan struct{})}
 		e, err := lead.New("job", gate, lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
@@ -278,7 +277,7 @@ func TestLeadersClosesWhenCtxEnds(t *testing.T) {
 	})
 }
 
-func TestLeadersNilArguments(t *testing.T) {
+func TestLeadersRefusesNilArguments(t *testing.T) {
 	var nilElector *lead.Elector[meta]
 	if _, err := nilElector.Leaders(context.Background()); !errors.Is(err, lead.ErrNilArgument) {
 		t.Fatalf("nil Elector: %v", err)

@@ -24,7 +24,7 @@ func TestForgedLongLeaseWaitIsReported(t *testing.T) {
 	for _, lossy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lossy=%v", lossy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := issueConfig()
+				cfg := shortLeaseConfig()
 				h := newHostile(lossy, 5000)
 				f := startFleet(t, h, 3)
 				if first := f.next(t); first.Kind != lead.Started {

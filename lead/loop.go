@@ -2,7 +2,6 @@ package lead
 
 import (
 	"sync"
-	"time"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -17,8 +16,8 @@ import (
 // watch (store.WatchFunc) and its store operations post when they fire.
 //
 // A runner has at most one wake, one watch event, one Reconfigure, one
-// watch retry and one metadata read retry waiting in the queue (flags in the runner, under mu): a
-// later one is merged into the waiting one (for a watch event, the newer
+// watch retry and one metadata read retry waiting in the queue (flags in
+// the runner, under mu): a later one is merged into the waiting one (for a watch event, the newer
 // event replaces the older, which a watch may skip anyway), so the queue
 // stays bounded by the operations in flight.
 type loop[M any] struct {
@@ -26,181 +25,12 @@ type loop[M any] struct {
 	queue []msg[M]
 	spare []msg[M]
 	ready chan struct{} // capacity 1: signalled when the queue stops being empty
-
-	// Store operations (spawn): at most maxOps run at once (0: no
-	// limit), each on a goroutine; the others wait in urgent or ops,
-	// oldest first, for a running one to end, whose goroutine then runs
-	// the next. opsMu guards running, urgent and ops.
-	maxOps  int
-	opsMu   sync.Mutex
-	running int
-	urgent  opQueue // a leader's renewals and releases: run before ops
-	ops     opQueue
-	// A Group's workers that found nothing to run wait in idle (at most
-	// idleWorkers) for the next operation, until stopWorkers (closed).
-	idle   []chan func()
-	closed bool
-
-	// Shared wakes (a Group's loop, see wakeAt), under mu: the clock of
-	// the electors that share them and the instant slots count from, and
-	// the slots armed, by number.
-	grouped   bool
-	wakeClock Clock
-	wakeBase  time.Time
-	slots     map[int64]*wakeSlot[M]
 }
 
-// wakeGrain is the finest grid a Group's shared wakes are rounded up to,
-// and maxWakeGrain the coarsest (see runner.wakeGrains).
-const (
-	wakeGrain    = 10 * time.Millisecond
-	maxWakeGrain = 100 * time.Millisecond
-)
-
-// wakeSlot is one instant of the grid: a timer, and the runners to wake
-// then (those that re-armed elsewhere since are skipped).
-type wakeSlot[M any] struct {
-	timer Timer
-	rs    []*runner[M]
+// newLoop returns an empty loop.
+func newLoop[M any]() *loop[M] {
+	return &loop[M]{ready: make(chan struct{}, 1)}
 }
-
-// wakeAt wakes r (msgWake) at the first instant at or after t that is a
-// multiple of grains instants of the grid (grains >= 1), on clock c (the
-// Group's, which every runner that calls this shares), now being c's time
-// now. One timer serves every runner due at that instant: with thousands
-// of electors, a timer each (and the goroutine each starts when it fires)
-// was the largest part of an idle Group's CPU, and the coarser the grid,
-// the more electors each wake of the loop serves and the more calls go to
-// the store together. A wake comes at most grains*wakeGrain late, which
-// the machine takes as any slow step: it reads the clock when it steps,
-// and a term's watchdog has a timer of its own.
-func (l *loop[M]) wakeAt(r *runner[M], c Clock, now, t time.Time, grains int64) {
-	l.mu.Lock()
-	if l.wakeClock == nil {
-		l.wakeClock, l.wakeBase = c, now
-	}
-	d := t.Sub(l.wakeBase)
-	k := max(grains, 1)
-	n := ceilDiv(ceilDiv(int64(d), int64(wakeGrain)), k) * k
-	if r.slotted && r.slot == n {
-		l.mu.Unlock()
-		return
-	}
-	r.slot, r.slotted = n, true
-	s := l.slots[n]
-	fresh := s == nil
-	if fresh {
-		if l.slots == nil {
-			l.slots = make(map[int64]*wakeSlot[M])
-		}
-		s = &wakeSlot[M]{}
-		l.slots[n] = s
-	}
-	s.rs = append(s.rs, r)
-	at := l.wakeBase.Add(time.Duration(n) * wakeGrain)
-	l.mu.Unlock()
-	if !fresh {
-		return
-	}
-	// Outside mu: a clock may run f before AfterFunc returns.
-	timer := c.AfterFunc(max(at.Sub(now), 0), func() { l.fireSlot(n) })
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.slots[n] == s {
-		s.timer = timer
-	} else if timer != nil {
-		timer.Stop() // it fired already, or stopWakes came first
-	}
-}
-
-// ceilDiv is a/b rounded up, for b > 0 and any a.
-func ceilDiv(a, b int64) int64 {
-	q := a / b // rounded towards zero: up for a < 0
-	if a%b > 0 {
-		q++
-	}
-	return q
-}
-
-// unwake cancels r's shared wake, if it has one.
-func (l *loop[M]) unwake(r *runner[M]) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r.slotted = false
-}
-
-// fireSlot wakes the runners due at slot n.
-func (l *loop[M]) fireSlot(n int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.slots[n]
-	if s == nil {
-		return
-	}
-	delete(l.slots, n)
-	for _, r := range s.rs {
-		if !r.slotted || r.slot != n {
-			continue
-		}
-		r.slotted = false
-		if r.queued&queuedWake == 0 {
-			r.queued |= queuedWake
-			l.postLocked(msg[M]{r: r, kind: msgWake})
-		}
-	}
-}
-
-// stopWakes stops the timers of the shared wakes (Group.Run returns).
-func (l *loop[M]) stopWakes() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.slots {
-		if s.timer != nil { // nil: a clock's, or not set yet (wakeAt stops it)
-			s.timer.Stop()
-		}
-	}
-	l.slots = nil
-}
-
-// opQueue is a queue of store operations waiting to run, oldest first.
-type opQueue struct {
-	ops  []func()
-	head int // ops[:head] have been taken
-}
-
-// push adds op at the end.
-func (q *opQueue) push(op func()) {
-	if q.head > 0 && len(q.ops) == cap(q.ops) {
-		// Full: move the waiting ones to the front before growing.
-		n := copy(q.ops, q.ops[q.head:])
-		clear(q.ops[n:])
-		q.ops, q.head = q.ops[:n], 0
-	}
-	q.ops = append(q.ops, op)
-}
-
-// pop takes the oldest operation, or returns nil when none waits.
-func (q *opQueue) pop() func() {
-	if q.head == len(q.ops) {
-		return nil
-	}
-	op := q.ops[q.head]
-	q.ops[q.head] = nil
-	q.head++
-	if q.head == len(q.ops) {
-		// Empty: start over at the front of the same array.
-		q.ops, q.head = q.ops[:0], 0
-	}
-	return op
-}
-
-// groupMaxOps is how many store operations of a Group run at once unless
-// WithMaxStoreOps says otherwise; more wait their turn. Past a store
-// client's pool, more at once only wait in the client instead, each on a
-// goroutine the runtime keeps (a goroutine's descriptor is never freed,
-// so a burst of 30,000 operations at the start of 10,000 elections left
-// 16 MB behind for good).
-const groupMaxOps = 256
 
 // msgKind says what a message brings a runner.
 type msgKind uint8
@@ -238,116 +68,6 @@ type msg[M any] struct {
 	err  error  // msgWatchStarted
 	res  result[M]
 	ev   store.Event[M]
-}
-
-// newLoop returns a loop that runs at most maxOps store operations at
-// once (0: no limit); a Group's (grouped) shares its electors' wakes.
-func newLoop[M any](maxOps int, grouped bool) *loop[M] {
-	return &loop[M]{ready: make(chan struct{}, 1), maxOps: maxOps, grouped: grouped}
-}
-
-// spawn runs op on a goroutine of its own (in a Group, an idle worker's
-// when one waits), or, when maxOps are running, queues it: the goroutine
-// of the next one to end runs it. Waiting here
-// is to the machine what a slow network on the way to the store is: it
-// counts its leases from when it asked, not from when the store got the
-// request. An urgent op (a leader's renewal or release) waits only for the
-// urgent ones before it: when the store cannot keep up (thousands of
-// names starting at once), the terms that exist are kept, and freed, before
-// followers read and candidates claim; in the order asked, a renewal
-// queued behind a start's reads missed its deadline, and every lost term
-// brought more operations.
-func (l *loop[M]) spawn(op func(), urgent bool) {
-	l.spawnAs(op, urgent, true)
-}
-
-// spawnWatch runs op (the start of a watch) as spawn does, among the same
-// bounded operations, but a goroutine started for it ends when no
-// operation waits instead of staying as an idle worker: on a store whose
-// reads and swaps run on the loop (store.Immediate), watch starts are the
-// only operations that take a goroutine, and a worker kept for the next
-// would wait for good.
-func (l *loop[M]) spawnWatch(op func()) {
-	l.spawnAs(op, false, false)
-}
-
-// spawnAs is spawn; a goroutine it starts stays idle afterwards (work)
-// only when park is set.
-func (l *loop[M]) spawnAs(op func(), urgent, park bool) {
-	if l.maxOps == 0 {
-		go op() // Run's loop: nothing to count
-		return
-	}
-	l.opsMu.Lock()
-	if l.running >= l.maxOps {
-		if urgent {
-			l.urgent.push(op)
-		} else {
-			l.ops.push(op)
-		}
-		l.opsMu.Unlock()
-		return
-	}
-	l.running++
-	if n := len(l.idle); n > 0 {
-		w := l.idle[n-1]
-		l.idle[n-1] = nil
-		l.idle = l.idle[:n-1]
-		l.opsMu.Unlock()
-		w <- op // buffered: the worker may not be waiting yet
-		return
-	}
-	l.opsMu.Unlock()
-	go l.work(op, park)
-}
-
-// idleWorkers is how many of a Group's workers wait for the next
-// operation instead of ending. A new goroutine starts with a small stack
-// and grows it on every operation (copying it: encoding a record's
-// metadata alone outgrows it), which was a twentieth of a 10,000-name
-// Group's CPU; one that waits keeps its stack for the next (until a
-// garbage collection shrinks it).
-const idleWorkers = 32
-
-// work runs op, then the operations waiting, until none is left; then, in
-// a Group and when park is set, it waits for the next one as one of the
-// idle workers, if there are fewer than idleWorkers.
-func (l *loop[M]) work(op func(), park bool) {
-	var next chan func()
-	for op != nil {
-		op()
-		l.opsMu.Lock()
-		if op = l.urgent.pop(); op == nil {
-			op = l.ops.pop()
-		}
-		if op != nil {
-			l.opsMu.Unlock()
-			continue
-		}
-		l.running--
-		if !park || l.closed || len(l.idle) >= idleWorkers {
-			l.opsMu.Unlock()
-			return
-		}
-		if next == nil {
-			next = make(chan func(), 1)
-		}
-		l.idle = append(l.idle, next)
-		l.opsMu.Unlock()
-		op = <-next // nil once closed by stopWorkers
-	}
-}
-
-// stopWorkers ends the workers waiting for an operation (Group.Run
-// returns, every operation has ended); none waits after it.
-func (l *loop[M]) stopWorkers() {
-	l.opsMu.Lock()
-	defer l.opsMu.Unlock()
-	l.closed = true
-	for _, w := range l.idle {
-		close(w)
-	}
-	l.idle = nil
 }
 
 // postLocked appends m to the queue. l.mu must be held.

@@ -89,7 +89,7 @@ func TestSetMetadataRefusesWhatTheStoreCannotTake(t *testing.T) {
 // A store that does not implement store.MetadataChecker (a plain wrapper)
 // is checked with JSON and MaxMetadataBytes; one that forwards it with
 // store.CheckMetadata is checked with its own codec.
-func TestSetMetadataThroughWrappers(t *testing.T) {
+func TestSetMetadataChecksWithTheCodecAWrapperForwards(t *testing.T) {
 	type wrapped struct{ store.Store[meta] }
 	tooLarge := meta{Addr: strings.Repeat("x", store.MaxMetadataBytes)}
 	for _, st := range []store.Store[meta]{wrapped{memstore.New[meta]()}, checkingWrapper{memstore.New[meta]()}} {
@@ -128,7 +128,7 @@ func (c shortCodec) Encode(m meta) ([]byte, error) {
 // Lead and Every called before Run wait for Run and lead once it does; once
 // Run has returned they return ErrStopped, whether they were waiting or
 // called afterwards.
-func TestLeadAndEveryBeforeAndAfterRun(t *testing.T) {
+func TestLeadAndEveryWaitForRunAndStopWhenItReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, err := lead.New("job", memstore.New[meta](), lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
 		if err != nil {

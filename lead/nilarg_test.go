@@ -36,7 +36,7 @@ type (
 // Every exported function and method of package lead, given a nil or zero
 // argument, returns an error that wraps ErrNilArgument and names the
 // argument, and panics nowhere.
-func TestNilArguments(t *testing.T) {
+func TestNilArgumentsAreRefusedByName(t *testing.T) {
 	st := memstore.New[meta]()
 	ok, err := lead.New("job", st, lead.WithLookupEnv(nil))
 	if err != nil {

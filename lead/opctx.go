@@ -121,15 +121,17 @@ func (c *opContext) String() string { return "lead.opContext" }
 // opsContext is the parent of a runner's store operations and of its
 // watch: it carries the values of the elector's ctx but not its end (the
 // release is written after that), and it ends when the runner has stopped
-// (end). It is context.WithCancel(context.WithoutCancel(ctx)) made for a
-// Group's many electors: its Done channel is made only when asked for, and
+// (end). It is context.WithCancel(context.WithoutCancel(ctx)) made for
+// many electors (a Group's, or as many Runs): its Done channel is made only
+// when asked for, and
 // the calls to make when it ends (AfterFunc, which the context package uses
 // for the contexts derived from it, and opContext for its own) are kept in
 // a slice that is emptied as they are removed, where a context of the
 // context package keeps a map of its children for good once one was
 // derived (a heap profile of 10,000 elections on PostgreSQL, whose client
 // asks every operation's Done, showed about 600 bytes an elector in those
-// maps and channels).
+// maps and channels; with one operation's context derived and ended, the
+// context package's keep about 510 bytes, this one 80).
 type opsContext struct {
 	values context.Context // the elector's ctx: for Value only
 

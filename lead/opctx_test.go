@@ -14,7 +14,7 @@ type ctxKey struct{}
 // opContext behaves as context.WithTimeout: it ends at its deadline whether
 // or not Done was called, when its parent ends, and when the operation
 // ends; it passes values through; once ended it stays ended.
-func TestOpContext(t *testing.T) {
+func TestOpContextEndsAsContextWithTimeoutDoes(t *testing.T) {
 	t.Run("deadline, Err only", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := newOpContext(context.Background(), time.Second)
@@ -130,7 +130,7 @@ func TestOpContext(t *testing.T) {
 // ends with end,
 // and ends what was derived from it and the calls registered on it, but
 // not those whose registration was stopped.
-func TestOpsContext(t *testing.T) {
+func TestOpsContextKeepsValuesAndEndsOnlyWithTheRunner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
 		c := newOpsContext(parent)

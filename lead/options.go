@@ -21,7 +21,7 @@ type options struct {
 	environ       func() []string // WithEnviron; nil when not given
 	environSet    bool
 	clock         Clock
-	clockSets     int // how many options set a clock (Group.Add: did its own?)
+	setsClock     bool // an option set a clock (Group.Add: its own, not the Group's)
 	rand          fsm.Rand
 	logger        *slog.Logger
 	releaseOnStop bool
@@ -106,7 +106,7 @@ func WithClock(c Clock) Option {
 			o.refuse("WithClock", "c")
 		default:
 			o.clock = c
-			o.clockSets++
+			o.setsClock = true
 		}
 	}
 }

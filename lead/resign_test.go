@@ -71,7 +71,7 @@ func TestResignAloneLeadsAgainAfterALease(t *testing.T) {
 }
 
 // A member of a Group resigns as a lone elector does.
-func TestGroupMemberResigns(t *testing.T) {
+func TestGroupMemberResignsAsALoneElectorDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		g, err := lead.NewGroup(st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
@@ -104,7 +104,7 @@ func TestGroupMemberResigns(t *testing.T) {
 // Resign's errors: a follower does not lead, a stopped elector has
 // stopped, and a ctx that ends first ends the wait (the step-down goes
 // on).
-func TestResignErrors(t *testing.T) {
+func TestResignRefusesFollowersAndStoppedElectorsAndHonoursCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[meta]()
 		a := start(t, st, "a")

@@ -51,19 +51,15 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: Run: ctx is nil", ErrNilArgument)
 	}
 	e.mu.Lock()
-	if e.ran {
-		inGroup := e.inGroup
+	if err := e.rerun; err != nil {
 		e.mu.Unlock()
-		if inGroup {
-			return fmt.Errorf("%w: Run: the elector belongs to a Group, whose Run runs it", ErrAlreadyRunning)
-		}
-		return ErrAlreadyRunning
+		return err
 	}
-	e.ran = true
+	e.rerun = ErrAlreadyRunning
 	e.mu.Unlock()
 
-	l := newLoop[M](0, false) // a runner has an operation or two in flight
-	r, err := e.start(ctx, l, nil)
+	l := newLoop[M]()
+	r, err := e.start(ctx, l, soloHost[M]{})
 	if err != nil {
 		return err
 	}
@@ -76,56 +72,43 @@ func (e *Elector[M]) Run(ctx context.Context) error {
 	return left
 }
 
-// start makes the runner of one Run (or of one elector of a Group: ctx is
-// then the Group's Run's, Group.Remove ends the elector alone (endRun), and
-// onFinish is called when it has stopped) and
+// start makes the runner of one Run, stepped by l and hosted by h, and
 // posts its begin to l. When the runner cannot be made, the elector is
 // marked as done (Lead, Every and Done must not wait for it) and the
 // error returned.
-func (e *Elector[M]) start(ctx context.Context, l *loop[M], onFinish func(*runner[M])) (*runner[M], error) {
-	r, err := e.newRunner(ctx, l, onFinish)
+func (e *Elector[M]) start(ctx context.Context, l *loop[M], h host[M]) (*runner[M], error) {
+	e.mu.Lock()
+	cfg := e.cfg
+	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guarded})
 	if err != nil {
+		e.mu.Unlock()
 		e.markReady()
 		close(e.stopped)
 		return nil, err
 	}
-	l.post(r, msgBegin)
-	return r, nil
-}
-
-// newRunner makes the state of one Run. It is a function of its own so
-// that its locals (the configuration, the machine's options) are not part
-// of a caller's frame that stays on the stack while the loop waits.
-//
-//go:noinline
-func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*runner[M])) (*runner[M], error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cfg := e.cfg
-	m, err := fsm.New(fsm.Options{Identity: e.id, Config: cfg, Rand: e.rand, LossyStore: e.lossy, AuthenticWatch: e.authentic, GuardedRelease: e.guarded})
-	if err != nil {
-		return nil, err
-	}
-	// Store operations outlive ctx (the release happens after it ends) but
-	// not the runner.
-	opCtx := newOpsContext(ctx)
 	r := &runner[M]{
-		e:        e,
-		ctx:      ctx,
-		loop:     l,
-		m:        m,
-		cfg:      cfg,
-		opCtx:    opCtx,
-		onFinish: onFinish,
-		errLog:   map[string]time.Duration{},
-		obs:      newObserverQueue(e.observers),
+		e:    e,
+		ctx:  ctx,
+		loop: l,
+		m:    m,
+		cfg:  cfg,
+		host: h,
+		// Store operations outlive ctx (the release happens after it
+		// ends) but not the runner.
+		opCtx:  newOpsContext(ctx),
+		errLog: map[string]time.Duration{},
+		obs:    newObserverQueue(e.observers),
 	}
 	e.epoch = e.clock.Now()
 	if e.stops != nil {
 		e.seenStops = e.stops.stoppedTotal() // stops before Run are none of its business
 	}
-	e.runDone = ctx.Done()
+	if e.runDone == nil { // else endRun closed it already
+		e.runDone = ctx.Done()
+	}
 	e.run = r
+	e.mu.Unlock()
+	l.post(r, msgBegin)
 	return r, nil
 }
 
@@ -133,13 +116,14 @@ func (e *Elector[M]) newRunner(ctx context.Context, l *loop[M], onFinish func(*r
 // the only goroutine that steps the machine: it feeds it each event (a
 // timer, the answer to a store operation, a watch event, the end of the
 // elector's ctx, a Reconfigure) and performs the actions that come back
-// (perform): store operations, run off the loop, whose answers come back
-// as messages (handleResult); the start and end of terms (term.go);
-// reports (report.go). The watch is in watch.go.
+// (perform): store operations, run off the loop by its host, whose
+// answers come back as messages (handleResult); the start, renewal and
+// end of terms (term.go); reports (report.go). The watch is in watch.go.
 type runner[M any] struct {
 	e       *Elector[M]
-	ctx     context.Context // the elector's: Run's, or the Group's for this elector
+	ctx     context.Context // the elector's: Run's (a Group's elector: the Group's)
 	loop    *loop[M]
+	host    host[M]
 	m       *fsm.Machine
 	cfg     lease.Config
 	timer   Timer
@@ -147,12 +131,9 @@ type runner[M any] struct {
 	// timerEpoch is the elector's epoch when the timer was set: once a
 	// counted stop moved it, the timer comes late and is set again.
 	timerEpoch time.Time
-	wakeFn     func() // what timer calls: post a wake
-	slot       int64  // the shared wake armed (loop.wakeAt), if slotted; under loop.mu
-	slotted    bool
+	wakeFn     func()      // what timer calls: post a wake
 	opCtx      *opsContext // the store operations' and the watch's: ends in finish
 	ops        sync.WaitGroup
-	onFinish   func(*runner[M]) // called by the loop once the machine stopped (a Group's)
 
 	// The watch: watches is false when the store cannot watch; watchGen
 	// counts the watches started, and messages of an older one are
@@ -175,8 +156,9 @@ type runner[M any] struct {
 	ctxEnded bool         // the elector's ctx ended (the reason of the Stop)
 	done     bool         // the machine stopped; the loop hands this runner nothing more
 
-	// The drain (drain.go): the term ended last, whose bodies may still
-	// run; the release held back for them; the timer of its deadline.
+	// The release held for the bodies (term.go): the term ended last,
+	// whose bodies may still run; the release held back for them; the
+	// timer of its deadline.
 	ending     *activeTerm
 	held       fsm.Action
 	holding    bool
@@ -195,6 +177,37 @@ type runner[M any] struct {
 	metaNext  time.Time
 	metaTimer Timer
 }
+
+// host runs what a runner hands off its loop: its store operations and
+// the start of its watch. It may serve the runner's wakes, and is told
+// when the runner has finished. Run's is soloHost; a Group's electors are
+// hosted by their member of the Group (group.go).
+type host[M any] interface {
+	// spawn runs op, a store operation, off the loop; urgent: a leader's
+	// renewal or release.
+	spawn(op func(), urgent bool)
+	// spawnWatch runs op, the start of a watch, off the loop.
+	spawnWatch(op func())
+	// shareWake arms r's wake at at, the clock's time being clockNow and
+	// the elector's epoch epoch, and reports whether it did; if not, r
+	// sets a timer of its own.
+	shareWake(r *runner[M], at time.Duration, clockNow, epoch time.Time) bool
+	// unwake cancels a wake shareWake armed.
+	unwake()
+	// finished is called on the loop once r has finished.
+	finished(r *runner[M])
+}
+
+// soloHost is the host of Run's runner: each store operation on a
+// goroutine of its own (an elector alone has an operation or two in
+// flight), and the runner's own timer for its wakes.
+type soloHost[M any] struct{}
+
+func (soloHost[M]) spawn(op func(), _ bool)                                        { go op() }
+func (soloHost[M]) spawnWatch(op func())                                           { go op() }
+func (soloHost[M]) shareWake(*runner[M], time.Duration, time.Time, time.Time) bool { return false }
+func (soloHost[M]) unwake()                                                        {}
+func (soloHost[M]) finished(*runner[M])                                            {}
 
 // runOne is the loop of Run: it hands r its messages until r's machine has
 // stopped. ctx is Run's: when it ends, r is told.
@@ -262,7 +275,7 @@ func (r *runner[M]) handle(m *msg[M]) {
 // finish ends the runner once it is over (see over: its machine has
 // stopped, and the bodies of its last term returned or outran their
 // deadline): its timers and store operations are stopped, a Resign
-// waiting told, and (for a Group's elector) the Group told. The machine
+// waiting told, and its host told. The machine
 // stops (or is given up on, after its term ended) only after stepping
 // down (fsm's property test checks it), so no term is open here: each
 // ended at its StoppedLeading.
@@ -281,9 +294,7 @@ func (r *runner[M]) finish() {
 	r.endResign()
 	r.opCtx.end()
 	r.e.markReady()
-	if r.onFinish != nil {
-		r.onFinish(r)
-	}
+	r.host.finished(r)
 }
 
 // wait waits, after finish, for the store operations still running and the
@@ -302,16 +313,12 @@ func (r *runner[M]) wait() {
 // stop tells the machine to stop: a leader steps down at once, the lease is
 // released (unless WithReleaseOnStop(false)), and then the machine is
 // Stopped, which ends the runner.
-//
-//go:noinline
 func (r *runner[M]) stop() {
 	r.stopping = true
 	r.step(fsm.Event{Kind: fsm.Stop, Release: r.e.releaseOnStop})
 }
 
 // begin starts the watch, if the store can, and the machine.
-//
-//go:noinline
 func (r *runner[M]) begin() {
 	e := r.e
 	if _, ok := e.st.(store.Watcher[M]); ok {
@@ -323,13 +330,9 @@ func (r *runner[M]) begin() {
 }
 
 // tick tells the machine the time: its NextWake came.
-//
-//go:noinline
 func (r *runner[M]) tick() { r.step(fsm.Event{Kind: fsm.Tick}) }
 
 // reconfigure takes the configuration Reconfigure left.
-//
-//go:noinline
 func (r *runner[M]) reconfigure() {
 	e := r.e
 	e.mu.Lock()
@@ -339,8 +342,6 @@ func (r *runner[M]) reconfigure() {
 }
 
 // watchClosed handles the end of the watch (the store closed it).
-//
-//go:noinline
 func (r *runner[M]) watchClosed() {
 	r.watchFailed(errors.New("watch closed"))
 }
@@ -414,20 +415,14 @@ func (r *runner[M]) arm() {
 	e.countStopsLocked()
 	clockNow, epoch := e.clock.Now(), e.epoch
 	e.mu.Unlock()
-	now := clockNow.Sub(epoch)
-	if grains, ok := r.sharesWakes(at, now); ok {
-		if r.timer != nil {
-			r.timer.Stop()
-			r.timer = nil
-		}
-		r.timerAt = at
-		r.loop.wakeAt(r, e.clock, clockNow, epoch.Add(at), grains)
+	if r.host.shareWake(r, at, clockNow, epoch) {
 		return
 	}
+	now := clockNow.Sub(epoch)
 	if r.timer != nil && at == r.timerAt && at > now && epoch.Equal(r.timerEpoch) {
 		return
 	}
-	r.loop.unwake(r)
+	r.host.unwake()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -437,52 +432,18 @@ func (r *runner[M]) arm() {
 	r.timer, r.timerAt, r.timerEpoch = e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at, epoch
 }
 
-// sharesWakes reports whether the wake at (now is now) is one the Group's
-// loop serves (loop.wakeAt), and on which grid (wakeGrains): a leader's
-// wake to renew, for an elector of a Group on the Group's clock whose
-// RetryInterval is ten times the finest grid at least and whose renewals
-// have four grains to spare before the deadline (the wake may come a
-// grain late: see wakeGrains), within the
-// hour (the grid's arithmetic stays small), and not one that a grain late
-// could push to or past the deadline: the term ends for IsLeader at that
-// instant, and its observers must be told then, not a grain later. Every
-// other wake is the elector's own. A follower's or an expiring leader's
-// wakes lead to a takeover, whose time the liveness bound counts from
-// them (a read that first shows a dead leader's last revision starts the
-// wait), and they are few: followers hearing renewals read once per
-// LeaseDuration.
-func (r *runner[M]) sharesWakes(at, now time.Duration) (grains int64, ok bool) {
-	if !r.loop.grouped || !r.e.groupClock || r.m.State() != fsm.Leader || r.cfg.RetryInterval < 10*wakeGrain ||
-		r.cfg.RenewDeadline-r.cfg.MaxRetryInterval() < 4*wakeGrain || at-now >= time.Hour {
-		return 0, false
-	}
-	grains = r.wakeGrains()
-	late := at + time.Duration(grains)*wakeGrain // at-now < 1h: no overflow
-	return grains, late < r.m.LeaderUntil()
-}
-
-// wakeGrains is the grid, in instants of wakeGrain, that r's shared wakes
-// are rounded up to: a twentieth of RetryInterval, rounded down to whole
-// instants (the 10,000 elections of a Group at the default timings then
-// wake their loop and send their renewals ten times a second, not a
-// hundred), at most maxWakeGrain, and at most a quarter of the time a
-// leader's renewal has to spare before its deadline (RenewDeadline -
-// MaxRetryInterval), so that the first renewal after a success never
-// loses the margin a Config leaves (with less than four of the finest
-// grains to spare, wakes are not shared: sharesWakes). At least one.
-func (r *runner[M]) wakeGrains() int64 {
-	c := r.cfg
-	g := min(c.RetryInterval/20, maxWakeGrain, (c.RenewDeadline-c.MaxRetryInterval())/4)
-	return max(int64(g/wakeGrain), 1)
-}
-
-// disarm stops the wake, shared or not.
+// disarm stops the wake, the runner's own or its host's.
 func (r *runner[M]) disarm() {
+	r.stopTimer()
+	r.host.unwake()
+}
+
+// stopTimer stops the runner's own wake timer.
+func (r *runner[M]) stopTimer() {
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	r.loop.unwake(r)
 }
 
 // perform carries out one action of the machine.
@@ -496,7 +457,7 @@ func (r *runner[M]) perform(a fsm.Action) {
 		})
 	case fsm.Swap:
 		if a.Swap == fsm.Release && r.holdRelease(a) {
-			return // performed once the ended term's bodies returned (drain.go)
+			return // performed once the ended term's bodies returned (term.go)
 		}
 		r.performSwap(a)
 	case fsm.StartedLeading:
@@ -539,38 +500,6 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 	})
 }
 
-// buildRecord turns a swap action into the record to write, adding the
-// times and metadata the machine does not track.
-func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
-	e := r.e
-	now := e.clock.Now()
-	e.mu.Lock()
-	last, meta := e.rec, e.meta
-	e.mu.Unlock()
-	rec := lease.Record[M]{
-		Holder:        a.Next.Holder,
-		Token:         a.Next.Token,
-		Transitions:   a.Next.Transitions,
-		LeaseDuration: a.Next.LeaseDuration,
-		AcquiredAt:    now,
-		RenewedAt:     now,
-		// For people only (see lease.Record's Claim): a create this
-		// elector will not lead on unless the store vouches for it.
-		Claim:    a.Swap == fsm.Acquire && a.Claim,
-		Metadata: meta,
-	}
-	switch a.Swap {
-	case fsm.Renew:
-		if last.Token == a.Next.Token && !last.AcquiredAt.IsZero() {
-			rec.AcquiredAt = last.AcquiredAt
-		}
-	case fsm.Release:
-		var zero M
-		rec.AcquiredAt, rec.RenewedAt, rec.Metadata = last.AcquiredAt, last.RenewedAt, zero
-	}
-	return rec
-}
-
 // result is the answer to one store operation, posted to the loop.
 type result[M any] struct {
 	swap fsm.SwapKind // the kind of swap asked for; 0 for a read
@@ -580,8 +509,8 @@ type result[M any] struct {
 }
 
 // startOp runs op (a read when swap is 0, else a swap of that kind) off
-// Run's loop (on it when the store answers immediately), within
-// BackendTimeout, and posts its answer to the loop.
+// the loop, by the host (on it when the store answers immediately),
+// within BackendTimeout, and posts its answer to the loop.
 func (r *runner[M]) startOp(swap fsm.SwapKind, op func(context.Context) (lease.Record[M], lease.Revision, error)) {
 	r.startOpThen(swap, op, r.loop.postResult)
 }
@@ -615,7 +544,7 @@ func (r *runner[M]) startOpThen(swap fsm.SwapKind, op func(context.Context) (lea
 		run()
 		return
 	}
-	r.loop.spawn(run, swap == fsm.Renew || swap == fsm.Release)
+	r.host.spawn(run, swap == fsm.Renew || swap == fsm.Release)
 }
 
 // handleResult passes the answer to a store operation to the machine. A

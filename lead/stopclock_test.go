@@ -21,7 +21,7 @@ import (
 // stop once it passes the tolerance, whole, short stops adding up; a second
 // clock set back moves the base, so that a later stop still counts in
 // full; a lead of centuries counts for lease.MaxDuration, once.
-func TestStopDetector(t *testing.T) {
+func TestStopDetectorCountsLeadsPastTheTolerance(t *testing.T) {
 	const ms = time.Millisecond
 	type reading struct{ mono, second time.Duration }
 	for _, c := range []struct {

@@ -30,7 +30,7 @@ func (c *countedMem) CompareAndSwap(ctx context.Context, name string, expected l
 }
 
 // BenchmarkSteadyStateTraffic measures, on memstore, what three electors
-// send in steady state with issue 13's timings (L=3s, RenewDeadline 2s,
+// send in steady state with testcluster.PeerConfig's timings (L=3s, RenewDeadline 2s,
 // RetryInterval 400ms): requests per second per follower, and the leader's
 // requests per renewal. One op is a 30s window: run it with -benchtime 1x.
 func BenchmarkSteadyStateTraffic(b *testing.B) {
@@ -49,7 +49,7 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 }
 
 // BenchmarkHandoverPeerConfig measures, on memstore, the handover after a
-// release among three electors with issue 13's timings: p50 and p90 of the
+// release among three electors with testcluster.PeerConfig's timings: p50 and p90 of the
 // time from the leader's stop to its successor leading. One op is
 // testcluster.Handovers (20 unless TENURE_HANDOVERS says).
 func BenchmarkHandoverPeerConfig(b *testing.B) {

@@ -16,7 +16,7 @@ const opWatch = "watch"
 // implements store.FuncWatcher), and so is the outcome of the call. The
 // call is a store operation like a read (most stores read the record
 // before WatchFunc returns): in a Group it waits its turn among the
-// Group's operations (loop.spawnWatch), so 10,000 names starting at once do not
+// Group's operations (opPool.spawnWatch), so 10,000 names starting at once do not
 // start 10,000 watches, and their reads, at once.
 func (r *runner[M]) startWatch() {
 	if r.opCtx.Err() != nil || !r.watches {
@@ -26,7 +26,7 @@ func (r *runner[M]) startWatch() {
 	gen, l, name := r.watchGen, r.loop, r.e.name
 	fn := func(ev store.Event[M], ok bool) { l.postWatch(r, gen, ev, ok) }
 	r.ops.Add(1)
-	l.spawnWatch(func() {
+	r.host.spawnWatch(func() {
 		defer r.ops.Done()
 		l.postWatchStarted(r, gen, store.WatchFunc(r.opCtx, r.e.st, name, fn))
 	})

@@ -10,7 +10,7 @@ import (
 // The watchdog fires at the deadline in force, whether it moved later
 // (renewals: the timer stays and sets itself again) or earlier (a
 // Reconfigure: the timer moves), and never after Stop.
-func TestTermWatchdog(t *testing.T) {
+func TestTermWatchdogFiresAtTheDeadlineInForce(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		moves func(w *termWatchdog) // from 0s, the deadline set to 10s
@@ -66,7 +66,7 @@ func TestTermWatchdog(t *testing.T) {
 // After the elector's time jumps ahead of the clock (a counted stop),
 // restart sets the timer for the deadline in elector time: it fires when
 // the elector's time reaches the deadline, not when the clock would have.
-func TestTermWatchdogRestartAfterTheTimeJumped(t *testing.T) {
+func TestTermWatchdogFiresOnElectorTimeAfterACountedStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		epoch := time.Now()
 		var mu sync.Mutex

@@ -92,7 +92,7 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 // runInTerm runs fn with a context that ends with ctx or with the term, and
 // returns fn's error and whether the term ended before fn returned. fn is
 // one of the term's bodies: the term's lease is not released while it runs
-// (see drain.go), and once Run's loop has ended the term no body starts
+// (see holdRelease in term.go), and once Run's loop has ended the term no body starts
 // in it (lost, without running fn).
 func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Term) error) (lost bool, err error) {
 	b := bodiesOf(termCtx)

@@ -22,20 +22,20 @@ func goroutineID() string {
 
 // A Group's workers wait for the next operation rather than end, so that
 // the next one runs on a goroutine whose stack has grown already; at most
-// idleWorkers wait, and stopWorkers ends them all (synctest fails a test
+// idleWorkers wait, and stop ends them all (synctest fails a test
 // whose goroutines outlive it).
 func TestGroupWorkersWaitForTheNextOperation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLoop[struct{}](idleWorkers*2, true)
+		p := &opPool{max: idleWorkers * 2}
 		var first, second string
-		l.spawn(func() { first = goroutineID() }, false)
+		p.spawn(func() { first = goroutineID() }, false)
 		synctest.Wait()
-		l.opsMu.Lock()
-		if len(l.idle) != 1 || l.running != 0 {
-			t.Errorf("after one operation: %d idle, %d running; want 1, 0", len(l.idle), l.running)
+		p.mu.Lock()
+		if len(p.idle) != 1 || p.running != 0 {
+			t.Errorf("after one operation: %d idle, %d running; want 1, 0", len(p.idle), p.running)
 		}
-		l.opsMu.Unlock()
-		l.spawn(func() { second = goroutineID() }, true)
+		p.mu.Unlock()
+		p.spawn(func() { second = goroutineID() }, true)
 		synctest.Wait()
 		if first == "" || first != second {
 			t.Errorf("the second operation ran on goroutine %q, the first on %q: want the same", second, first)
@@ -47,37 +47,36 @@ func TestGroupWorkersWaitForTheNextOperation(t *testing.T) {
 		n := idleWorkers + 8
 		started.Add(n)
 		for range n {
-			l.spawn(func() { started.Done(); <-release }, false)
+			p.spawn(func() { started.Done(); <-release }, false)
 		}
 		started.Wait()
 		close(release)
 		synctest.Wait()
-		l.opsMu.Lock()
-		if len(l.idle) != idleWorkers || l.running != 0 {
-			t.Errorf("after %d operations at once: %d idle, %d running; want %d, 0", n, len(l.idle), l.running, idleWorkers)
+		p.mu.Lock()
+		if len(p.idle) != idleWorkers || p.running != 0 {
+			t.Errorf("after %d operations at once: %d idle, %d running; want %d, 0", n, len(p.idle), p.running, idleWorkers)
 		}
-		l.opsMu.Unlock()
+		p.mu.Unlock()
 
-		l.stopWorkers()
-		l.spawn(func() {}, false) // after the stop: runs, and its goroutine ends
+		p.stop()
+		p.spawn(func() {}, false) // after the stop: runs, and its goroutine ends
 		synctest.Wait()
-		l.opsMu.Lock()
-		if len(l.idle) != 0 {
-			t.Errorf("after stopWorkers: %d idle, want 0", len(l.idle))
+		p.mu.Lock()
+		if len(p.idle) != 0 {
+			t.Errorf("after stop: %d idle, want 0", len(p.idle))
 		}
-		l.opsMu.Unlock()
+		p.mu.Unlock()
 	})
 }
 
-// A Run's loop (no bound on its operations) keeps no worker: an elector
-// alone has an operation or two in flight.
-func TestRunLoopKeepsNoWorker(t *testing.T) {
+// Run's host keeps no worker: each store operation runs on a goroutine
+// that ends with it (synctest fails a test whose goroutines outlive it).
+func TestRunOperationGoroutinesEndWithTheOperation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLoop[struct{}](0, false)
-		l.spawn(func() {}, false)
+		ran := make(chan struct{})
+		soloHost[struct{}]{}.spawn(func() { close(ran) }, false)
+		soloHost[struct{}]{}.spawnWatch(func() {})
+		<-ran
 		synctest.Wait()
-		if len(l.idle) != 0 {
-			t.Errorf("%d idle workers, want 0", len(l.idle))
-		}
 	})
 }

@@ -292,7 +292,7 @@ func Catalogue() []Mutant {
 		// ---- lead ----
 		{
 			Name:        "lead-drain-off-by-one",
-			File:        "lead/drain.go",
+			File:        "lead/term.go",
 			Original:    "\tcase n == 0:\n\t\tr.holding = false\n\t\tr.performSwap(r.held)",
 			Replacement: "\tcase n <= 1:\n\t\tr.holding = false\n\t\tr.performSwap(r.held)",
 			Reason:      "the release goes out while the last body of the ended term still runs, so it overlaps the next leader's",
@@ -302,7 +302,7 @@ func Catalogue() []Mutant {
 		},
 		{
 			Name:        "lead-release-ignores-last-body",
-			File:        "lead/drain.go",
+			File:        "lead/term.go",
 			Original:    "r.e.releaseEarly || t.bodies.running() == 0 {",
 			Replacement: "r.e.releaseEarly || t.bodies.running() <= 1 {",
 			Reason:      "a term with one body still running releases the lease at once instead of waiting for it, so the body runs alongside the next leader's",
@@ -328,15 +328,15 @@ func Catalogue() []Mutant {
 		{
 			Name:        "lead-isleader-ignores-deadline",
 			File:        "lead/elector.go",
-			Original:    "if t == nil || e.removed || t.resigned || e.sinceEpoch() >= t.until {",
-			Replacement: "if t == nil || e.removed || t.resigned {",
+			Original:    "if t == nil || t.resigned || e.sinceEpoch() >= t.until {",
+			Replacement: "if t == nil || t.resigned {",
 			Reason:      "IsLeader answers true past the term's renew deadline when the loop is late to end it",
 			Packages:    []string{"./lead"},
 			Fast:        true,
 		},
 		{
 			Name:        "lead-resign-releases-past-running-body",
-			File:        "lead/drain.go",
+			File:        "lead/term.go",
 			Original:    "\t\tq.finish(r.bodiesError(n))\n\t}",
 			Replacement: "\t\tq.finish(r.bodiesError(n))\n\t\tr.performSwap(r.held)\n\t\treturn\n\t}",
 			Reason:      "a Resign whose term's body is still running at the deadline releases the lease anyway, so the next leader's term overlaps that body",
@@ -350,6 +350,16 @@ func Catalogue() []Mutant {
 			Replacement: "moved := t != nil && t.until < until && t.base.Err() == nil",
 			Reason:      "when a Reconfigure moves the machine's deadline back, the term keeps the later one, so IsLeader and the term's context outlast the machine's belief",
 			Packages:    []string{"./lead"},
+		},
+		{
+			Name:        "lead-removed-member-keeps-leading",
+			File:        "lead/group.go",
+			Original:    "\te.runDone = closed()\n",
+			Replacement: "",
+			Reason:      "an elector taken out of its Group still says it leads, and its term's context stays open, until the loop steps it down",
+			Packages:    []string{"./lead"},
+			Tests:       "TestGroupRemove",
+			Fast:        true,
 		},
 		{
 			Name:        "lead-stop-detector-forgets-stops",
