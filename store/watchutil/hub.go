@@ -11,11 +11,21 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
-// ErrEnd, wrapped in an error a Source returns from Connect or Stream,
-// ends the Hub's connection for good: every watcher of the Hub ends (its
-// channel closes, its function is called with false), and a Watch waiting
-// for its key returns the error. The next Watch starts afresh.
+// ErrEnd, wrapped in an error a Source returns from Connect or Stream
+// (see End), ends the Hub's connection for good: every watcher of the Hub
+// ends (its channel closes, its function is called with false), and a
+// Watch waiting for its key returns the error. The next Watch starts
+// afresh.
 var ErrEnd = errors.New("watchutil: the source gave up")
+
+// End returns err marked to end the Hub's connection for good: it wraps
+// err and ErrEnd, with err's text.
+func End(err error) error { return endError{err} }
+
+type endError struct{ error }
+
+func (e endError) Unwrap() error        { return e.error }
+func (e endError) Is(target error) bool { return target == ErrEnd }
 
 // The default pauses between connection attempts.
 const (

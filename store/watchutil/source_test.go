@@ -3,7 +3,6 @@ package watchutil_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -255,7 +254,7 @@ func TestHubFailuresReachWatchers(t *testing.T) {
 			t.Fatal(err)
 		}
 		src.mu.Lock()
-		src.end = fmt.Errorf("%w: forbidden", watchutil.ErrEnd)
+		src.end = watchutil.End(errors.New("forbidden"))
 		src.mu.Unlock()
 		close(src.conn(0).events)
 		synctest.Wait()
