@@ -313,10 +313,10 @@ const notifyMetadataMax = 2048
 // the whole record ("r1:" payload, see parseNotification) when its metadata
 // is small enough, its times finite and it is no claim (lease.Record's
 // Claim, which the "r1:" payload does not carry), otherwise
-// "REVISION:NAME", on which the listeners read the row. (Until 2026-12 every write sent both, the
-// second for listeners that predated the record payload, none of them
-// released: every listener received and parsed two notifications per
-// write, a quarter of a 10,000-name process's CPU went to listening.)
+// "REVISION:NAME", on which the listeners read the row. One notification
+// per write: every listener receives and parses each, and a second one per
+// write doubles what listening costs (a quarter of a 10,000-name process's
+// CPU).
 func notifySQL(a, ch string) string {
 	micros := func(col string) string {
 		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`
