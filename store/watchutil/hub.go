@@ -142,9 +142,14 @@ type run[K comparable, T any] struct {
 }
 
 // member is one watcher of a key. offer never blocks (unless a WatchFunc
-// callback does); end ends the watch.
+// callback does); end ends the watch. A member drops what is offered until
+// reading is called (the read that follows sees it), holds what comes
+// while it reads, and delivers from first, which it is given the state
+// read.
 type member[T any] interface {
 	offer(v T)
+	reading()
+	first(v T)
 	end()
 }
 
@@ -236,7 +241,6 @@ func WatchFunc[K comparable, T, U, E any](ctx context.Context, h *Hub[K, T], key
 	if err != nil {
 		return err
 	}
-	m.start()
 	context.AfterFunc(sctx, func() {
 		h.remove(key, m)
 		m.stop()
@@ -292,13 +296,14 @@ func (h *Hub[K, T]) join(ctx context.Context, key K, m member[T], read func(cont
 			return fail(context.DeadlineExceeded)
 		}
 	}
+	m.reading()
 	v, err := read(ctx)
 	if err != nil {
 		h.remove(key, m)
 		stop()
 		return nil, err
 	}
-	m.offer(v)
+	m.first(v)
 	return sctx, nil
 }
 
@@ -718,28 +723,84 @@ func (f *Feed[K, T]) End(key K) {
 	}
 }
 
+// gate is what a member was offered before its first state: nothing
+// (state gateClosed, offers dropped), what comes during its read (held,
+// in order), then nothing more (open: offers pass).
+type gate[T any] struct {
+	state int
+	held  []T
+}
+
+const (
+	gateClosed = iota
+	gateHolding
+	gateOpen
+)
+
+// pass reports whether v is to be delivered now, holding it if it comes
+// during the read. The member's lock is held.
+func (g *gate[T]) pass(v T) bool {
+	switch g.state {
+	case gateHolding:
+		g.held = append(g.held, v)
+	case gateOpen:
+		return true
+	}
+	return false
+}
+
+// open returns v, the state read, and what came during the read, to
+// deliver in that order; from now on offers pass. The member's lock is
+// held.
+func (g *gate[T]) open(v T) []T {
+	vs := append([]T{v}, g.held...)
+	g.state, g.held = gateOpen, nil
+	return vs
+}
+
 // boxMember is a watcher of Watch: what Next keeps waits in a Box, which
 // a goroutine serves.
 type boxMember[T, U any] struct {
 	cancel context.CancelFunc
-	mu     sync.Mutex
 	next   func(T) (U, bool)
 	box    *Box[U]
+
+	mu   sync.Mutex
+	gate gate[T]
 }
 
 func (b *boxMember[T, U]) offer(v T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gate.pass(v) {
+		b.put(v)
+	}
+}
+
+func (b *boxMember[T, U]) put(v T) {
 	if u, ok := b.next(v); ok {
 		b.box.Offer(u)
+	}
+}
+
+func (b *boxMember[T, U]) reading() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gate.state = gateHolding
+}
+
+func (b *boxMember[T, U]) first(v T) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, v := range b.gate.open(v) {
+		b.put(v)
 	}
 }
 
 func (b *boxMember[T, U]) end() { b.cancel() }
 
 // funcMember is a watcher of WatchFunc: it calls fn itself, under its
-// lock. What is offered before start waits (the newest only), and nothing
-// is delivered after stop.
+// lock, from first on; nothing is delivered after stop.
 type funcMember[T, U, E any] struct {
 	cancel context.CancelFunc
 	next   func(T) (U, bool)
@@ -747,47 +808,44 @@ type funcMember[T, U, E any] struct {
 	fn     func(E, bool)
 
 	mu      sync.Mutex
-	started bool
+	gate    gate[T]
 	stopped bool
-	held    U
-	holding bool
 }
 
 func (f *funcMember[T, U, E]) offer(v T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.stopped && f.gate.pass(v) {
+		f.put(v)
+	}
+}
+
+func (f *funcMember[T, U, E]) put(v T) {
+	if u, ok := f.next(v); ok {
+		f.fn(f.conv(u), true)
+	}
+}
+
+func (f *funcMember[T, U, E]) reading() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gate.state = gateHolding
+}
+
+func (f *funcMember[T, U, E]) first(v T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.stopped {
 		return
 	}
-	u, ok := f.next(v)
-	switch {
-	case !ok:
-	case f.started:
-		f.fn(f.conv(u), true)
-	default:
-		f.held, f.holding = u, true
+	for _, v := range f.gate.open(v) {
+		f.put(v)
 	}
 }
 
 func (f *funcMember[T, U, E]) end() { f.cancel() }
 
-// start delivers what waits, and every later state as it is offered.
-func (f *funcMember[T, U, E]) start() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.started || f.stopped {
-		return
-	}
-	f.started = true
-	if f.holding {
-		u := f.held
-		var zero U
-		f.held, f.holding = zero, false
-		f.fn(f.conv(u), true)
-	}
-}
-
-// stop calls fn with false once, and fn never again.
+// stop calls fn with false once, if the watch started, and fn never again.
 func (f *funcMember[T, U, E]) stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -795,9 +853,8 @@ func (f *funcMember[T, U, E]) stop() {
 		return
 	}
 	f.stopped = true
-	var zero U
-	f.held, f.holding = zero, false
-	if f.started {
+	f.gate.held = nil
+	if f.gate.state == gateOpen {
 		var e E
 		f.fn(e, false)
 	}

@@ -337,15 +337,55 @@ func TestHubSubscribesKeyByKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-ch
+		// A key watched while the connection is up waits for its own
+		// confirmation too.
 		wctx, stop := context.WithCancel(ctx)
-		go func() { _, _ = watchutil.Watch(wctx, h, "other", newer(src, "other")) }()
+		otherDone := make(chan error, 1)
+		go func() {
+			_, err := watchutil.Watch(wctx, h, "other", newer(src, "other"))
+			otherDone <- err
+		}()
 		synctest.Wait()
+		select {
+		case err := <-otherDone:
+			t.Fatalf("a Watch on the open connection returned before its key was confirmed: %v", err)
+		default:
+		}
 		stop()
+		if err := <-otherDone; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch ended by its ctx: %v", err)
+		}
 		synctest.Wait()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if want := []string{"+job", "+other", "-other"}; !slices.Equal(c.subs[len(c.subs)-3:], want) {
 			t.Fatalf("subscriptions %q, want to end with %q", c.subs, want)
+		}
+	})
+}
+
+// A state offered while the watch reads its first is delivered after it,
+// in the order offered.
+func TestHubDeliversWhatCameDuringTheFirstRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := watchutil.Every(0, same)
+		w.Read = func(context.Context) (int, error) {
+			h.Publish("job", 5) // a change made as the read runs
+			return 3, nil
+		}
+		var got []int
+		if err := watchutil.WatchFunc(ctx, h, "job", w, func(v int, ok bool) {
+			if ok {
+				got = append(got, v)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{3, 5}; !slices.Equal(got, want) {
+			t.Fatalf("delivered %v, want the state read, then what came during the read: %v", got, want)
 		}
 	})
 }
