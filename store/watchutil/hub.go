@@ -264,7 +264,11 @@ func check[K comparable, T, U, E any](ctx context.Context, h *Hub[K, T], w Watch
 // it the state read then. The watch ends with the context it returns,
 // whose cancel it stores in cancel before m can be ended.
 func (h *Hub[K, T]) join(ctx context.Context, key K, m member[T], read func(context.Context) (T, error), wrap func(error) error, cancel *context.CancelFunc) (context.Context, error) {
-	sctx, stop := context.WithCancel(ctx)
+	// A Hub fed by Publish never ends a watch: ctx alone does.
+	sctx, stop := ctx, context.CancelFunc(func() {})
+	if h.src != nil {
+		sctx, stop = context.WithCancel(ctx)
+	}
 	*cancel = stop
 	ks := h.add(key, m)
 	fail := func(err error) (context.Context, error) {
@@ -327,13 +331,14 @@ func (h *Hub[K, T]) add(key K, m member[T]) *keyState[T] {
 		}
 		return ks
 	}
-	ks = &keyState[T]{subs: []member[T]{m}, ready: make(chan struct{})}
-	h.keys[key] = ks
 	if h.src == nil {
-		ks.isReady = true
+		// Publish feeds every key: ready at once.
+		h.keys[key] = &keyState[T]{subs: []member[T]{m}, isReady: true}
 		h.mu.Unlock()
 		return nil
 	}
+	ks = &keyState[T]{subs: []member[T]{m}, ready: make(chan struct{})}
+	h.keys[key] = ks
 	r := h.run
 	switch {
 	case r == nil:
