@@ -27,7 +27,7 @@ type Endpoint struct {
 // Make it with New.
 type Store struct {
 	codec store.JSONCodec[Endpoint]
-	hub   *watchutil.Hub[*entry, store.Event[Endpoint]]
+	hub   *watchutil.Hub[string, *entry]
 
 	mu     sync.Mutex
 	rev    lease.Revision
@@ -52,7 +52,7 @@ var (
 // New returns an empty Store.
 func New() *Store {
 	s := &Store{recs: map[string]*entry{}, floors: map[string]uint64{}}
-	s.hub = watchutil.NewHub(s.event)
+	s.hub = watchutil.NewHub[string, *entry](nil, watchutil.HubOptions{})
 	return s
 }
 
@@ -130,11 +130,11 @@ func (s *Store) Watch(ctx context.Context, name string) (<-chan store.Event[Endp
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.hub.Watch(ctx, name, s.recs[name])
+	return watchutil.Watch(ctx, s.hub, name, watchutil.Every(s.recs[name], s.event))
 }
 
 // WatchFunc delivers what Watch would send by calling fn, from CompareAndSwap
-// itself (watchutil.Hub.WatchFunc): no goroutine per watch, for a process
+// itself (watchutil.WatchFunc): no goroutine per watch, for a process
 // that watches many names. fn is called under the store's lock, so it must
 // return at once and must not call the store. It implements
 // store.FuncWatcher.
@@ -144,7 +144,7 @@ func (s *Store) WatchFunc(ctx context.Context, name string, fn func(ev store.Eve
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.hub.WatchFunc(ctx, name, s.recs[name], fn)
+	return watchutil.WatchFunc(ctx, s.hub, name, watchutil.Every(s.recs[name], s.event), fn)
 }
 
 // WatchCapabilities claims nothing (events are hints, read before they are
@@ -155,7 +155,7 @@ func (s *Store) WatchCapabilities() store.WatchCapabilities { return store.Watch
 
 // event turns a stored state into an event, decoded afresh for each
 // receiver.
-func (s *Store) event(_ string, e *entry) store.Event[Endpoint] {
+func (s *Store) event(e *entry) store.Event[Endpoint] {
 	if e == nil {
 		return store.Event[Endpoint]{Absent: true}
 	}

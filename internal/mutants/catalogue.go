@@ -416,6 +416,25 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./store"},
 			Tests:       "TestCreateVouched",
 		},
+		// ---- store/watchutil: the watch hub ----
+		{
+			Name:        "store-hub-no-reread-after-reconnect",
+			File:        "store/watchutil/hub.go",
+			Original:    "\t\tcase ks.isReady:\n\t\t\treread = append(reread, k)\n",
+			Replacement: "\t\tcase ks.isReady:\n",
+			Reason:      "a change made while the connection was down is never delivered, so a follower stays on a state the store has left",
+			Packages:    []string{"./store/watchutil"},
+			Fast:        true,
+		},
+		{
+			Name:        "store-hub-ready-before-confirmed",
+			File:        "store/watchutil/hub.go",
+			Original:    "\tcase r.sub != nil:\n\t\tsub := r.sub\n\t\th.wmu.Lock()\n\t\th.mu.Unlock()\n\t\tdefer h.wmu.Unlock()\n\t\tsub.Subscribe(key)\n\t\treturn ks\n",
+			Replacement: "\tcase r.sub != nil:\n\t\tsub := r.sub\n\t\th.wmu.Lock()\n\t\th.mu.Unlock()\n\t\tdefer h.wmu.Unlock()\n\t\tsub.Subscribe(key)\n\t\treturn nil\n",
+			Reason:      "a watch reads its record before the server confirmed its subscription, so a change between the two is never delivered",
+			Packages:    []string{"./store/watchutil"},
+			Fast:        true,
+		},
 		// ---- memstore ----
 		{
 			Name:        "memstore-create-over-record",

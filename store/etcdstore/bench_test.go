@@ -244,7 +244,7 @@ func BenchmarkHandoverAfterRelease(b *testing.B) {
 }
 
 // BenchmarkHandoverPeerConfig measures the handover after a release among
-// three Tenure electors, each on a client of its own, with issue 13's
+// three Tenure electors, each on a client of its own, with the peer
 // timings: p50 and p90 of the time from the leader's stop to its successor
 // leading, and the median of each step. One op is testcluster.Handovers
 // (20 unless TENURE_HANDOVERS says) handovers.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/internal/latest"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 // Watch delivers the current state of name first (an Absent event when there
@@ -41,7 +41,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	}
 	s.remember(name, st.known)
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	w := &watch[M]{s: s, name: name, box: latest.New[store.Event[M]](), out: make(chan store.Event[M])}
+	w := &watch[M]{s: s, name: name, box: watchutil.NewBox[store.Event[M]](), out: make(chan store.Event[M])}
 	switch {
 	case st.err != nil:
 		w.offer(store.Event[M]{Err: st.err, Revision: st.rev})
@@ -55,7 +55,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	go func() {
 		defer close(w.out)
 		defer cancel()
-		latest.Serve(wctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
+		watchutil.Serve(wctx, w.box, w.out, func(ev store.Event[M]) store.Event[M] { return ev })
 	}()
 	return w.out, nil
 }
@@ -65,7 +65,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 type watch[M any] struct {
 	s    *Store[M]
 	name string
-	box  *latest.Box[store.Event[M]]
+	box  *watchutil.Box[store.Event[M]]
 	out  chan store.Event[M]
 
 	mu      sync.Mutex

@@ -20,6 +20,7 @@ import (
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/internal/edge"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 var (
@@ -44,8 +45,9 @@ type Store[M any] struct {
 	namespace string
 	codec     store.Codec[M]
 
-	hub *hub[M]          // the shared watch of the namespace
-	now func() time.Time // the wall clock that floors new terms' tokens
+	hub *watchutil.Hub[string, change] // the shared watch of the namespace
+	src *source[M]                     // what hub watches through
+	now func() time.Time               // the wall clock that floors new terms' tokens
 
 	mu   sync.Mutex
 	seen map[string]*seen // by name
@@ -99,7 +101,8 @@ func NewWithCodec[M any](client coordinationclient.LeasesGetter, namespace strin
 		now:       time.Now,
 		seen:      make(map[string]*seen),
 	}
-	s.hub = newHub(s)
+	s.src = &source[M]{s: s}
+	s.hub = watchutil.NewHub[string, change](s.src, watchutil.HubOptions{})
 	return s, nil
 }
 

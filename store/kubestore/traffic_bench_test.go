@@ -33,7 +33,7 @@ func countedClient(tb testing.TB, e *env, n *atomic.Int64) kubernetes.Interface 
 }
 
 // BenchmarkSteadyStateTraffic measures what three Tenure electors, each on
-// a client of its own, send in steady state with issue 13's timings (L=3s,
+// a client of its own, send in steady state with the peer timings (L=3s,
 // RenewDeadline 2s, RetryInterval 400ms): requests per second per follower
 // (watches, which are long-running, apart), and the leader's requests per
 // renewal. One op is a 30s window: run it with -benchtime 1x.
@@ -53,7 +53,7 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 }
 
 // BenchmarkHandoverPeerConfig measures the handover after a release among
-// three Tenure electors, each on a client of its own, with issue 13's
+// three Tenure electors, each on a client of its own, with the peer
 // timings: p50 and p90 of the time from the leader's stop to its successor
 // leading. One op is testcluster.Handovers (20 unless
 // TENURE_HANDOVERS says) handovers.

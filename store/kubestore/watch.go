@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 // Watch delivers the state of the Lease name first, then every later change
@@ -61,11 +62,8 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
-	s.hub.mu.Lock()
-	perName := s.hub.perName
-	s.hub.mu.Unlock()
-	if !perName {
-		ch, err := s.hub.watch(ctx, name)
+	if !s.src.perName.Load() {
+		ch, err := watchutil.Watch(ctx, s.hub, name, s.watcher(ctx, "Watch", name))
 		if !errors.Is(err, errNamespaceForbidden) {
 			return ch, err
 		}
@@ -97,11 +95,8 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 	if fn == nil {
 		return fmt.Errorf("kubestore: WatchFunc %q: %w: fn is nil", name, store.ErrNilArgument)
 	}
-	s.hub.mu.Lock()
-	perName := s.hub.perName
-	s.hub.mu.Unlock()
-	if !perName {
-		err := s.hub.watchFunc(ctx, name, fn)
+	if !s.src.perName.Load() {
+		err := watchutil.WatchFunc(ctx, s.hub, name, s.watcher(ctx, "WatchFunc", name), fn)
 		if !errors.Is(err, errNamespaceForbidden) {
 			return err
 		}

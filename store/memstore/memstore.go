@@ -11,7 +11,7 @@ import (
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/internal/edge"
-	"github.com/tenure-go/tenure/store/internal/latest"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 // Store is an in-process store of lease records with metadata of type M. It
@@ -29,6 +29,10 @@ type Store[M any] struct {
 	// encodedByValue), so metadata equal to the stored value is not
 	// encoded again.
 	sameBytes bool
+
+	// hub fans each name's states (nil: absent) out to its watchers;
+	// Publish and Watch are called under mu.
+	hub *watchutil.Hub[string, *entry]
 
 	mu    sync.Mutex
 	rev   lease.Revision   // the last revision handed out
@@ -56,16 +60,7 @@ type slot struct {
 	cur     *entry // the current record; nil when absent
 	written bool   // a record was stored once, and may have been lost since
 	floor   uint64 // the highest Token ever stored under the name
-	subs    map[watcher]struct{}
 }
-
-// watcher is one watch of a name: Offer gives it a new state of the name
-// (nil: absent), under Store.mu, and never blocks.
-type watcher interface{ Offer(e *entry) }
-
-// sub is a watcher served by a goroutine of its own, which decodes each
-// state it sends: the latest state not yet sent waits in the Box.
-type sub = latest.Box[*entry]
 
 // New returns an empty Store that encodes metadata with [store.JSONCodec].
 func New[M any]() *Store[M] {
@@ -80,7 +75,10 @@ func NewWithCodec[M any](codec store.Codec[M]) *Store[M] {
 		codec = store.JSONCodec[M]{}
 	}
 	t := reflect.TypeFor[M]()
-	return &Store[M]{codec: codec, byValue: copiedByValue(t), sameBytes: encodedByValue(t), names: make(map[string]*slot)}
+	return &Store[M]{
+		codec: codec, byValue: copiedByValue(t), sameBytes: encodedByValue(t),
+		hub: watchutil.NewHub[string, *entry](nil, watchutil.HubOptions{}), names: make(map[string]*slot),
+	}
 }
 
 // Get returns the record stored under name and its revision. It returns an
@@ -292,7 +290,7 @@ func (s *Store[M]) put(name string, rec lease.Record[[]byte], decodeErr error, d
 	e := &entry{rec: rec, rev: s.rev, err: decodeErr, meta: decoded}
 	sl.cur, sl.written = e, true
 	sl.floor = max(sl.floor, rec.Token)
-	sl.publish(e)
+	s.hub.Publish(name, e)
 	return e
 }
 
@@ -317,7 +315,7 @@ func (s *Store[M]) Delete(name string) {
 		return
 	}
 	sl.cur = nil
-	sl.publish(nil)
+	s.hub.Publish(name, nil)
 }
 
 // PutRaw stores rec under name with a new revision, whatever is stored now,
@@ -374,13 +372,11 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 		return nil, err
 	}
 	if s.byValue {
-		return s.watchDirect(ctx, name), nil
+		return s.watchDirect(ctx, name)
 	}
-	w := latest.New[*entry]()
-	s.subscribe(name, w)
-	out := make(chan store.Event[M])
-	go s.serve(ctx, name, w, out)
-	return out, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return watchutil.Watch(ctx, s.hub, name, s.watcher(name))
 }
 
 var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
@@ -402,55 +398,18 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 	if fn == nil {
 		return fmt.Errorf("memstore: WatchFunc %q: %w: fn is nil", name, store.ErrNilArgument)
 	}
-	s.watchFunc(ctx, name, fn)
-	return nil
+	return s.watchFunc(ctx, name, fn)
 }
 
-// subscribe adds w to the watchers of name and offers it the current state.
-func (s *Store[M]) subscribe(name string, w watcher) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sl := s.names[name]
-	if sl == nil {
-		sl = &slot{}
-		s.names[name] = sl
+// watcher is how a watch of name reads the current state and turns each
+// state into an event, decoded as it is delivered. s.mu is held while it
+// reads.
+func (s *Store[M]) watcher(name string) watchutil.Watcher[*entry, *entry, store.Event[M]] {
+	var cur *entry
+	if sl := s.names[name]; sl != nil {
+		cur = sl.cur
 	}
-	if sl.subs == nil {
-		sl.subs = make(map[watcher]struct{})
-	}
-	sl.subs[w] = struct{}{}
-	w.Offer(sl.cur)
-}
-
-// serve feeds one watcher's channel until ctx ends, decoding each state
-// as it is sent.
-func (s *Store[M]) serve(ctx context.Context, name string, w *sub, out chan<- store.Event[M]) {
-	defer close(out) // after unwatch: a closed channel means a forgotten watch
-	defer s.unwatch(name, w)
-	latest.Serve(ctx, w, out, func(e *entry) store.Event[M] { return s.event(name, e) })
-}
-
-// publish offers e, the new state of the slot's name, to every watcher.
-// Store.mu is held.
-func (sl *slot) publish(e *entry) {
-	for w := range sl.subs {
-		w.Offer(e)
-	}
-}
-
-// unwatch forgets w, and the slot of name when nothing else needs it.
-func (s *Store[M]) unwatch(name string, w watcher) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unwatchLocked(name, w)
-}
-
-func (s *Store[M]) unwatchLocked(name string, w watcher) {
-	sl := s.names[name]
-	delete(sl.subs, w)
-	if len(sl.subs) == 0 && !sl.written {
-		delete(s.names, name)
-	}
+	return watchutil.Every(cur, func(e *entry) store.Event[M] { return s.event(name, e) })
 }
 
 // event turns a stored state into the event a watcher receives.

@@ -208,7 +208,7 @@ func BenchmarkHandoverAfterRelease(b *testing.B) {
 }
 
 // BenchmarkSteadyStateTraffic measures what three electors, each on a pool
-// of its own, send in steady state with issue 13's timings (L=3s,
+// of its own, send in steady state with the peer timings (L=3s,
 // RenewDeadline 2s, RetryInterval 400ms): queries per second per follower
 // (its watch's reads included), and the leader's queries per renewal. One
 // op is a 30s window: run it with -benchtime 1x.
@@ -233,7 +233,7 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 }
 
 // BenchmarkHandoverPeerConfig measures the handover after a release among
-// three electors, each on a pool of its own, with issue 13's timings: p50
+// three electors, each on a pool of its own, with the peer timings: p50
 // and p90 of the time from the leader's stop to its successor leading. One
 // op is testcluster.Handovers (20 unless
 // TENURE_HANDOVERS says) handovers.

@@ -16,8 +16,6 @@ import (
 // several keep-alive pings, then checks that notifications still arrive.
 func TestWatchAcrossIdlePings(t *testing.T) {
 	pg := testcluster.PackagePostgres(t)
-	old := listenIdle.Swap(int64(50 * time.Millisecond))
-	t.Cleanup(func() { listenIdle.Store(old) })
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -30,6 +28,7 @@ func TestWatchAcrossIdlePings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.listenIdle = 50 * time.Millisecond
 	name := fmt.Sprint("job-", time.Now().UnixNano())
 	w, err := st.Watch(ctx, name)
 	if err != nil {

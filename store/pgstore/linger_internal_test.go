@@ -34,19 +34,12 @@ func listeners(ctx context.Context, t *testing.T, st *Store[string]) []int32 {
 // that comes meanwhile gets its notifications over that same session, and
 // that the session ends once the linger runs out with nobody watching.
 func TestListenerOutlivesItsLastWatcher(t *testing.T) {
-	old := listenLinger.Swap(int64(time.Hour))
-	t.Cleanup(func() { listenLinger.Store(old) })
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	st := internalStore(t, func(*pgxpool.Config) {})
-	t.Cleanup(func() {
-		// If the test failed midway, do not leave a listener lingering
-		// for an hour.
-		st.hub.mu.Lock()
-		n := st.hub.lingers
-		st.hub.mu.Unlock()
-		st.hub.stopListening(n)
-	})
+	// Long enough for the second watcher to come within it on a busy
+	// machine.
+	st.setLinger(3 * time.Second)
 
 	first, stop := context.WithCancel(ctx)
 	w, err := st.Watch(first, "job")
@@ -86,9 +79,8 @@ func TestListenerOutlivesItsLastWatcher(t *testing.T) {
 		t.Fatalf("no event of revision %d over the session kept", rev)
 	}
 
-	// Nobody watches, and the linger (short now) runs out: the session
-	// ends, on the server's word.
-	listenLinger.Store(int64(10 * time.Millisecond))
+	// Nobody watches, and the linger runs out: the session ends, on the
+	// server's word.
 	stop()
 	for range w {
 	}

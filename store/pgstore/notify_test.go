@@ -17,9 +17,9 @@ import (
 )
 
 // TestWatchRecordFromNotification: a write announces its whole record, so
-// a watcher delivers it without reading the row (issue 13: a leader's own
-// renewal coming back on its watch cost a read). A record whose metadata is
-// too large for a notification is read, as before.
+// a watcher delivers it without reading the row (a leader's own renewal
+// coming back on its watch costs no read). A record whose metadata is too
+// large for a notification is read.
 func TestWatchRecordFromNotification(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testWatchRecordFromNotification(t, false) })
 	t.Run("WatchFunc", func(t *testing.T) { testWatchRecordFromNotification(t, true) })
@@ -73,7 +73,7 @@ func testWatchRecordFromNotification(t *testing.T, viaFunc bool) {
 // TestOneNotificationPerWrite: a write sends one notification, with the
 // record or, when its metadata is too large, with "REVISION:NAME"; every
 // listener of the channel receives and parses each, so a second one per
-// write (as before 2026-12) doubled what listening cost.
+// write would double what listening costs.
 func TestOneNotificationPerWrite(t *testing.T) {
 	pool := newPool(t)
 	st, err := pgstore.New[storetest.Meta](pool, pgstore.WithTable(freshTable()))

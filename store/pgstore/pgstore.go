@@ -26,6 +26,7 @@ import (
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/internal/edge"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 // DefaultTable is the table a Store uses unless WithTable says otherwise.
@@ -127,8 +128,12 @@ type Store[M any] struct {
 	migrateMu sync.Mutex
 	migrated  bool // guarded by migrateMu: the schema was made (Migrate) or found usable (checkTable)
 
-	hub  *hub[M]
-	pipe *batch.Runner[pgCall, pgAnswer] // CompareAndSwap's statements
+	hub      *watchutil.Hub[string, note]    // the watches' listening connection
+	listener *listener[M]                    // what hub watches through
+	pipe     *batch.Runner[pgCall, pgAnswer] // CompareAndSwap's statements
+
+	// listenIdle, when not zero, replaces defaultListenIdle (tests).
+	listenIdle time.Duration
 }
 
 var (
@@ -184,7 +189,8 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 		s.setChannel(o.table[0])
 	}
 	s.buildSQL()
-	s.hub = newHub(s)
+	s.listener = &listener[M]{s: s}
+	s.setLinger(defaultListenLinger)
 	s.pipe = newPipe(s.runPipe)
 	return s, nil
 }
@@ -313,10 +319,10 @@ const notifyMetadataMax = 2048
 // the whole record ("r1:" payload, see parseNotification) when its metadata
 // is small enough, its times finite and it is no claim (lease.Record's
 // Claim, which the "r1:" payload does not carry), otherwise
-// "REVISION:NAME", on which the listeners read the row. (Until 2026-12 every write sent both, the
-// second for listeners that predated the record payload, none of them
-// released: every listener received and parsed two notifications per
-// write, a quarter of a 10,000-name process's CPU went to listening.)
+// "REVISION:NAME", on which the listeners read the row. One notification
+// per write: every listener receives and parses each, and a second one per
+// write doubles what listening costs (a quarter of a 10,000-name process's
+// CPU).
 func notifySQL(a, ch string) string {
 	micros := func(col string) string {
 		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`

@@ -547,7 +547,7 @@ func BenchmarkFirstLeader(b *testing.B) {
 }
 
 // BenchmarkSteadyStateTraffic measures what three electors, each on a
-// client of its own, send in steady state with issue 13's timings (L=3s,
+// client of its own, send in steady state with the peer timings (L=3s,
 // RenewDeadline 2s, RetryInterval 400ms): commands per second per follower
 // (Pub/Sub apart), and the leader's commands per renewal. One op is a 30s
 // window: run it with -benchtime 1x.
@@ -574,7 +574,7 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 }
 
 // BenchmarkHandoverPeerConfig measures the handover after a release among
-// three electors, each on a client of its own, with issue 13's timings:
+// three electors, each on a client of its own, with the peer timings:
 // p50 and p90 of the time from the leader's stop to its successor leading.
 // One op is testcluster.Handovers (20 unless
 // TENURE_HANDOVERS says) handovers.

@@ -202,7 +202,7 @@ func NewWithCodec[M any](client redis.UniversalClient, codec store.Codec[M], opt
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
-	case s.hub.client == nil:
+	case s.hub.client == nil || s.hub.w == nil:
 		return nil, fmt.Errorf("%w: WithHub: the Hub was not made by NewHub", ErrInvalidOption)
 	case !sameClient(s.hub.client, client):
 		return nil, fmt.Errorf("%w: WithHub: the Hub was made for another client (%T) than the Store's (%T): a Hub reads records through its own client", ErrInvalidOption, s.hub.client, client)

@@ -7,13 +7,11 @@ import (
 	"math"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
-	"github.com/tenure-go/tenure/store/internal/fnsink"
-	"github.com/tenure-go/tenure/store/internal/latest"
+	"github.com/tenure-go/tenure/store/watchutil"
 )
 
 // Watch delivers the current state of name first (an Absent event when there
@@ -48,14 +46,7 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	if err := s.check(ctx, "Watch", name); err != nil {
 		return nil, err
 	}
-	box := latest.New[store.Event[M]]()
-	w, err := s.join(ctx, "Watch", name, box)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan store.Event[M])
-	go w.serve(ctx, box, out)
-	return out, nil
+	return watchutil.Watch(ctx, s.hub.w, s.watchKey(name), s.watcher("Watch", name))
 }
 
 var _ store.FuncWatcher[struct{}] = (*Store[struct{}])(nil)
@@ -77,52 +68,12 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 	if fn == nil {
 		return fail("WatchFunc", name, fmt.Errorf("%w: fn is nil", store.ErrNilArgument))
 	}
-	sink := fnsink.New(fn)
-	w, err := s.join(ctx, "WatchFunc", name, sink)
-	if err != nil {
-		return err
-	}
-	sink.Start()
-	context.AfterFunc(ctx, func() {
-		s.hub.remove(w, w.channel)
-		sink.End()
-	})
-	return nil
+	return watchutil.WatchFunc(ctx, s.hub.w, s.watchKey(name), s.watcher("WatchFunc", name), fn)
 }
 
-// join starts a watch of name for op that offers its events to to: it
-// joins the Hub, waits until the name's channel is subscribed, and offers
-// the record read then.
-func (s *Store[M]) join(ctx context.Context, op, name string, to offerer[M]) (*watch[M], error) {
-	w := &watch[M]{
-		s:       s,
-		name:    name,
-		channel: s.channel(name),
-		to:      to,
-	}
-	e := s.hub.add(w, w.channel, s.key(name))
-	timer := time.NewTimer(satDouble(s.hub.healthCheck))
-	defer timer.Stop()
-	select {
-	case <-e.ready:
-	case <-ctx.Done():
-		s.hub.remove(w, w.channel)
-		return nil, fail(op, name, ctx.Err())
-	case <-timer.C:
-		s.hub.remove(w, w.channel)
-		return nil, fail(op, name, ErrWatchTimeout)
-	}
-	if e.err != nil {
-		s.hub.remove(w, w.channel)
-		return nil, fail(op, name, e.err)
-	}
-	ev, err := s.current(ctx, name)
-	if err != nil {
-		s.hub.remove(w, w.channel)
-		return nil, fail(op, name, err)
-	}
-	w.offer(ev)
-	return w, nil
+// watchKey is what the Hub watches for name.
+func (s *Store[M]) watchKey(name string) watchKey {
+	return watchKey{channel: s.channel(name), key: s.key(name)}
 }
 
 // satDouble returns 2*d, or the largest duration when that overflows.
@@ -164,84 +115,69 @@ const (
 	offeredError
 )
 
-// offerer takes the events of a watch: a Box that serve empties (Watch),
-// or a Sink that calls the function of WatchFunc.
-type offerer[M any] interface{ Offer(ev store.Event[M]) }
-
-// watch is one Watch or WatchFunc: the Hub offers it states, and it passes
-// on to its offerer those that are new.
-type watch[M any] struct {
-	s       *Store[M]
-	name    string
-	channel string
-	to      offerer[M]
-
-	mu       sync.Mutex
-	last     int            // the kind of state offered last
-	lastRev  lease.Revision // the highest revision offered
-	lastErrS string         // the text of the error offered last
-}
-
-// offer makes ev the next state to deliver, unless it would repeat the last
-// state offered or go back to an older revision.
-func (w *watch[M]) offer(ev store.Event[M]) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case ev.Err != nil:
-		if w.last == offeredError && w.lastErrS == ev.Err.Error() {
-			return
+// watcher is how one Watch or WatchFunc of name for op reads its record
+// and turns what the Hub receives into events: it passes on those that
+// are new, neither repeating the last state offered nor going back to an
+// older revision.
+func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M], store.Event[M]] {
+	var (
+		last     = offeredNothing // the kind of state offered last
+		lastRev  lease.Revision   // the highest revision offered
+		lastErrS string           // the text of the error offered last
+	)
+	next := func(ev store.Event[M]) (store.Event[M], bool) {
+		switch {
+		case ev.Err != nil:
+			if last == offeredError && lastErrS == ev.Err.Error() {
+				return ev, false
+			}
+			last, lastErrS = offeredError, ev.Err.Error()
+		case ev.Absent:
+			if last == offeredAbsent {
+				return ev, false
+			}
+			last = offeredAbsent
+		default:
+			if ev.Revision <= lastRev {
+				return ev, false
+			}
+			last, lastRev = offeredRecord, ev.Revision
 		}
-		w.last, w.lastErrS = offeredError, ev.Err.Error()
-	case ev.Absent:
-		if w.last == offeredAbsent {
-			return
-		}
-		w.last = offeredAbsent
-	default:
-		if ev.Revision <= w.lastRev {
-			return
-		}
-		w.last, w.lastRev = offeredRecord, ev.Revision
+		return ev, true
 	}
-	w.to.Offer(ev)
-}
-
-// serve feeds out from box, which w offers to, until ctx ends, then leaves
-// the Hub and closes out. While the receiver is not ready, a newer state
-// replaces the one waiting to be sent.
-func (w *watch[M]) serve(ctx context.Context, box *latest.Box[store.Event[M]], out chan<- store.Event[M]) {
-	defer close(out)
-	defer w.s.hub.remove(w, w.channel)
-	latest.Serve(ctx, box, out, func(ev store.Event[M]) store.Event[M] { return ev })
-}
-
-// deliver offers the record published in payload. It returns false when
-// the payload is not a record (it should not happen: anyone may publish),
-// and the Hub then reads the record instead.
-func (w *watch[M]) deliver(payload string) bool {
-	r, err := rawFromMessage(payload)
-	if err != nil {
-		return false
-	}
-	rec, rev, err := w.s.decode(w.name, &r)
-	if err != nil {
-		w.offer(store.Event[M]{Err: err})
-		return true
-	}
-	// The holder outlives the message in the records made from it (an
-	// elector keeps the last it saw): a copy, so that it does not keep the
-	// whole payload alive.
-	rec.Holder = strings.Clone(rec.Holder)
-	w.offer(store.Event[M]{Record: rec, Revision: rev})
-	return true
-}
-
-// offerRead offers the record the Hub read again.
-func (w *watch[M]) offerRead(m map[string]string, err error) {
-	rec, rev, err := w.s.fromHash(w.name, m, err)
-	if ev, err := event(rec, rev, err); err == nil {
-		w.offer(ev)
+	return watchutil.Watcher[msg, store.Event[M], store.Event[M]]{
+		Read: func(ctx context.Context) (msg, error) {
+			ev, err := s.current(ctx, name)
+			if err != nil {
+				return msg{}, fail(op, name, err)
+			}
+			return msg{first: ev}, nil
+		},
+		Next: func(m msg) (store.Event[M], bool) {
+			switch {
+			case m.first != nil:
+				ev, _ := m.first.(store.Event[M])
+				return next(ev)
+			case m.raw != nil:
+				rec, rev, err := s.decode(name, m.raw)
+				if err != nil {
+					return next(store.Event[M]{Err: err})
+				}
+				// The holder outlives the message in the records made
+				// from it (an elector keeps the last it saw): a copy, so
+				// that it does not keep the whole payload alive.
+				rec.Holder = strings.Clone(rec.Holder)
+				return next(store.Event[M]{Record: rec, Revision: rev})
+			}
+			rec, rev, err := s.fromHash(name, m.hash, m.err)
+			ev, err := event(rec, rev, err)
+			if err != nil {
+				return ev, false
+			}
+			return next(ev)
+		},
+		Conv: func(ev store.Event[M]) store.Event[M] { return ev },
+		Fail: func(err error) error { return fail(op, name, err) },
 	}
 }
 

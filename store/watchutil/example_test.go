@@ -7,21 +7,23 @@ import (
 	"github.com/tenure-go/tenure/store/watchutil"
 )
 
-// A store keeps its states in T (here the holder's name, "" for none) and
-// hands watchers store.Event values, or anything else, built by conv.
+// A store that keeps its states itself (here the holder's name, "" for
+// none) publishes each new one; watchers receive store.Event values, or
+// anything else, built by conv as each is delivered.
 func ExampleHub() {
 	type event struct {
 		Name, Holder string
 		Absent       bool
 	}
-	h := watchutil.NewHub(func(name, holder string) event {
-		return event{Name: name, Holder: holder, Absent: holder == ""}
-	})
+	h := watchutil.NewHub[string, string](nil, watchutil.HubOptions{})
+	conv := func(holder string) event {
+		return event{Name: "billing", Holder: holder, Absent: holder == ""}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	// Under the store's lock: the current state, then each new one.
-	events, err := h.Watch(ctx, "billing", "")
+	events, err := watchutil.Watch(ctx, h, "billing", watchutil.Every("", conv))
 	if err != nil {
 		panic(err)
 	}

@@ -17,13 +17,13 @@ import (
 // again it gets the newest state, never an older one.
 func TestHubSlowWatcherGetsNewest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := watchutil.NewHub(func(_ string, v int) int { return v })
+		h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
 		ctx, cancel := context.WithCancel(context.Background())
-		ch, err := h.Watch(ctx, "job", 0)
+		ch, err := watchutil.Watch(ctx, h, "job", watchutil.Every(0, same))
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := h.Watch(ctx, "other", -1)
+		other, err := watchutil.Watch(ctx, h, "other", watchutil.Every(-1, same))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,11 +64,12 @@ func TestHubSlowWatcherGetsNewest(t *testing.T) {
 func TestHubConvertsPerWatcher(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		type event struct{ m map[string]string }
-		h := watchutil.NewHub(func(name string, v string) event { return event{map[string]string{name: v}} })
+		h := watchutil.NewHub[string, string](nil, watchutil.HubOptions{})
+		conv := func(v string) event { return event{map[string]string{"job": v}} }
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		a, _ := h.Watch(ctx, "job", "x")
-		b, _ := h.Watch(ctx, "job", "x")
+		a, _ := watchutil.Watch(ctx, h, "job", watchutil.Every("x", conv))
+		b, _ := watchutil.Watch(ctx, h, "job", watchutil.Every("x", conv))
 		ea, eb := <-a, <-b
 		ea.m["job"] = "changed"
 		if eb.m["job"] != "x" {
@@ -78,38 +79,39 @@ func TestHubConvertsPerWatcher(t *testing.T) {
 }
 
 func TestNilArguments(t *testing.T) {
-	var nilHub *watchutil.Hub[int, int]
-	if _, err := nilHub.Watch(context.Background(), "job", 0); !errors.Is(err, store.ErrNilArgument) {
+	var nilHub *watchutil.Hub[string, int]
+	w := watchutil.Every(0, same)
+	if _, err := watchutil.Watch(context.Background(), nilHub, "job", w); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("nil Hub: %v", err)
 	}
-	if _, err := (&watchutil.Hub[int, int]{}).Watch(context.Background(), "job", 0); !errors.Is(err, store.ErrNilArgument) {
+	if _, err := watchutil.Watch(context.Background(), &watchutil.Hub[string, int]{}, "job", w); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("zero Hub: %v", err)
 	}
-	h := watchutil.NewHub(func(_ string, v int) int { return v })
+	h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
 	//lint:ignore SA1012 the nil context is the point
-	if _, err := h.Watch(nil, "job", 0); !errors.Is(err, store.ErrNilArgument) {
+	if _, err := watchutil.Watch(nil, h, "job", w); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("nil ctx: %v", err)
+	}
+	if _, err := watchutil.Watch(context.Background(), h, "job", watchutil.Watcher[int, int, int]{}); !errors.Is(err, store.ErrNilArgument) {
+		t.Fatalf("zero Watcher: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.Watch(ctx, "job", 0); !errors.Is(err, context.Canceled) {
+	if _, err := watchutil.Watch(ctx, h, "job", w); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ended ctx: %v", err)
 	}
 	fn := func(int, bool) { t.Error("fn called after WatchFunc returned an error") }
-	if err := nilHub.WatchFunc(context.Background(), "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
+	if err := watchutil.WatchFunc(context.Background(), nilHub, "job", w, fn); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("WatchFunc: nil Hub: %v", err)
 	}
-	if err := (&watchutil.Hub[int, int]{}).WatchFunc(context.Background(), "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
-		t.Fatalf("WatchFunc: zero Hub: %v", err)
-	}
 	//lint:ignore SA1012 the nil context is the point
-	if err := h.WatchFunc(nil, "job", 0, fn); !errors.Is(err, store.ErrNilArgument) {
+	if err := watchutil.WatchFunc(nil, h, "job", w, fn); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("WatchFunc: nil ctx: %v", err)
 	}
-	if err := h.WatchFunc(context.Background(), "job", 0, nil); !errors.Is(err, store.ErrNilArgument) {
+	if err := watchutil.WatchFunc(context.Background(), h, "job", w, nil); !errors.Is(err, store.ErrNilArgument) {
 		t.Fatalf("WatchFunc: nil fn: %v", err)
 	}
-	if err := h.WatchFunc(ctx, "job", 0, fn); !errors.Is(err, context.Canceled) {
+	if err := watchutil.WatchFunc(ctx, h, "job", w, fn); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WatchFunc: ended ctx: %v", err)
 	}
 	nilHub.Publish("job", 1)
@@ -117,8 +119,8 @@ func TestNilArguments(t *testing.T) {
 	var nilBox *watchutil.Box[int]
 	nilBox.Offer(1)
 	(&watchutil.Box[int]{}).Offer(1)
-	watchutil.Serve(context.Background(), nilBox, make(chan int), func(v int) int { return v })
-	watchutil.Serve[int, int](context.Background(), watchutil.NewBox[int](), nil, func(v int) int { return v })
+	watchutil.Serve(context.Background(), nilBox, make(chan int), same)
+	watchutil.Serve[int, int](context.Background(), watchutil.NewBox[int](), nil, same)
 }
 
 // WatchFunc calls fn from WatchFunc (the current state) and from Publish,
@@ -126,14 +128,17 @@ func TestNilArguments(t *testing.T) {
 // after which it is forgotten and never called again.
 func TestHubWatchFunc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := watchutil.NewHub(func(name string, v int) string { return fmt.Sprintf("%s=%d", name, v) })
+		h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
+		named := func(name string, v int) watchutil.Watcher[int, int, string] {
+			return watchutil.Every(v, func(v int) string { return fmt.Sprintf("%s=%d", name, v) })
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		var (
 			got   []string
 			ends  int
 			other []string
 		)
-		if err := h.WatchFunc(ctx, "job", 0, func(ev string, ok bool) {
+		if err := watchutil.WatchFunc(ctx, h, "job", named("job", 0), func(ev string, ok bool) {
 			if !ok {
 				if ev != "" {
 					t.Errorf("the call with false carries %q", ev)
@@ -150,7 +155,7 @@ func TestHubWatchFunc(t *testing.T) {
 		}
 		otherCtx, cancelOther := context.WithCancel(context.Background())
 		defer cancelOther()
-		if err := h.WatchFunc(otherCtx, "other", -1, func(ev string, ok bool) {
+		if err := watchutil.WatchFunc(otherCtx, h, "other", named("other", -1), func(ev string, ok bool) {
 			if ok {
 				other = append(other, ev)
 			}
@@ -191,15 +196,15 @@ func TestHubWatchFunc(t *testing.T) {
 // state its way.
 func TestHubWatchFuncBesideWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := watchutil.NewHub(func(_ string, v int) int { return v })
+		h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		ch, err := h.Watch(ctx, "job", 0)
+		ch, err := watchutil.Watch(ctx, h, "job", watchutil.Every(0, same))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var last int
-		if err := h.WatchFunc(ctx, "job", 0, func(v int, ok bool) {
+		if err := watchutil.WatchFunc(ctx, h, "job", watchutil.Every(0, same), func(v int, ok bool) {
 			if ok {
 				last = v
 			}
@@ -217,7 +222,7 @@ func TestHubWatchFuncBesideWatch(t *testing.T) {
 // When ctx ends while Publish runs, the call with false comes after
 // Publish's call, never amid it nor before it.
 func TestHubWatchFuncEndsAfterDelivery(t *testing.T) {
-	h := watchutil.NewHub(func(_ string, v int) int { return v })
+	h := watchutil.NewHub[string, int](nil, watchutil.HubOptions{})
 	for range 100 {
 		ctx, cancel := context.WithCancel(context.Background())
 		var (
@@ -226,7 +231,7 @@ func TestHubWatchFuncEndsAfterDelivery(t *testing.T) {
 			done   = make(chan struct{})
 			bad    atomic.Value
 		)
-		if err := h.WatchFunc(ctx, "job", 0, func(v int, ok bool) {
+		if err := watchutil.WatchFunc(ctx, h, "job", watchutil.Every(0, same), func(v int, ok bool) {
 			if inside.Add(1) != 1 {
 				bad.Store("calls overlap")
 			}
@@ -252,3 +257,5 @@ func TestHubWatchFuncEndsAfterDelivery(t *testing.T) {
 		}
 	}
 }
+
+func same(v int) int { return v }
