@@ -359,7 +359,6 @@ func Catalogue() []Mutant {
 			Reason:      "an elector taken out of its Group still says it leads, and its term's context stays open, until the loop steps it down",
 			Packages:    []string{"./lead"},
 			Tests:       "TestGroupRemove",
-			Fast:        true,
 		},
 		{
 			Name:        "lead-stop-detector-forgets-stops",
@@ -405,7 +404,6 @@ func Catalogue() []Mutant {
 			Reason:      "a create through a store that cannot tell a new name from a lost record (or through a wrapper that hides the store's vouch) is led on at once, while the lost record's holder may still lead",
 			Packages:    []string{"./store", "./lead"},
 			Tests:       "TestCreateVouched|TestWrapperHidingTheVouch",
-			Fast:        true,
 		},
 		{
 			Name:        "store-vouch-failed-create",
@@ -433,7 +431,6 @@ func Catalogue() []Mutant {
 			Replacement: "\tcase r.sub != nil:\n\t\tsub := r.sub\n\t\th.wmu.Lock()\n\t\th.mu.Unlock()\n\t\tdefer h.wmu.Unlock()\n\t\tsub.Subscribe(key)\n\t\treturn nil\n",
 			Reason:      "a watch reads its record before the server confirmed its subscription, so a change between the two is never delivered",
 			Packages:    []string{"./store/watchutil"},
-			Fast:        true,
 		},
 		// ---- memstore ----
 		{
