@@ -95,35 +95,6 @@ func (m *Machine) hinted(ev Event) {
 	}
 }
 
-// witnessed takes in an authentic watch event showing the record released
-// as an answer (see Options.AuthenticWatch), and reports whether it did.
-// Only a follower with no request in flight does: every answer it takes in
-// must show the store later than the one before, and an answer to a
-// request sent before the event may show an older revision (a rollback, by
-// that rule). A request it sends from now on is served after the event's
-// revision was committed, so the rule holds for the answers that follow.
-// Nor while a rollback's wait is in force, nor for a revision at or below
-// any the node ever accepted (topRev, which a rollback does not reset): an
-// event may be late, and one written before a rollback the node has seen
-// would take it back to the history the store left (the simulator found
-// it: a release delayed past a restore), nor below a revision another
-// event showed and no answer settled (heardTop: the event came late, or
-// the store went back). A read decides then.
-// The event opens a fresh allowance of quick requests, as the read it
-// replaces would: only a write by someone else makes such an event, so
-// this costs no more than the budget's N.
-func (m *Machine) witnessed(ev Event) bool {
-	if !m.authentic || m.state != Follower || m.req.pending || m.now < m.view.holdUntil ||
-		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.view.maxRev, m.view.topRev, m.hints.heardTop) ||
-		ev.Lease.Holder != "" || !InBounds(ev.Lease) {
-		return false
-	}
-	m.quick = 0
-	ev.Kind = ReadDone
-	m.answer(ev)
-	return true
-}
-
 // watchLost handles WatchLost: changes may have been missed, so the node
 // polls as without a watch until the next renewal hint (a follower whose
 // reads were postponed reads at once, its schedule being due).

@@ -85,54 +85,6 @@ func (m *Machine) acquire() {
 	m.becomeCandidate(Acquire, next)
 }
 
-// takeHeardRelease takes over, with a guarded swap (Options.GuardedRelease),
-// the release the watch hint shows, instead of reading the record first,
-// and reports whether it did. The swap succeeds only if the store holds
-// that very record at that revision when it writes, so it acts on exactly
-// what a read at that instant would have shown, and a forged hint makes it
-// fail with the record the store holds, which the machine then takes in
-// like any answer. Nothing the hint claims is taken in before the store
-// confirms it (see answer). The machine does it only where it would take
-// over at once after such a read: the hint shows a valid released record
-// at a revision above every one it accepted or heard of, no rollback's
-// or resign's wait is in force, and a token is left above the hint's and
-// every token it saw. Like the read it replaces, it is not counted against the
-// request budget; a hint it does not confirm mutes hints for a
-// RetryInterval (see answered), so forged hints cost at most one swap per
-// RetryInterval.
-func (m *Machine) takeHeardRelease() bool {
-	h := m.hints.newsLease
-	if !m.guarded || m.hints.newsAbsent || m.hints.newsCorrupt || h.Holder != "" || !InBounds(h) || m.hints.newsRev == 0 ||
-		m.hints.newsRev <= max(m.view.maxRev, m.view.topRev, m.hints.heardMax, m.hints.quietRev) || m.hints.heardTop > m.hints.newsRev || !m.reached(max(m.view.holdUntil, m.yieldUntil)) ||
-		max(m.view.maxToken, h.Token) >= lease.MaxToken {
-		return false
-	}
-	next := Lease{
-		Holder:        m.id,
-		Token:         max(m.view.maxToken, h.Token) + 1,
-		Transitions:   min(max(m.view.maxTrans, h.Transitions)+1, lease.MaxToken),
-		LeaseDuration: m.cfg.LeaseDuration,
-	}
-	// A new attempt, as in acquire: only this one's outcome may be
-	// confirmed (a term's token is never below one the node proposed
-	// since), so an earlier acquire whose outcome is unknown, if a
-	// conflict shows it landed, is waited out like anyone's record. Like
-	// the read it replaces, it leaves the retry schedule alone.
-	m.unknownToken = 0
-	sched := m.nextOp
-	m.state = Candidate
-	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hints.newsRev, Next: next, Guarded: true, Was: h})
-	m.nextOp = sched
-	return true
-}
-
-// guardHeld takes in, when a guarded swap succeeded, the released record
-// it was guarded by: the store held it at the expected revision when it
-// wrote, as a read at that instant would have shown.
-func (m *Machine) guardHeld() {
-	m.view.keep(max(m.view.maxRev, m.req.expected), m.req.was)
-}
-
 // swap asks for a compare-and-swap of kind from the revision accepted last
 // to next.
 func (m *Machine) swap(kind SwapKind, next Lease) {
