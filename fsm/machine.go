@@ -15,10 +15,17 @@ var ErrInvalidOptions = errors.New("fsm: invalid options")
 // section per state, each with the becomeX that enters it and the state's
 // rules (answerX, advanceX). What the node accepts from the store's answers
 // is in observe.go, watch hints in hints.go, the requests and their budget
-// in requests.go.
+// in requests.go, the two shortcuts a watch event may take in shortcuts.go.
 
 // Machine is one node's state machine for one election. It is not safe for
 // concurrent use: one driver owns it.
+//
+// Each concern has a type of its own: the term (reset by becomeLeader,
+// term.begin), the request in flight (reset by every request sent,
+// request.start), what the node knows of the store (storeView) and what
+// watch events told it (hintTracker). The last two outlive every state, as
+// a raft log outlives a role: no becomeX resets them; the events that undo
+// what they hold do (a rollback, a contradiction, a lost watch).
 type Machine struct {
 	id        string
 	cfg       lease.Config

@@ -14,9 +14,9 @@ import (
 // storeView is what the node knows of the store: what it accepted from
 // the store's answers (reads and swap replies; watch events are only
 // hints, see hintTracker), the maxima it keeps across them, and the wait a
-// rollback imposes. observe takes every answer in; a guarded swap that
-// succeeded takes in the record it was guarded by (guardHeld). The maxima
-// only grow (keep), and only hold writes holdUntil.
+// rollback imposes. observe takes every answer in, and guardHeld the
+// record a guarded swap that succeeded was guarded by, both through keep;
+// only hold writes holdUntil.
 type storeView struct {
 	seen      bool           // anything accepted yet (false again after an unknown outcome: forget)
 	absent    bool           // the last answer found no record
@@ -31,7 +31,7 @@ type storeView struct {
 	maxLease  time.Duration  // largest LeaseDuration accepted (lossy stores; decays, see decayMaxLease)
 	lossWait  bool           // lossy: an absence was seen and not yet waited out in full
 	corrupt   bool           // the store's last answer was a record the machine refused
-	holdUntil time.Duration  // after a rollback or a contradiction, no new term before this (see hold)
+	holdUntil time.Duration  // no new term before this: after a rollback, a contradiction, or a create refused with no record (see hold)
 }
 
 // keep takes in l, accepted at rev, as the newest record the node knows
