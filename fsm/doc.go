@@ -95,6 +95,46 @@
 //     machine reports ProblemTokensExhausted whenever it would have started
 //     one.
 //
+// # Shortcuts
+//
+// Two options let a follower act on a watch event showing the lease
+// released without reading the record first (shortcuts.go). Each does so
+// only while every one of its guards holds; otherwise a read decides.
+//
+// witnessed (Options.AuthenticWatch) takes the event in as a read's answer:
+//
+//   - authentic: only the store can make the event; a forged release taken
+//     as an answer would let the follower take a live lease at once.
+//   - following: only a follower takes a free lease over; other states
+//     wait for the answer to their own swap.
+//   - idle: an answer to a request sent before the event may show an older
+//     revision, and would then be taken for a rollback, or hide one.
+//   - holdOver: after a rollback, an event written before it may still be
+//     on its way; taken in, it brings back the history the store left.
+//   - showsRelease: only a readable released record (present, not corrupt,
+//     at a revision, no holder, in bounds) is free to take at once.
+//   - aboveAccepted: at or below a revision ever accepted (topRev), the
+//     event is old news, or was written before a rollback the node saw.
+//   - aboveEvents: at or below a revision another event showed and no
+//     answer settled, the event came late or the store went back.
+//
+// takeHeardRelease (Options.GuardedRelease) sends a swap guarded by the
+// released record the hint shows instead of the read:
+//
+//   - guarded: without the store checking the record at the write, a
+//     forged or stale release would be taken over.
+//   - showsRelease: the guard can vouch only for a readable release.
+//   - aboveAccepted: a release at or below a revision ever accepted is old
+//     news, or from the history a rollback left.
+//   - aboveRenewals: a release older than a renewal heard and not settled
+//     stands only if a rollback lost that renewal, whose writer may lead.
+//   - notBelowEvents: likewise for a revision any event showed and no
+//     answer settled (the hint's own event shows the hint's revision).
+//   - waitsOver: a rollback's or a resign's wait holds for every term; the
+//     guard proves the record, not that the wait is over.
+//   - tokenLeft: the new token must exceed every token seen and the
+//     hint's, and still fit in a record (lease.MaxToken).
+//
 // # Request budget
 //
 // One request is scheduled per retry pause (at least RetryInterval); a

@@ -11,6 +11,49 @@ import (
 // news, answered); a renewal of the record a follower follows postpones
 // its scheduled reads, within bounds (renewal, quietEnd, pollAt).
 
+// hintTracker is what watch events told the node, kept apart from what it
+// accepted (storeView): the news hint a request is to settle, the renewals
+// heard that postpone a follower's reads, and the revisions events showed
+// that no answer has settled yet. Every answer settles it (answered); a
+// contradiction (distrust) and a lost watch (lost) reset what they undo.
+type hintTracker struct {
+	// The news hint not yet settled by an answer (see hinted, news).
+	news        bool
+	newsRev     lease.Revision
+	newsLease   Lease
+	newsAbsent  bool
+	newsCorrupt bool
+	newsSeq     uint64        // requests sent when it arrived
+	muteUntil   time.Duration // hints are ignored until then (one was contradicted)
+
+	// Renewal hints: watch events showing the record the node follows
+	// (same holder and token) at a newer revision. They make a follower
+	// skip its scheduled reads for a while (see pollAt); they never start
+	// or move a wait.
+	heard       bool           // a renewal hint arrived since the watch was last lost
+	heardAt     time.Duration  // when the latest one arrived
+	heardLease  Lease          // the record it showed
+	quietRev    lease.Revision // its revision, until an answer settles it (0: none)
+	quietSeq    uint64         // requests sent when it arrived
+	heardMax    lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
+	heardHolder string         // the holder and token of the record followed when heardMax was heard (see hear)
+	heardToken  uint64
+	distrust    bool           // an answer contradicted a renewal hint; none counts until a read shows progress
+	heardTop    lease.Revision // the newest revision any readable watch event showed, not yet settled by an answer
+	lastAnswer  time.Duration  // when the store last answered a read or a swap
+}
+
+// lost forgets the renewals heard when the watch is lost: the follower
+// polls until it hears them again.
+func (h *hintTracker) lost() { h.heard, h.quietRev = false, 0 }
+
+// distrustAll drops every renewal heard and revision shown, and counts no
+// event as a renewal until a read shows the record move on (contradicted).
+func (h *hintTracker) distrustAll() {
+	h.heard, h.quietRev, h.heardMax, h.distrust = false, 0, 0, true
+	h.heardTop = 0
+}
+
 // hinted handles a watch event. Anyone who can publish on the store's
 // channel can forge one, so it changes nothing the node believes or waits
 // for: if it claims something that would change what the node does, it
@@ -23,11 +66,11 @@ func (m *Machine) hinted(ev Event) {
 	if m.witnessed(ev) {
 		return
 	}
-	if !ev.Absent && !ev.Corrupt && ev.Revision > m.maxRev {
+	if !ev.Absent && !ev.Corrupt && ev.Revision > m.view.maxRev {
 		// Kept whatever the event claims, even while hints are muted: a
 		// revision the store announced and a later answer does not show
 		// is a rollback, unless the event was forged (see contradicted).
-		m.heardTop = max(m.heardTop, ev.Revision)
+		m.hints.heardTop = max(m.hints.heardTop, ev.Revision)
 	}
 	if m.renewalLike(ev) {
 		// Kept even while hints are muted or distrusted: a renewal heard
@@ -35,58 +78,27 @@ func (m *Machine) hinted(ev Event) {
 		// contradicted). Only safety uses it, never to postpone a read.
 		m.hear(ev.Revision)
 	}
-	if m.now < m.muteUntil {
+	if m.now < m.hints.muteUntil {
 		return
 	}
 	if m.renewal(ev) {
-		m.heard, m.heardAt, m.heardLease = true, m.now, ev.Lease
-		m.quietRev, m.quietSeq = ev.Revision, m.sent
+		m.hints.heard, m.hints.heardAt, m.hints.heardLease = true, m.now, ev.Lease
+		m.hints.quietRev, m.hints.quietSeq = ev.Revision, m.sent
 		return
 	}
 	if !m.news(ev) {
 		return
 	}
-	m.hint, m.hintRev, m.hintLease, m.hintAbsent, m.hintCorrupt, m.hintSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
+	m.hints.news, m.hints.newsRev, m.hints.newsLease, m.hints.newsAbsent, m.hints.newsCorrupt, m.hints.newsSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
 	if ev.Absent {
-		m.hintRev, m.hintLease, m.hintCorrupt = 0, Lease{}, false
+		m.hints.newsRev, m.hints.newsLease, m.hints.newsCorrupt = 0, Lease{}, false
 	}
-}
-
-// witnessed takes in an authentic watch event showing the record released
-// as an answer (see Options.AuthenticWatch), and reports whether it did.
-// Only a follower with no request in flight does: every answer it takes in
-// must show the store later than the one before, and an answer to a
-// request sent before the event may show an older revision (a rollback, by
-// that rule). A request it sends from now on is served after the event's
-// revision was committed, so the rule holds for the answers that follow.
-// Nor while a rollback's wait is in force, nor for a revision at or below
-// any the node ever accepted (topRev, which a rollback does not reset): an
-// event may be late, and one written before a rollback the node has seen
-// would take it back to the history the store left (the simulator found
-// it: a release delayed past a restore), nor below a revision another
-// event showed and no answer settled (heardTop: the event came late, or
-// the store went back). A read decides then.
-// The event opens a fresh allowance of quick requests, as the read it
-// replaces would: only a write by someone else makes such an event, so
-// this costs no more than the budget's N.
-func (m *Machine) witnessed(ev Event) bool {
-	if !m.authentic || m.state != Follower || m.pending || m.now < m.holdUntil ||
-		ev.Absent || ev.Corrupt || ev.Revision == 0 || ev.Revision <= max(m.maxRev, m.topRev, m.heardTop) ||
-		ev.Lease.Holder != "" || !InBounds(ev.Lease) {
-		return false
-	}
-	m.quick = 0
-	ev.Kind = ReadDone
-	m.answer(ev)
-	return true
 }
 
 // watchLost handles WatchLost: changes may have been missed, so the node
 // polls as without a watch until the next renewal hint (a follower whose
 // reads were postponed reads at once, its schedule being due).
-func (m *Machine) watchLost() {
-	m.heard, m.quietRev = false, 0
-}
+func (m *Machine) watchLost() { m.hints.lost() }
 
 // news reports whether a watch event claims something that would change what
 // the node does: a record gone, or a newer revision with another holder or
@@ -95,11 +107,11 @@ func (m *Machine) watchLost() {
 func (m *Machine) news(ev Event) bool {
 	switch {
 	case ev.Absent:
-		return !m.seen || !m.absent
-	case ev.Revision < m.maxRev, ev.Revision == m.maxRev && m.seen:
+		return !m.view.seen || !m.view.absent
+	case ev.Revision < m.view.maxRev, ev.Revision == m.view.maxRev && m.view.seen:
 		return false
 	}
-	return !m.seen || ev.Corrupt || m.absent || ev.Lease.Holder != m.obs.Holder || ev.Lease.Token != m.obs.Token
+	return !m.view.seen || ev.Corrupt || m.view.absent || ev.Lease.Holder != m.view.obs.Holder || ev.Lease.Token != m.view.obs.Token
 }
 
 // renewal reports whether a watch event shows a renewal of the record the
@@ -109,7 +121,7 @@ func (m *Machine) news(ev Event) bool {
 // held, and what it says is taken on trust for nothing but when to read
 // next (see pollAt): a forged one postpones reads, within bounds.
 func (m *Machine) renewal(ev Event) bool {
-	return !m.distrust && !m.corrupt && ev.Revision > m.quietRev && m.renewalLike(ev)
+	return !m.hints.distrust && !m.view.corrupt && ev.Revision > m.hints.quietRev && m.renewalLike(ev)
 }
 
 // renewalLike reports whether a watch event shows the record the node
@@ -118,9 +130,9 @@ func (m *Machine) renewal(ev Event) bool {
 // last answer was a record the node refused: the one it accepted before is
 // still what it would take over.
 func (m *Machine) renewalLike(ev Event) bool {
-	return !ev.Absent && !ev.Corrupt && m.seen && !m.absent && m.obs.Holder != "" &&
-		ev.Revision > m.maxRev && InBounds(ev.Lease) &&
-		ev.Lease.Holder == m.obs.Holder && ev.Lease.Token == m.obs.Token
+	return !ev.Absent && !ev.Corrupt && m.view.seen && !m.view.absent && m.view.obs.Holder != "" &&
+		ev.Revision > m.view.maxRev && InBounds(ev.Lease) &&
+		ev.Lease.Holder == m.view.obs.Holder && ev.Lease.Token == m.view.obs.Token
 }
 
 // quietEnd is when a follower that heard renewals of the record it follows
@@ -132,11 +144,11 @@ func (m *Machine) renewalLike(ev Event) bool {
 // longer). 0 (nothing postponed) if no renewal of the record it follows
 // was heard since the watch was last lost, or it no longer shows that record.
 func (m *Machine) quietEnd() time.Duration {
-	if !m.heard || !m.stealable() || m.corrupt || m.heardLease.Holder != m.obs.Holder || m.heardLease.Token != m.obs.Token {
+	if !m.hints.heard || !m.stealable() || m.view.corrupt || m.hints.heardLease.Holder != m.view.obs.Holder || m.hints.heardLease.Token != m.view.obs.Token {
 		return 0
 	}
 	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
-	return min(sat(m.heardAt, silence), sat(m.lastAnswer, m.cfg.LeaseDuration))
+	return min(sat(m.hints.heardAt, silence), sat(m.hints.lastAnswer, m.cfg.LeaseDuration))
 }
 
 // pollAt is when a follower's scheduled read is due: its retry schedule,
@@ -154,21 +166,22 @@ func (m *Machine) pollAt() time.Duration {
 // were muted or distrusted (heardMax, which no answer settled yet): the
 // swap would fail unless the store went back and lost that renewal, whose
 // writer may still lead on it; the read's answer then shows the
-// contradiction (see contradicted). The simulator found it: a renewal
-// heard while muted, the store rolled back to the revision waited out, a
-// swap from it that succeeded (adversary seed 8710, an extreme config).
+// contradiction (see contradicted). Without that read, a renewal heard
+// while muted and a rollback to the revision waited out let a swap from it
+// succeed under the renewal's writer (the simulator's adversary seed 8710,
+// an extreme config).
 // A renewal of a record the node no longer follows (the lease changed
 // hands, or was released, since) says nothing about the one it waits out.
 func (m *Machine) staleByHints() bool {
-	return m.quietRev > m.rev && m.quietEnd() != 0 ||
-		m.heardMax > m.rev && m.heardHolder == m.obs.Holder && m.heardToken == m.obs.Token ||
-		m.heardTop > m.rev
+	return m.hints.quietRev > m.view.rev && m.quietEnd() != 0 ||
+		m.hints.heardMax > m.view.rev && m.hints.heardHolder == m.view.obs.Holder && m.hints.heardToken == m.view.obs.Token ||
+		m.hints.heardTop > m.view.rev
 }
 
 // hear raises heardMax to rev, noting the record the node followed then.
 func (m *Machine) hear(rev lease.Revision) {
-	if rev > m.heardMax {
-		m.heardMax, m.heardHolder, m.heardToken = rev, m.obs.Holder, m.obs.Token
+	if rev > m.hints.heardMax {
+		m.hints.heardMax, m.hints.heardHolder, m.hints.heardToken = rev, m.view.obs.Holder, m.view.obs.Token
 	}
 }
 
@@ -183,58 +196,58 @@ func (m *Machine) hear(rev lease.Revision) {
 // RetryInterval, so a flood of forged events costs at most one request per
 // RetryInterval.
 func (m *Machine) answered(ev Event) {
-	m.lastAnswer = m.now
+	m.hints.lastAnswer = m.now
 	valid := !ev.Absent && !ev.Corrupt && ev.Kind != SwapDone
-	if m.distrust && valid && ev.Revision > m.maxRev {
+	if m.hints.distrust && valid && ev.Revision > m.view.maxRev {
 		// The store moved on, as a read shows: renewal hints may count again.
-		m.distrust = false
+		m.hints.distrust = false
 	}
 	switch {
-	case valid && ev.Revision < m.pendingHeard && m.seen && !m.absent && ev.Revision == m.maxRev && ev.Lease == m.last:
+	case valid && ev.Revision < m.req.heardMax && m.view.seen && !m.view.absent && ev.Revision == m.view.maxRev && ev.Lease == m.view.last:
 		// The record already accepted, unchanged, although a renewal at a
 		// newer revision was heard before the request was sent. (A newer
 		// revision restarts the wait anyway, an older one is a rollback.)
 		m.contradicted(ev)
-	case valid && ev.Revision < m.pendingTop && ev.Revision >= m.maxRev,
-		ev.Absent && !m.lossy && m.pendingTop > 0 && m.maxRev == 0:
+	case valid && ev.Revision < m.req.heardTop && ev.Revision >= m.view.maxRev,
+		ev.Absent && !m.lossy && m.req.heardTop > 0 && m.view.maxRev == 0:
 		// A revision older than one a watch event showed before the
 		// request was sent, or no record in a store that keeps them: the
 		// store went back, or the event was forged.
 		m.contradicted(ev)
 	}
-	if m.heardTop <= m.pendingTop && !ev.Corrupt {
+	if m.hints.heardTop <= m.req.heardTop && !ev.Corrupt {
 		// Settled by an answer to a request sent after it, which showed a
 		// revision (an unreadable record shows none).
-		m.heardTop = 0
+		m.hints.heardTop = 0
 	}
 	// Settled: an event taken in as an answer (witnessed) answers no
 	// request.
-	m.pendingTop = 0
-	if m.heardMax <= m.pendingHeard {
+	m.req.heardTop = 0
+	if m.hints.heardMax <= m.req.heardMax {
 		// Every renewal heard was heard before the request was sent: the
 		// answer settles them (it shows them, a newer record, or the
 		// contradiction above).
-		m.heardMax = 0
+		m.hints.heardMax = 0
 	}
-	if m.quietRev != 0 && (ev.Revision >= m.quietRev || m.pendingSeq > m.quietSeq) {
+	if m.hints.quietRev != 0 && (ev.Revision >= m.hints.quietRev || m.req.seq > m.hints.quietSeq) {
 		// The answer shows the renewal heard, or was sent after it: what
 		// it shows is what counts.
-		m.quietRev = 0
+		m.hints.quietRev = 0
 	}
-	if !m.hint {
+	if !m.hints.news {
 		return
 	}
 	// A guarded swap that went through confirms the release it was
 	// guarded by: the store held it.
-	confirmed := (ev.Kind != SwapDone || m.pendingGuard) && !m.hintAbsent && !ev.Absent &&
-		(ev.Revision > m.hintRev || ev.Revision == m.hintRev && ev.Corrupt == m.hintCorrupt && ev.Lease == m.hintLease)
-	after := m.pendingSeq > m.hintSeq
+	confirmed := (ev.Kind != SwapDone || m.req.guarded) && !m.hints.newsAbsent && !ev.Absent &&
+		(ev.Revision > m.hints.newsRev || ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease)
+	after := m.req.seq > m.hints.newsSeq
 	if !confirmed && !after {
 		return // sent before the hint: a request follows
 	}
-	m.hint = false
-	if !confirmed && (!m.hintAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.maxRev)) {
-		m.muteUntil = sat(m.now, m.cfg.RetryInterval)
+	m.hints.news = false
+	if !confirmed && (!m.hints.newsAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.view.maxRev)) {
+		m.hints.muteUntil = sat(m.now, m.cfg.RetryInterval)
 	}
 }
 
@@ -257,20 +270,17 @@ func (m *Machine) answered(ev Event) {
 // (as a writer who keeps rewriting the record would); the safety net's
 // reads go on, and each contradiction is reported.
 func (m *Machine) contradicted(ev Event) {
-	wait := max(m.cfg.LeaseDuration, m.last.LeaseDuration)
-	if m.lossy {
-		wait = max(wait, m.maxLease)
-	}
-	m.holdUntil = max(m.holdUntil, sat(m.now, wait))
-	m.emit(Action{Kind: Report, Problem: ProblemContradicted, Revision: ev.Revision, Newest: max(m.pendingHeard, m.pendingTop), Until: m.holdUntil, Wait: wait})
-	m.heard, m.quietRev, m.heardMax, m.distrust = false, 0, 0, true
-	m.heardTop, m.pendingTop = 0, 0
+	wait := m.rollbackWait()
+	m.view.hold(sat(m.now, wait))
+	m.emit(Action{Kind: Report, Problem: ProblemContradicted, Revision: ev.Revision, Newest: max(m.req.heardMax, m.req.heardTop), Until: m.view.holdUntil, Wait: wait})
+	m.hints.distrustAll()
+	m.req.heardTop = 0
 }
 
 // dropHint drops, when a request failed, the hint it was meant to settle
 // (polling goes on), so a failing store cannot make hints loop.
 func (m *Machine) dropHint() {
-	if m.hint && m.pendingSeq > m.hintSeq {
-		m.hint = false
+	if m.hints.news && m.req.seq > m.hints.newsSeq {
+		m.hints.news = false
 	}
 }

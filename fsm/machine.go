@@ -15,10 +15,17 @@ var ErrInvalidOptions = errors.New("fsm: invalid options")
 // section per state, each with the becomeX that enters it and the state's
 // rules (answerX, advanceX). What the node accepts from the store's answers
 // is in observe.go, watch hints in hints.go, the requests and their budget
-// in requests.go.
+// in requests.go, the two shortcuts a watch event may take in shortcuts.go.
 
 // Machine is one node's state machine for one election. It is not safe for
 // concurrent use: one driver owns it.
+//
+// Each concern has a type of its own: the term (reset by becomeLeader,
+// term.begin), the request in flight (reset by every request sent,
+// request.start), what the node knows of the store (storeView) and what
+// watch events told it (hintTracker). The last two outlive every state, as
+// a raft log outlives a role: no becomeX resets them; the events that undo
+// what they hold do (a rollback, a contradiction, a lost watch).
 type Machine struct {
 	id        string
 	cfg       lease.Config
@@ -32,87 +39,32 @@ type Machine struct {
 	// The state and the fields the becomeX functions own.
 	state State
 	again bool // Leader, Expiring: a swap is wanted before nextOp (a renewal after a conflict showing our own record, a release after a term ended)
+	term  term // Leader: the current term; Expiring: the one that ended
 
 	// Stopping (see stop and finish): two ideas, two names.
 	stopping bool // a Stop arrived: finish up (end the term, release), then stop
 	keep     bool // that Stop had Release false: keep a held lease, do not release it
 	stopped  bool // Done was emitted: every later event is ignored (Stopped)
 
-	// The request budget (see allowed).
+	// The request budget (see allowed), and the one request in flight.
 	nextOp time.Duration // when the next scheduled request is due
 	quick  int           // requests sent before nextOp since the last scheduled or hinted one
 	sent   uint64        // requests sent so far
+	req    request
 
-	// What the node accepted from the store's answers (reads and swap
-	// replies; watch events are only hints). See observe.
-	seen      bool           // anything accepted yet (false again after an unknown outcome)
-	absent    bool           // the last answer found no record
-	obs       Lease          // the last record accepted (if !absent)
-	rev       lease.Revision // its revision (0 if absent)
-	firstSeen time.Duration  // when the node first received rev (or absence)
-	maxRev    lease.Revision // newest revision accepted (a rollback resets it to what the store shows)
-	topRev    lease.Revision // newest revision ever accepted (a rollback keeps it; see witnessed)
-	last      Lease          // the record accepted at maxRev
-	maxToken  uint64         // largest token ever accepted
-	maxTrans  uint64         // largest Transitions ever accepted
-	maxLease  time.Duration  // largest LeaseDuration accepted (lossy stores; decays, see decayMaxLease)
-	lossWait  bool           // lossy: an absence was seen and not yet waited out in full
-	corrupt   bool           // the store's last answer was a record the machine refused
-	holdUntil time.Duration  // after a rollback, no new term before this
-	exhausted uint64         // requests sent when tokens were last reported exhausted
+	// What the node accepted from the store's answers (see observe), and
+	// what watch events told it (see hinted).
+	view  storeView
+	hints hintTracker
+
+	// Waits and marks that outlive a state.
+	unknownToken uint64 // token of an acquire whose outcome is unknown (see confirmable)
+	exhausted    uint64 // requests sent when tokens were last reported exhausted
 	// After a Resign: no new term before yieldUntil, unless a record
 	// held by another node, or one with a token above the resigned
 	// term's (yieldToken), is accepted first (observe clears it).
 	yieldUntil time.Duration
 	yieldToken uint64
-
-	// The watch hint not yet settled by an answer (see hinted).
-	hint        bool
-	hintRev     lease.Revision
-	hintLease   Lease
-	hintAbsent  bool
-	hintCorrupt bool
-	hintSeq     uint64        // requests sent when the latest hint arrived
-	muteUntil   time.Duration // hints are ignored until then (one was contradicted)
-
-	// Renewal hints: watch events showing the record the node follows
-	// (same holder and token) at a newer revision. They make a follower
-	// skip its scheduled reads for a while (see pollAt); they never start
-	// or move a wait.
-	heard       bool           // a renewal hint arrived since the watch was last lost
-	heardAt     time.Duration  // when the latest one arrived
-	heardLease  Lease          // the record it showed
-	quietRev    lease.Revision // its revision, until an answer settles it (0: none)
-	quietSeq    uint64         // requests sent when it arrived
-	heardMax    lease.Revision // the newest renewal heard and not yet settled by an answer (kept when the watch is lost)
-	heardHolder string         // the holder and token of the record followed when heardMax was heard (see hear)
-	heardToken  uint64
-	distrust    bool           // an answer contradicted a renewal hint; none counts until a read shows progress
-	heardTop    lease.Revision // the newest revision any readable watch event showed, not yet settled by an answer
-	lastAnswer  time.Duration  // when the store last answered a read or a swap
-
-	// The one store operation in flight, if any.
-	pending      bool
-	pendingKind  ActionKind
-	pendingSwap  SwapKind
-	pendingSent  time.Duration
-	pendingSeq   uint64         // its number (see sent)
-	pendingHeard lease.Revision // heardMax when it was sent
-	pendingTop   lease.Revision // heardTop when it was sent
-	pendingNext  Lease
-	pendingExp   lease.Revision // the revision the swap expects
-	pendingGuard bool           // the swap is guarded (takeHeardRelease): it expects pendingWas, released, at pendingExp
-	pendingWas   Lease
-	pendingRD    time.Duration // RenewDeadline in force when it was sent
-
-	// The current term (Leader), or the last one (Expiring).
-	token         uint64
-	since         time.Duration
-	leaderUntil   time.Duration // belief ends here
-	confirmed     time.Duration // send time of the swap that set leaderUntil
-	lastWriteSent time.Duration // last acquire/renew sent, any outcome
-	lastWriteDur  time.Duration // the LeaseDuration it promised
-	unknownToken  uint64        // token of an acquire whose outcome is unknown
 }
 
 // New returns a Machine in state Follower. It issues its first read at the
@@ -152,7 +104,7 @@ func (m *Machine) Stopped() bool { return m.stopped }
 // renew deadline has not passed. The driver uses it to answer questions
 // between steps, when a timer may be late.
 func (m *Machine) Leading(now time.Duration) bool {
-	return m.state == Leader && now < m.leaderUntil
+	return m.state == Leader && now < m.term.until
 }
 
 // Term returns the token of the current term and when it started, if the
@@ -161,33 +113,33 @@ func (m *Machine) Term() (token uint64, since time.Duration, ok bool) {
 	if m.state != Leader {
 		return 0, 0, false
 	}
-	return m.token, m.since, true
+	return m.term.token, m.term.since, true
 }
 
 // LeaderUntil returns when the current term's belief ends (valid while
 // Leader).
-func (m *Machine) LeaderUntil() time.Duration { return m.leaderUntil }
+func (m *Machine) LeaderUntil() time.Duration { return m.term.until }
 
 // LastConfirmed returns when the last successful acquire or renewal of the
 // current term was sent (valid while Leader).
-func (m *Machine) LastConfirmed() time.Duration { return m.confirmed }
+func (m *Machine) LastConfirmed() time.Duration { return m.term.confirmed }
 
 // Observed returns the last record observed, its revision, and whether no
 // record existed. ok is false before the first observation.
 func (m *Machine) Observed() (l Lease, rev lease.Revision, absent, ok bool) {
-	return m.obs, m.rev, m.absent, m.seen
+	return m.view.obs, m.view.rev, m.view.absent, m.view.seen
 }
 
 // HoldUntil returns when the wait that the last rollback imposed ends: the
 // machine starts no term before it (see ProblemRollback). It is 0 if the
 // machine never saw a rollback.
-func (m *Machine) HoldUntil() time.Duration { return m.holdUntil }
+func (m *Machine) HoldUntil() time.Duration { return m.view.holdUntil }
 
 // TokensExhausted reports whether the largest token the machine accepted is
 // lease.MaxToken: no new term can start (a term in progress may go on
 // renewing). The machine then keeps polling and reports
 // ProblemTokensExhausted whenever it would have started a term.
-func (m *Machine) TokensExhausted() bool { return m.maxToken >= lease.MaxToken }
+func (m *Machine) TokensExhausted() bool { return m.view.maxToken >= lease.MaxToken }
 
 // NextWake returns when the machine next wants a Tick (Never if it waits only
 // for a store result or a watch event). After a Step it is always later than
@@ -205,7 +157,7 @@ func (m *Machine) NextWake() time.Duration {
 	}
 	switch m.state {
 	case Follower:
-		if !m.pending {
+		if !m.req.pending {
 			at(m.pollAt())
 			if m.staleByHints() && m.reached(m.acquireAt()) {
 				at(m.nextOp) // the read before taking over (see takeOver)
@@ -215,14 +167,14 @@ func (m *Machine) NextWake() time.Duration {
 			}
 		}
 	case Leader:
-		at(m.leaderUntil)
-		if !m.pending {
+		at(m.term.until)
+		if !m.req.pending {
 			at(m.nextOp)
 		}
 	case Expiring:
-		if !m.pending {
+		if !m.req.pending {
 			at(m.nextOp)
-			at(sat(m.lastWriteSent, m.lastWriteDur))
+			at(m.term.expires())
 		}
 	}
 	return wake
@@ -249,12 +201,12 @@ func (m *Machine) Step(ev Event) []Action {
 	case Tick:
 	case ReadDone, SwapDone, SwapConflict:
 		if m.awaits(ev.Kind) {
-			m.pending = false
+			m.req.pending = false
 			m.answer(ev)
 		}
 	case ReadFailed, SwapFailed:
 		if m.awaits(ev.Kind) {
-			m.pending = false
+			m.req.pending = false
 			m.failed(ev)
 		}
 	case Watched:
@@ -275,13 +227,13 @@ func (m *Machine) Step(ev Event) []Action {
 // awaits reports whether a result of kind k answers the request in flight
 // (a result with none in flight, or of the other kind, is ignored).
 func (m *Machine) awaits(k EventKind) bool {
-	if !m.pending {
+	if !m.req.pending {
 		return false
 	}
 	if k == ReadDone || k == ReadFailed {
-		return m.pendingKind == Read
+		return m.req.kind == Read
 	}
-	return m.pendingKind == Swap
+	return m.req.kind == Swap
 }
 
 // answer handles the store's answer to the request in flight (a read's
@@ -292,7 +244,7 @@ func (m *Machine) awaits(k EventKind) bool {
 // Then the wait the answer imposes is reported if long, and the state's own
 // rules for the answer follow.
 func (m *Machine) answer(ev Event) {
-	if ev.Kind == SwapDone && m.pendingGuard {
+	if ev.Kind == SwapDone && m.req.guarded {
 		m.guardHeld()
 	}
 	v := m.observe(ev)
@@ -344,7 +296,7 @@ func (m *Machine) resign() {
 	if m.state != Leader || m.stopping {
 		return
 	}
-	m.yieldUntil, m.yieldToken = sat(m.now, m.cfg.LeaseDuration), m.token
+	m.yieldUntil, m.yieldToken = sat(m.now, m.cfg.LeaseDuration), m.term.token
 	m.stepDown(ReasonResigned)
 }
 
@@ -357,7 +309,7 @@ func (m *Machine) reconfigure(c lease.Config) {
 	}
 	m.cfg = c
 	if m.state == Leader {
-		m.leaderUntil = min(m.leaderUntil, sat(m.confirmed, m.cfg.RenewDeadline))
+		m.term.until = min(m.term.until, sat(m.term.confirmed, m.cfg.RenewDeadline))
 		m.checkDeadline()
 	}
 }
@@ -381,7 +333,7 @@ func (m *Machine) advance() {
 // later event.
 func (m *Machine) finish() {
 	m.stopped = true
-	m.pending = false
+	m.req.pending = false
 	m.emit(Action{Kind: Done})
 }
 
@@ -399,12 +351,12 @@ func (m *Machine) becomeFollower() {
 // it may (takeOver), else reads for a hint or on its schedule (pollAt).
 func (m *Machine) advanceFollower() {
 	if m.stopping {
-		if !m.pending || m.pendingKind == Read {
+		if !m.req.pending || m.req.kind == Read {
 			m.finish()
 		}
 		return
 	}
-	if m.pending {
+	if m.req.pending {
 		return
 	}
 	m.decayMaxLease()
@@ -412,7 +364,7 @@ func (m *Machine) advanceFollower() {
 		return
 	}
 	switch {
-	case m.hint:
+	case m.hints.news:
 		if !m.takeHeardRelease() {
 			m.read(true)
 		}
@@ -426,9 +378,9 @@ func (m *Machine) advanceFollower() {
 // before it has stopped believing it leads. Forget older promises
 // (docs/design.md, "maxLease decays").
 func (m *Machine) decayMaxLease() {
-	if m.lossWait && m.stealable() && m.reached(m.patienceEnds()) {
-		m.maxLease = max(m.cfg.LeaseDuration, m.obs.LeaseDuration)
-		m.lossWait = false
+	if m.view.lossWait && m.stealable() && m.reached(m.patienceEnds()) {
+		m.view.maxLease = max(m.cfg.LeaseDuration, m.view.obs.LeaseDuration)
+		m.view.lossWait = false
 	}
 }
 
@@ -443,7 +395,7 @@ func (m *Machine) takeOver() bool {
 		// LeaseDuration, whatever the store shows: followers wait what the
 		// record promises.
 		if m.allowed() {
-			next := m.obs
+			next := m.view.obs
 			next.LeaseDuration = m.cfg.LeaseDuration
 			m.becomeCandidate(Renew, next)
 			return true
@@ -460,7 +412,7 @@ func (m *Machine) takeOver() bool {
 			// request was sent after the wait ended (a read that failed),
 			// the next one waits for the retry schedule: failing reads
 			// never loop.
-			if m.pendingSent < m.acquireAt() || m.reached(m.nextOp) {
+			if m.req.sentAt < m.acquireAt() || m.reached(m.nextOp) {
 				m.read(false)
 				return true
 			}
@@ -470,7 +422,7 @@ func (m *Machine) takeOver() bool {
 			// Reported once per answer.
 			if m.exhausted != m.sent {
 				m.exhausted = m.sent
-				m.emit(Action{Kind: Report, Problem: ProblemTokensExhausted, Token: m.maxToken})
+				m.emit(Action{Kind: Report, Problem: ProblemTokensExhausted, Token: m.view.maxToken})
 			}
 		} else if m.allowed() {
 			m.acquire()
@@ -514,24 +466,24 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			// the loss. (Unless the store vouched that it lost no record
 			// for a LeaseDuration before the create: Event.Vouched.)
 			m.becomeFollower()
-			m.emit(Action{Kind: Report, Problem: ProblemClaim, Token: ev.Lease.Token, Revision: m.rev, Wait: m.patience(), Until: m.acquireAt()})
+			m.emit(Action{Kind: Report, Problem: ProblemClaim, Token: ev.Lease.Token, Revision: m.view.rev, Wait: m.patience(), Until: m.acquireAt()})
 			return
 		}
-		until := sat(m.pendingSent, m.pendingRD)
+		until := sat(m.req.sentAt, m.req.renewDeadline)
 		if m.stopping || m.now >= until {
 			// Too late to lead (or no longer wanted): give it back.
 			m.becomeExpiring(ev.Lease.Token)
 			return
 		}
-		m.becomeLeader(ev.Lease.Token, m.pendingSent, until)
+		m.becomeLeader(ev.Lease.Token, m.req.sentAt, until)
 	case SwapConflict:
-		if ev.Absent && v != refused && m.pendingSwap == Acquire && m.pendingExp == 0 {
+		if ev.Absent && v != refused && m.req.swap == Acquire && m.req.expected == 0 {
 			// A create refused while no record exists: no store of this
 			// module does that (a create of an absent record succeeds),
 			// but a store that breaks the contract so would otherwise be
 			// asked again at once, faster than the request budget. Create
 			// again no sooner than a LeaseDuration from now.
-			m.holdUntil = max(m.holdUntil, sat(m.now, m.patience()))
+			m.view.hold(sat(m.now, m.patience()))
 		}
 		// Someone else wrote first: follow what the store holds.
 		m.becomeFollower()
@@ -543,20 +495,20 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 // vouches for it (Event.Vouched; see answerCandidate). A create whose
 // outcome is unknown is never vouched for.
 func (m *Machine) claims() bool {
-	return m.lossy && m.pendingSwap == Acquire && m.pendingExp == 0
+	return m.lossy && m.req.swap == Acquire && m.req.expected == 0
 }
 
 // candidateFailed: the swap may or may not have been applied. Forget what
 // we saw and read again after the usual pause.
 func (m *Machine) candidateFailed() {
-	if m.pendingSwap == Acquire && !m.claims() {
+	if m.req.swap == Acquire && !m.claims() {
 		// If it landed, a later read shows our token and we confirm it
 		// (confirmable). A create in a lossy store is only a claim (see
 		// answerCandidate), waited out like anyone's record.
-		m.unknownToken = m.pendingNext.Token
+		m.unknownToken = m.req.next.Token
 	}
-	if !m.pendingGuard {
-		m.seen = false
+	if !m.req.guarded {
+		m.view.forget()
 	}
 	// A guarded swap (takeHeardRelease) replaced a read: it could land
 	// only over the released record it names, and then a later read shows
@@ -568,23 +520,49 @@ func (m *Machine) candidateFailed() {
 
 // ---- Leader: this node leads, until its renew deadline. ----
 
+// term is the node's term: the current one while Leader, the one that
+// ended while Expiring. becomeLeader starts it (begin); becomeExpiring
+// names the term it releases; a renewal moves its deadline on
+// (answerLeader), a shorter RenewDeadline moves it back (reconfigure).
+type term struct {
+	token     uint64
+	since     time.Duration // when its acquiring request was sent
+	until     time.Duration // its belief ends here (the renew deadline)
+	confirmed time.Duration // send time of the swap that set until
+	// The last acquire or renewal sent, in any state and whatever its
+	// outcome (see sendSwap), and the LeaseDuration it promised: a lease
+	// this node holds in the store has surely expired by expires.
+	writeSent time.Duration
+	writeDur  time.Duration
+}
+
+// begin starts the term with token, begun at since (when the acquiring
+// request was sent) and believed until until.
+func (t *term) begin(token uint64, since, until time.Duration) {
+	t.token, t.since = token, since
+	t.confirmed, t.until = since, until
+}
+
+// expires is when a lease the node's last write stored has surely
+// expired.
+func (t *term) expires() time.Duration { return sat(t.writeSent, t.writeDur) }
+
 // becomeLeader starts the term with token, begun at since (when the
 // acquiring request was sent) and believed until until.
 func (m *Machine) becomeLeader(token uint64, since, until time.Duration) {
 	m.state = Leader
-	m.token, m.since = token, since
-	m.confirmed, m.leaderUntil = since, until
-	m.emit(Action{Kind: StartedLeading, Token: m.token, Since: m.since})
+	m.term.begin(token, since, until)
+	m.emit(Action{Kind: StartedLeading, Token: m.term.token, Since: m.term.since})
 }
 
 // checkDeadline ends the term once the leader's belief has run out (at
-// leaderUntil, even if that saturated at Never). It is the only place a
+// term.until, even if that saturated at Never). It is the only place a
 // term ends for its deadline: Step calls it as soon as time moves on,
 // before the event is handled (a renewal reply arriving now must not
 // revive the term), and reconfigure when a shorter RenewDeadline moves the
 // deadline back. Nothing else moves it back.
 func (m *Machine) checkDeadline() {
-	if m.state == Leader && m.now >= m.leaderUntil {
+	if m.state == Leader && m.now >= m.term.until {
 		m.stepDown(ReasonDeadline)
 	}
 }
@@ -594,11 +572,11 @@ func (m *Machine) checkDeadline() {
 // A term ended by its deadline or a stop may still hold the lease in the
 // store: Expiring, which releases it if it can.
 func (m *Machine) stepDown(r Reason) {
-	m.emit(Action{Kind: StoppedLeading, Token: m.token, Reason: r})
+	m.emit(Action{Kind: StoppedLeading, Token: m.term.token, Reason: r})
 	if r == ReasonLost {
 		m.becomeFollower()
 	} else {
-		m.becomeExpiring(m.token)
+		m.becomeExpiring(m.term.token)
 	}
 }
 
@@ -618,8 +596,8 @@ func (m *Machine) answerLeader(ev Event, v verdict) {
 	switch ev.Kind {
 	case SwapDone:
 		if v == fresh && m.stored(ev.Lease) {
-			if until := sat(m.pendingSent, m.pendingRD); until > m.leaderUntil {
-				m.confirmed, m.leaderUntil = m.pendingSent, until
+			if until := sat(m.req.sentAt, m.req.renewDeadline); until > m.term.until {
+				m.term.confirmed, m.term.until = m.req.sentAt, until
 			}
 			return
 		}
@@ -640,10 +618,10 @@ func (m *Machine) answerLeader(ev Event, v verdict) {
 // advanceLeader renews on schedule, at once after a conflict that showed
 // our own record, and for a watch hint.
 func (m *Machine) advanceLeader() {
-	if m.pending {
+	if m.req.pending {
 		return
 	}
-	hinted := m.hint
+	hinted := m.hints.news
 	if (m.reached(m.nextOp) || m.again) && m.allowed() || hinted {
 		// A leader answers a watch hint with a renewal rather than a read:
 		// its answer tells as much, and a read in flight could delay a
@@ -652,7 +630,7 @@ func (m *Machine) advanceLeader() {
 		if hinted {
 			m.quick = 0
 		}
-		next := m.obs
+		next := m.view.obs
 		next.LeaseDuration = m.cfg.LeaseDuration
 		m.swap(Renew, next)
 	}
@@ -664,7 +642,7 @@ func (m *Machine) advanceLeader() {
 // release is wanted at once (again), without waiting for the schedule.
 func (m *Machine) becomeExpiring(token uint64) {
 	m.state = Expiring
-	m.token = token
+	m.term.token = token
 	m.again = true
 }
 
@@ -675,7 +653,7 @@ func (m *Machine) becomeExpiring(token uint64) {
 func (m *Machine) answerExpiring(ev Event) {
 	switch ev.Kind {
 	case SwapDone:
-		if m.pendingSwap == Release {
+		if m.req.swap == Release {
 			m.becomeFollower()
 			return
 		}
@@ -689,22 +667,22 @@ func (m *Machine) answerExpiring(ev Event) {
 // expired, unless the node stops keeping it; then it follows (a stopping
 // node finishes there).
 func (m *Machine) advanceExpiring() {
-	if m.pending {
+	if m.req.pending {
 		return
 	}
-	held := m.seen && !m.absent && m.obs.Holder == m.id && m.obs.Token == m.token
+	held := m.view.seen && !m.view.absent && m.view.obs.Holder == m.id && m.view.obs.Token == m.term.token
 	switch {
-	case !held, m.reached(sat(m.lastWriteSent, m.lastWriteDur)):
+	case !held, m.reached(m.term.expires()):
 		// Nothing to release, or it has surely expired.
 		m.becomeFollower()
 		m.advanceFollower()
 	case m.stopping && m.keep:
 		m.finish()
 	case (m.reached(m.nextOp) || m.again) && m.allowed():
-		next := m.obs
+		next := m.view.obs
 		next.Holder = ""
 		m.swap(Release, next)
-	case m.hint:
+	case m.hints.news:
 		m.read(true)
 	}
 }

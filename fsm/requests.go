@@ -11,6 +11,35 @@ import (
 // request is scheduled per retry pause, and at most maxQuick more may
 // follow an answer before it (allowed).
 
+// request is the one store operation in flight, if any: what was asked,
+// when, and what the hint tracker held when it was asked (answered
+// settles hints with it). Sending one starts it (start); its answer or
+// failure ends it (Step), as does finish. A read leaves the swap's fields
+// as the last swap set them: only a swap's answer reads them.
+type request struct {
+	pending  bool
+	kind     ActionKind
+	seq      uint64         // its number (see Machine.sent)
+	sentAt   time.Duration  // when it was sent
+	heardMax lease.Revision // hintTracker.heardMax when it was sent
+	heardTop lease.Revision // hintTracker.heardTop when it was sent
+	guarded  bool           // a guarded swap (takeHeardRelease): it expects was, released, at expected
+
+	swap          SwapKind
+	next          Lease
+	expected      lease.Revision // the revision the swap expects
+	was           Lease
+	renewDeadline time.Duration // RenewDeadline in force when it was sent
+}
+
+// start records a request of kind, numbered seq, sent at now while the
+// hint tracker held h.
+func (r *request) start(kind ActionKind, seq uint64, now time.Duration, h *hintTracker) {
+	r.pending, r.kind, r.seq, r.sentAt = true, kind, seq, now
+	r.heardMax, r.heardTop = h.heardMax, h.heardTop
+	r.guarded = false
+}
+
 // maxQuick is how many requests a machine sends before the next scheduled
 // one (see Machine.allowed): enough for an acquire after a read and one
 // retry after a conflict, never a loop.
@@ -40,11 +69,11 @@ func (m *Machine) allowed() bool {
 func (m *Machine) acquire() {
 	next := Lease{
 		Holder:        m.id,
-		Token:         m.maxToken + 1,
-		Transitions:   m.maxTrans,
+		Token:         m.view.maxToken + 1,
+		Transitions:   m.view.maxTrans,
 		LeaseDuration: m.cfg.LeaseDuration,
 	}
-	if m.absent && m.maxToken > 0 || !m.absent && m.obs.Holder != m.id {
+	if m.view.absent && m.view.maxToken > 0 || !m.view.absent && m.view.obs.Holder != m.id {
 		// The lease changes hands (or its record was lost after someone
 		// held it). Transitions is informational: it stops at the bound
 		// of a stored record rather than make the write invalid.
@@ -56,72 +85,20 @@ func (m *Machine) acquire() {
 	m.becomeCandidate(Acquire, next)
 }
 
-// takeHeardRelease takes over, with a guarded swap (Options.GuardedRelease),
-// the release the watch hint shows, instead of reading the record first,
-// and reports whether it did. The swap succeeds only if the store holds
-// that very record at that revision when it writes, so it acts on exactly
-// what a read at that instant would have shown, and a forged hint makes it
-// fail with the record the store holds, which the machine then takes in
-// like any answer. Nothing the hint claims is taken in before the store
-// confirms it (see answer). The machine does it only where it would take
-// over at once after such a read: the hint shows a valid released record
-// at a revision above every one it accepted or heard of, no rollback's
-// or resign's wait is in force, and a token is left above the hint's and
-// every token it saw. Like the read it replaces, it is not counted against the
-// request budget; a hint it does not confirm mutes hints for a
-// RetryInterval (see answered), so forged hints cost at most one swap per
-// RetryInterval.
-func (m *Machine) takeHeardRelease() bool {
-	h := m.hintLease
-	if !m.guarded || m.hintAbsent || m.hintCorrupt || h.Holder != "" || !InBounds(h) || m.hintRev == 0 ||
-		m.hintRev <= max(m.maxRev, m.topRev, m.heardMax, m.quietRev) || m.heardTop > m.hintRev || !m.reached(max(m.holdUntil, m.yieldUntil)) ||
-		max(m.maxToken, h.Token) >= lease.MaxToken {
-		return false
-	}
-	next := Lease{
-		Holder:        m.id,
-		Token:         max(m.maxToken, h.Token) + 1,
-		Transitions:   min(max(m.maxTrans, h.Transitions)+1, lease.MaxToken),
-		LeaseDuration: m.cfg.LeaseDuration,
-	}
-	// A new attempt, as in acquire: only this one's outcome may be
-	// confirmed (a term's token is never below one the node proposed
-	// since), so an earlier acquire whose outcome is unknown, if a
-	// conflict shows it landed, is waited out like anyone's record. Like
-	// the read it replaces, it leaves the retry schedule alone.
-	m.unknownToken = 0
-	sched := m.nextOp
-	m.state = Candidate
-	m.sendSwap(Action{Kind: Swap, Swap: Acquire, Expected: m.hintRev, Next: next, Guarded: true, Was: h})
-	m.nextOp = sched
-	return true
-}
-
-// guardHeld takes in, when a guarded swap succeeded, the released record
-// it was guarded by: the store held it at the expected revision when it
-// wrote, as a read at that instant would have shown.
-func (m *Machine) guardHeld() {
-	m.maxRev, m.last = max(m.maxRev, m.pendingExp), m.pendingWas
-	m.topRev = max(m.topRev, m.pendingExp)
-	m.maxToken = max(m.maxToken, m.pendingWas.Token)
-	m.maxTrans = max(m.maxTrans, m.pendingWas.Transitions)
-	m.maxLease = max(m.maxLease, m.pendingWas.LeaseDuration)
-}
-
 // swap asks for a compare-and-swap of kind from the revision accepted last
 // to next.
 func (m *Machine) swap(kind SwapKind, next Lease) {
-	m.sendSwap(Action{Kind: Swap, Swap: kind, Expected: m.rev, Next: next})
+	m.sendSwap(Action{Kind: Swap, Swap: kind, Expected: m.view.rev, Next: next})
 }
 
 // sendSwap asks for the swap a describes.
 func (m *Machine) sendSwap(a Action) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSwap, m.pendingSeq, m.pendingHeard, m.pendingTop = true, Swap, a.Swap, m.sent, m.heardMax, m.heardTop
-	m.pendingSent, m.pendingNext, m.pendingRD = m.now, a.Next, m.cfg.RenewDeadline
-	m.pendingExp, m.pendingGuard, m.pendingWas = a.Expected, a.Guarded, a.Was
+	m.req.start(Swap, m.sent, m.now, &m.hints)
+	m.req.swap, m.req.next, m.req.renewDeadline = a.Swap, a.Next, m.cfg.RenewDeadline
+	m.req.expected, m.req.guarded, m.req.was = a.Expected, a.Guarded, a.Was
 	if a.Swap != Release {
-		m.lastWriteSent, m.lastWriteDur = m.now, a.Next.LeaseDuration
+		m.term.writeSent, m.term.writeDur = m.now, a.Next.LeaseDuration
 	}
 	m.again = false
 	m.nextOp = sat(m.now, m.retryPause())
@@ -135,8 +112,7 @@ func (m *Machine) sendSwap(a Action) {
 // watched release is taken one round trip later.
 func (m *Machine) read(hinted bool) {
 	m.sent++
-	m.pending, m.pendingKind, m.pendingSent, m.pendingSeq, m.pendingHeard, m.pendingTop = true, Read, m.now, m.sent, m.heardMax, m.heardTop
-	m.pendingGuard = false
+	m.req.start(Read, m.sent, m.now, &m.hints)
 	m.quick = 0
 	if !hinted {
 		m.nextOp = sat(m.now, m.retryPause())
