@@ -137,7 +137,7 @@ type Event struct {
 	// Vouched, on the SwapDone of a create (an acquire expecting no
 	// record), says that the store vouched that it lost no record during
 	// the created record's LeaseDuration before the create (see
-	// store.CreateVouch). On a store that may lose records the create is
+	// store.CreateVoucher). On a store that may lose records the create is
 	// then no mere claim: the node leads on it at once. Without it, such a
 	// create is a claim (see Options.LossyStore). It means nothing on any
 	// other event.
