@@ -105,7 +105,7 @@ func TestValidateRecordImpliesStored(t *testing.T) {
 	}
 }
 
-func TestRenews(t *testing.T) {
+func TestRenewsOnlySameHolderAndToken(t *testing.T) {
 	cur := lease.Record[string]{Holder: "a", Token: 7}
 	released := lease.Record[string]{Token: 7}
 	tests := []struct {

@@ -77,8 +77,8 @@ func TestRunRefusesANilContextAndASpeedOutOfRange(t *testing.T) {
 	}
 }
 
-// TestInterrupted: a run whose context ends stops early and says so.
-func TestInterrupted(t *testing.T) {
+// TestInterruptedRunStopsEarlyAndSaysSo: a run whose context ends stops early and says so.
+func TestInterruptedRunStopsEarlyAndSaysSo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res, err := realtime.Run(ctx, realtime.Options[struct{}]{Seed: 1, Duration: time.Hour})

@@ -305,9 +305,9 @@ func TestConcurrentFirstUse(t *testing.T) {
 	}
 }
 
-// TestRaces races 16 goroutines, each on a connection of its own, many
+// TestRacingSwapsHaveOneWinner races 16 goroutines, each on a connection of its own, many
 // times: creates of an absent name and swaps from one revision.
-func TestRaces(t *testing.T) {
+func TestRacingSwapsHaveOneWinner(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 17; c.MinConns = 17 })
 	st := newStore(t, pool)
 	ctx := testCtx(t)

@@ -15,7 +15,7 @@ import (
 // Cluster: the conformance suite passes, each record's key and channel share
 // one hash slot chosen by the name alone, and braces in a name do not pick
 // another name's slot.
-func TestCluster(t *testing.T) {
+func TestClusterClientKeepsTheContract(t *testing.T) {
 	srv := testcluster.NewRedisCluster(t)
 	t.Run("Conformance", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {

@@ -105,7 +105,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDecimal(t *testing.T) {
+func TestDecimalAcceptsOnlyCanonicalUint64(t *testing.T) {
 	for _, tc := range []struct {
 		s  string
 		n  uint64

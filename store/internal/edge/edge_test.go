@@ -14,7 +14,7 @@ import (
 
 // Check refuses, in this order, an unusable store, a nil ctx, an ended ctx
 // and a bad name, and names the package and the operation.
-func TestCheck(t *testing.T) {
+func TestCheckRefusesInOrderAndNamesTheOperation(t *testing.T) {
 	var nilCtx context.Context
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -48,7 +48,7 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestCorrupt(t *testing.T) {
+func TestCorruptWrapsErrCorruptRecordOnce(t *testing.T) {
 	for _, err := range []error{errors.New("bad"), fmt.Errorf("%w: bad", store.ErrCorruptRecord)} {
 		got := Corrupt("pkg", "job", err)
 		if !errors.Is(got, store.ErrCorruptRecord) || !errors.Is(got, err) || strings.Count(got.Error(), store.ErrCorruptRecord.Error()) != 1 {
@@ -57,7 +57,7 @@ func TestCorrupt(t *testing.T) {
 	}
 }
 
-func TestTimes(t *testing.T) {
+func TestTimesRoundTripAndRefuseOutOfRange(t *testing.T) {
 	now := time.Now()
 	for _, tt := range []time.Time{{}, now, now.In(time.FixedZone("x", 3600)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)} {
 		s, err := FormatTime(tt)
