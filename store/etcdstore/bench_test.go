@@ -262,3 +262,27 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 		testcluster.ReportHandover(b, "etcdstore", hs)
 	}
 }
+
+// BenchmarkSteadyStateTraffic measures what three electors, each on a
+// client of its own, send in steady state with the peer timings (L=3s,
+// RenewDeadline 2s, RetryInterval 400ms): unary gRPC calls per second per
+// follower (watch streams apart), and the leader's calls per renewal. One
+// op is a 30s window: run it with -benchtime 1x.
+func BenchmarkSteadyStateTraffic(b *testing.B) {
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		stores := make([]testcluster.Counted[meta], 3)
+		for i := range stores {
+			n := &rpcCounter{}
+			st, err := etcdstore.New[meta](countedClient(b, n), etcdstore.WithPrefix(prefix))
+			if err != nil {
+				b.Fatal(err)
+			}
+			stores[i] = testcluster.Counted[meta]{Store: st, Requests: n.unary.Load}
+		}
+		t := testcluster.MeasureTraffic(b, "traffic", testcluster.PeerConfig(), stores, 30*time.Second)
+		b.Logf("etcdstore: %v", t)
+		b.ReportMetric(t.FollowerPerSecond, "follower-req/s")
+		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
+	}
+}
