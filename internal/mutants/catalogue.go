@@ -432,6 +432,15 @@ func Catalogue() []Mutant {
 			Reason:      "a watch reads its record before the server confirmed its subscription, so a change between the two is never delivered",
 			Packages:    []string{"./store/watchutil"},
 		},
+		{
+			Name:        "store-hub-func-ends-before-first",
+			File:        "store/watchutil/hub.go",
+			Original:    "\tstarted := f.gate.state == gateOpen || f.stopped\n",
+			Replacement: "\tstarted := true\n",
+			Reason:      "a WatchFunc the Hub ends during its first read is stopped before the state read is delivered: its watcher never learns the record, nor that the watch ended",
+			Packages:    []string{"./store/watchutil"},
+			Tests:       "TestHubEnding",
+		},
 		// ---- memstore ----
 		{
 			Name:        "memstore-create-over-record",

@@ -107,12 +107,17 @@ type subscription struct {
 	h  *Hub
 	ps *redis.PubSub
 
-	mu        sync.Mutex
-	channels  map[string]watchKey // the keys subscribed, by channel
-	confirmed map[watchKey]bool   // confirmed by a barrier of this connection
-	seq       uint64              // the last barrier number handed out
-	pending   map[uint64][]watchKey
-	barrier   map[watchKey]uint64 // the barrier that confirms each key
+	mu       sync.Mutex
+	channels map[string]subscribed // the keys subscribed, by channel
+	seq      uint64                // the last barrier number handed out
+	pending  map[uint64][]watchKey
+}
+
+// subscribed is a key subscribed on a connection.
+type subscribed struct {
+	k         watchKey
+	barrier   uint64 // the barrier that confirms it
+	confirmed bool   // by that barrier, on this connection
 }
 
 // Connect opens a new subscription to the channel of every key, followed
@@ -121,16 +126,14 @@ type subscription struct {
 func (h *Hub) Connect(ctx context.Context, a watchutil.Attempt[watchKey, msg]) (watchutil.Conn[watchKey, msg], error) {
 	s := &subscription{
 		h: h, ps: h.client.Subscribe(ctx),
-		channels:  make(map[string]watchKey, len(a.Keys)),
-		confirmed: make(map[watchKey]bool, len(a.Keys)),
-		pending:   make(map[uint64][]watchKey),
-		barrier:   make(map[watchKey]uint64, len(a.Keys)),
+		channels: make(map[string]subscribed, len(a.Keys)),
+		pending:  make(map[uint64][]watchKey),
 	}
 	channels := make([]string, len(a.Keys))
 	s.mu.Lock()
 	for i, k := range a.Keys {
 		channels[i] = k.channel
-		s.channels[k.channel] = k
+		s.channels[k.channel] = subscribed{k: k}
 	}
 	seq := s.mark(a.Keys...)
 	s.mu.Unlock()
@@ -152,7 +155,10 @@ func (h *Hub) Connect(ctx context.Context, a watchutil.Attempt[watchKey, msg]) (
 func (s *subscription) mark(keys ...watchKey) uint64 {
 	s.seq++
 	for _, k := range keys {
-		s.barrier[k] = s.seq
+		if sk, ok := s.channels[k.channel]; ok && sk.k == k {
+			sk.barrier = s.seq
+			s.channels[k.channel] = sk
+		}
 	}
 	s.pending[s.seq] = append(s.pending[s.seq], keys...)
 	return s.seq
@@ -164,7 +170,7 @@ func (s *subscription) mark(keys ...watchKey) uint64 {
 // them.
 func (s *subscription) Subscribe(k watchKey) {
 	s.mu.Lock()
-	s.channels[k.channel] = k
+	s.channels[k.channel] = subscribed{k: k}
 	seq := s.mark(k)
 	s.mu.Unlock()
 	wctx := context.Background()
@@ -179,8 +185,6 @@ func (s *subscription) Subscribe(k watchKey) {
 func (s *subscription) Unsubscribe(k watchKey) {
 	s.mu.Lock()
 	delete(s.channels, k.channel)
-	delete(s.confirmed, k)
-	delete(s.barrier, k)
 	s.mu.Unlock()
 	if s.ps.Unsubscribe(context.Background(), k.channel) != nil {
 		_ = s.ps.Close()
@@ -234,11 +238,11 @@ func (s *subscription) Stream(ctx context.Context, f *watchutil.Feed[watchKey, m
 				continue
 			}
 			s.mu.Lock()
-			k, ok := s.channels[m.Channel]
-			ok = ok && s.confirmed[k]
+			sk, ok := s.channels[m.Channel]
+			ok = ok && sk.confirmed
 			s.mu.Unlock()
 			if ok {
-				if err := f.Reread(ctx, k); err != nil {
+				if err := f.Reread(ctx, sk.k); err != nil {
 					return err
 				}
 			}
@@ -257,8 +261,8 @@ func (s *subscription) Stream(ctx context.Context, f *watchutil.Feed[watchKey, m
 func (s *subscription) key(channel string) (watchKey, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k, ok := s.channels[channel]
-	return k, ok
+	sk, ok := s.channels[channel]
+	return sk.k, ok
 }
 
 // synced handles the answer to a barrier ping: it returns the keys it
@@ -276,9 +280,10 @@ func (s *subscription) synced(payload string) []watchKey {
 	defer s.mu.Unlock()
 	var keys []watchKey
 	for _, k := range s.pending[seq] {
-		if s.channels[k.channel] == k && s.barrier[k] == seq {
+		if sk, ok := s.channels[k.channel]; ok && sk.k == k && sk.barrier == seq {
 			keys = append(keys, k)
-			s.confirmed[k] = true
+			sk.confirmed = true
+			s.channels[k.channel] = sk
 		}
 	}
 	delete(s.pending, seq)

@@ -208,8 +208,14 @@ func Watch[K comparable, T, U, E any](ctx context.Context, h *Hub[K, T], key K, 
 		return nil, err
 	}
 	m := &boxMember[T, U]{next: w.Next, box: NewBox[U]()}
-	sctx, err := h.join(ctx, key, m, w.Read, w.Fail, &m.cancel)
-	if err != nil {
+	// A Hub fed by Publish never ends a watch: ctx alone does.
+	sctx, stop := ctx, context.CancelFunc(func() {})
+	if h.src != nil {
+		sctx, stop = context.WithCancel(ctx)
+	}
+	m.cancel = stop
+	if err := h.join(ctx, key, m, w.Read, w.Fail); err != nil {
+		stop()
 		return nil, err
 	}
 	out := make(chan E)
@@ -236,15 +242,23 @@ func WatchFunc[K comparable, T, U, E any](ctx context.Context, h *Hub[K, T], key
 	if fn == nil {
 		return fmt.Errorf("%w: watchutil: WatchFunc: fn is nil", store.ErrNilArgument)
 	}
-	m := &funcMember[T, U, E]{next: w.Next, conv: w.Conv, fn: fn}
-	sctx, err := h.join(ctx, key, m, w.Read, w.Fail, &m.cancel)
-	if err != nil {
+	// No context of its own (a child context and its AfterFunc cost
+	// hundreds of bytes per watch): ctx's end and the Hub's end of the
+	// watch both finish it, once.
+	m := &funcMember[K, T, U, E]{h: h, key: key, next: w.Next, conv: w.Conv, fn: fn}
+	if err := h.join(ctx, key, m, w.Read, w.Fail); err != nil {
 		return err
 	}
-	context.AfterFunc(sctx, func() {
-		h.remove(key, m)
-		m.stop()
-	})
+	unregister := context.AfterFunc(ctx, m.finish)
+	m.mu.Lock()
+	m.unregister = unregister
+	ended := m.ended
+	m.mu.Unlock()
+	if ended {
+		// The Hub ended the watch before its first state was delivered:
+		// finish it now that it was.
+		go m.finish()
+	}
 	return nil
 }
 
@@ -261,23 +275,15 @@ func check[K comparable, T, U, E any](ctx context.Context, h *Hub[K, T], w Watch
 }
 
 // join adds m as a watcher of key, waits until key is ready, and offers
-// it the state read then. The watch ends with the context it returns,
-// whose cancel it stores in cancel before m can be ended.
-func (h *Hub[K, T]) join(ctx context.Context, key K, m member[T], read func(context.Context) (T, error), wrap func(error) error, cancel *context.CancelFunc) (context.Context, error) {
-	// A Hub fed by Publish never ends a watch: ctx alone does.
-	sctx, stop := ctx, context.CancelFunc(func() {})
-	if h.src != nil {
-		sctx, stop = context.WithCancel(ctx)
-	}
-	*cancel = stop
+// it the state read then. On an error m is forgotten; the caller ends it.
+func (h *Hub[K, T]) join(ctx context.Context, key K, m member[T], read func(context.Context) (T, error), wrap func(error) error) error {
 	ks := h.add(key, m)
-	fail := func(err error) (context.Context, error) {
+	fail := func(err error) error {
 		h.remove(key, m)
-		stop()
 		if wrap != nil {
 			err = wrap(err)
 		}
-		return nil, err
+		return err
 	}
 	if ks != nil {
 		var timeout <-chan time.Time
@@ -304,11 +310,10 @@ func (h *Hub[K, T]) join(ctx context.Context, key K, m member[T], read func(cont
 	v, err := read(ctx)
 	if err != nil {
 		h.remove(key, m)
-		stop()
-		return nil, err
+		return err
 	}
 	m.first(v)
-	return sctx, nil
+	return nil
 }
 
 // add registers m as a watcher of key, starting a run if none is, and
@@ -806,18 +811,21 @@ func (b *boxMember[T, U]) end() { b.cancel() }
 
 // funcMember is a watcher of WatchFunc: it calls fn itself, under its
 // lock, from first on; nothing is delivered after stop.
-type funcMember[T, U, E any] struct {
-	cancel context.CancelFunc
-	next   func(T) (U, bool)
-	conv   func(U) E
-	fn     func(E, bool)
+type funcMember[K comparable, T, U, E any] struct {
+	h    *Hub[K, T]
+	key  K
+	next func(T) (U, bool)
+	conv func(U) E
+	fn   func(E, bool)
 
-	mu      sync.Mutex
-	gate    gate[T]
-	stopped bool
+	mu         sync.Mutex
+	gate       gate[T]
+	stopped    bool
+	ended      bool        // the Hub ended the watch
+	unregister func() bool // undoes the AfterFunc of the watch's ctx
 }
 
-func (f *funcMember[T, U, E]) offer(v T) {
+func (f *funcMember[K, T, U, E]) offer(v T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.stopped && f.gate.pass(v) {
@@ -825,19 +833,19 @@ func (f *funcMember[T, U, E]) offer(v T) {
 	}
 }
 
-func (f *funcMember[T, U, E]) put(v T) {
+func (f *funcMember[K, T, U, E]) put(v T) {
 	if u, ok := f.next(v); ok {
 		f.fn(f.conv(u), true)
 	}
 }
 
-func (f *funcMember[T, U, E]) reading() {
+func (f *funcMember[K, T, U, E]) reading() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gate.state = gateHolding
 }
 
-func (f *funcMember[T, U, E]) first(v T) {
+func (f *funcMember[K, T, U, E]) first(v T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
@@ -848,16 +856,36 @@ func (f *funcMember[T, U, E]) first(v T) {
 	}
 }
 
-func (f *funcMember[T, U, E]) end() { f.cancel() }
+// end: the Hub ended the watch. It is finished from another goroutine,
+// as the end of a context would be, once its first state was delivered
+// (WatchFunc finishes it otherwise).
+func (f *funcMember[K, T, U, E]) end() {
+	f.mu.Lock()
+	started := f.gate.state == gateOpen || f.stopped
+	f.ended = true
+	f.mu.Unlock()
+	if started {
+		go f.finish()
+	}
+}
+
+// finish forgets the watch and stops it; the second call does nothing.
+func (f *funcMember[K, T, U, E]) finish() {
+	f.h.remove(f.key, f)
+	f.stop()
+}
 
 // stop calls fn with false once, if the watch started, and fn never again.
-func (f *funcMember[T, U, E]) stop() {
+func (f *funcMember[K, T, U, E]) stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
 		return
 	}
 	f.stopped = true
+	if f.unregister != nil {
+		f.unregister()
+	}
 	f.gate.held = nil
 	if f.gate.state == gateOpen {
 		var e E

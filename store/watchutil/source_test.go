@@ -3,6 +3,7 @@ package watchutil_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -386,6 +387,49 @@ func TestHubDeliversWhatCameDuringTheFirstRead(t *testing.T) {
 		}
 		if want := []int{3, 5}; !slices.Equal(got, want) {
 			t.Fatalf("delivered %v, want the state read, then what came during the read: %v", got, want)
+		}
+	})
+}
+
+// A watch the Hub ends while its first read runs still delivers the state
+// read, then ends: fn(v, true) once, then fn(zero, false) once.
+func TestHubEndingAWatchDuringItsFirstReadDeliversTheReadFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newFake()
+		h := watchutil.NewHub[string, int](src, watchutil.HubOptions{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		src.mu.Lock()
+		src.state["job"] = 4
+		src.mu.Unlock()
+		w := newer(src, "job")
+		read := w.Read
+		w.Read = func(ctx context.Context) (int, error) {
+			src.mu.Lock()
+			src.end = watchutil.End(errors.New("forbidden"))
+			src.mu.Unlock()
+			close(src.conn(0).events)
+			synctest.Wait() // the Hub gives up and ends every watch
+			return read(ctx)
+		}
+		var mu sync.Mutex
+		var calls []string
+		err := watchutil.WatchFunc(ctx, h, "job", w, func(v int, ok bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprint(v, ok))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"4 true", "0 false"}; !slices.Equal(calls, want) {
+			t.Fatalf("calls %v, want %v", calls, want)
+		}
+		if n := h.Watchers("job"); n != 0 {
+			t.Fatalf("%d watchers left", n)
 		}
 	})
 }
