@@ -16,6 +16,9 @@ var (
 	// ErrInvalidEnv is wrapped by every error about an environment variable
 	// whose value cannot be parsed.
 	ErrInvalidEnv = errors.New("lease: invalid environment variable")
+	// ErrInvalidPlan is wrapped by every error that Plan.Config returns:
+	// a requirement out of range or one no Config can meet.
+	ErrInvalidPlan = errors.New("lease: invalid plan")
 )
 
 // Bounds on what a Config and a stored record may hold. They keep every sum

@@ -5,6 +5,9 @@
 //	tenure get     print an election's lease record
 //	tenure watch   print a line per change of a lease record
 //	tenure run     run a command only while this process leads
+//	tenure plan    derive timings from the store outage, clock drift and
+//	               crash failover you can tolerate (lease.Plan), printed
+//	               as tenure run's flags and TENURE_* variables
 //	tenure sim     the election simulator: model mode (the state machine
 //	               in virtual time, byte-reproducible from a seed) or, with
 //	               -runtime, the real lead.Electors on memstore in real

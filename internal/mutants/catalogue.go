@@ -10,6 +10,16 @@ var fsmSim = []string{"./fsm", "./sim", "./sim/internal/exhaust"}
 // accept a stale write, or run a term's body outside its term.
 func Catalogue() []Mutant {
 	return []Mutant{
+		// ---- lease: timings planned from a budget ----
+		{
+			Name:        "lease-plan-drift-unchecked",
+			File:        "lease/plan.go",
+			Original:    "return float64(c.RenewDeadline)*(1+rho) <= float64(c.LeaseDuration)*(1-rho)",
+			Replacement: "return float64(c.RenewDeadline) < float64(c.LeaseDuration)",
+			Reason:      "the drift check accepts any RenewDeadline below LeaseDuration, so a plan for a drift above (L−R)/(L+R) passes it and a leader's belief can outlast a follower's wait",
+			Packages:    []string{"./lease"},
+			Tests:       "TestSafeDrift|TestPlan",
+		},
 		// ---- fsm: waits after a rollback ----
 		{
 			Name:        "fsm-no-rollback-hold",
