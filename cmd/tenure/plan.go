@@ -66,9 +66,13 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "guarantees:")
 	fmt.Fprintf(stdout, "  crash failover    ≤ %v (worst case, clock drift %v, latency %v)\n", ceilMilli(rep.Failover), p.ClockDrift, p.Latency)
-	fmt.Fprintf(stdout, "  graceful handover ≤ %v\n", ceilMilli(rep.Handover))
+	fmt.Fprintf(stdout, "  graceful handover ≤ %v (six one-way latencies of %v and 1ms; set --latency)\n", ceilMilli(rep.Handover), p.Latency)
 	fmt.Fprintf(stdout, "  store outage      ≥ %v survived by the leader\n", rep.StoreOutage.Truncate(time.Millisecond))
-	fmt.Fprintf(stdout, "  store writes      ≤ %.0f a minute (renewals of %d elections)\n", rep.WritesPerMinute, p.Elections)
+	elections := "elections"
+	if p.Elections == 1 {
+		elections = "election"
+	}
+	fmt.Fprintf(stdout, "  store writes      ≤ %.0f a minute (renewals of %d %s)\n", rep.WritesPerMinute, p.Elections, elections)
 	return nil
 }
 
