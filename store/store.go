@@ -40,6 +40,9 @@ var (
 	// ErrWatchUnsupported: the store cannot watch (see Watch). It wraps
 	// errors.ErrUnsupported.
 	ErrWatchUnsupported = fmt.Errorf("store: watch not supported: %w", errors.ErrUnsupported)
+	// ErrListUnsupported: the store cannot list its records (see Lister).
+	// It wraps errors.ErrUnsupported.
+	ErrListUnsupported = fmt.Errorf("store: listing not supported: %w", errors.ErrUnsupported)
 	// ErrNilArgument: a nil context, store, codec or receiver was passed
 	// where a usable one is needed. The error names the argument.
 	ErrNilArgument = errors.New("store: nil argument")
