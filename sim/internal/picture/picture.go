@@ -107,7 +107,7 @@ func (p *page) head() {
 	if len(tl.Header) > 0 {
 		title = tl.Header[0]
 	}
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<link rel=\"icon\" href=\"data:,\"/>\n")
 	fmt.Fprintf(b, "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n", esc(title), style)
 	for _, h := range tl.Header {
 		fmt.Fprintf(b, "<p class=\"hdr\">%s</p>\n", esc(h))
@@ -490,7 +490,8 @@ body{font:13px system-ui,sans-serif;margin:16px;color:#1f2328;background:#fff}
 #verdict.ok{color:` + colGood + `}
 #verdict.fail{color:` + colBad + `}
 .hint{color:#656d76}
-#view{overflow-x:auto;border:1px solid #d0d7de;user-select:none}
+#view{border:1px solid #d0d7de;user-select:none;max-width:1340px}
+#picture{display:block;width:100%;height:auto}
 svg text{font:11px monospace;fill:#1f2328}
 svg .lbl{font-weight:bold}
 svg .rate,svg .tick{fill:#656d76;font-size:10px}
