@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-go/tenure/sim/internal/picturetest"
 )
 
 // elem is an element of a parsed page.
@@ -272,53 +272,12 @@ func TestWriteHTMLNeedsARecordedRun(t *testing.T) {
 	}
 }
 
-// pictureChild makes TestCheckWritesThePictureOfAFailingSeed's child
-// process run a sweep that fails.
-const pictureChild = "TENURE_TEST_PICTURE_CHILD"
-
-// Check writes the picture of a failing seed and logs its path: into the
-// test's artifact directory under go test -artifacts, else under
-// os.TempDir. The sweep fails, so it runs in a child process of this test
-// binary.
+// Check keeps the picture of a failing seed where it says, with
+// -artifacts and without.
 func TestCheckWritesThePictureOfAFailingSeed(t *testing.T) {
 	bad := hiddenStopSchedule(true)
 	bad.Seeds = "1"
-	if os.Getenv(pictureChild) == "1" {
-		Check(t, bad)
-		return
-	}
-	for _, artifacts := range []bool{false, true} {
-		tmp, out := t.TempDir(), t.TempDir()
-		args := []string{"-test.run=^TestCheckWritesThePictureOfAFailingSeed$", "-test.v"}
-		if artifacts {
-			args = append(args, "-test.artifacts", "-test.outputdir="+out)
-		}
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), pictureChild+"=1", "TMPDIR="+tmp, EnvSeeds+"=")
-		var b bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &b, &b
-		if err := cmd.Run(); err == nil {
-			t.Fatalf("artifacts %v: the failing sweep passed:\n%s", artifacts, b.String())
-		}
-		m := regexp.MustCompile(`picture: (\S+)`).FindStringSubmatch(b.String())
-		if m == nil {
-			t.Fatalf("artifacts %v: no picture logged:\n%s", artifacts, b.String())
-		}
-		want := filepath.Join(tmp, "tenure-sim", "TestCheckWritesThePictureOfAFailingSeed")
-		if artifacts {
-			want = filepath.Join(out, "_artifacts")
-		}
-		if !strings.HasPrefix(m[1], want+string(filepath.Separator)) || filepath.Base(m[1]) != "seed-1.html" {
-			t.Errorf("artifacts %v: picture at %s, want seed-1.html under %s", artifacts, m[1], want)
-		}
-		page, err := os.ReadFile(m[1])
-		if err != nil {
-			t.Fatalf("artifacts %v: %v", artifacts, err)
-		}
-		if mark := parsePage(t, page).byID(t, "verdict-mark"); mark.attr["class"] != "fail" {
-			t.Errorf("artifacts %v: verdict mark %v, want fail", artifacts, mark.attr)
-		}
-	}
+	picturetest.KeptOnFailure(t, 1, func() { Check(t, bad) })
 }
 
 // Check with a TB that keeps no artifacts (not a *testing.T) writes a

@@ -275,7 +275,9 @@ func TestSimHTMLDrawsTheFirstFailingSeedOrTheLast(t *testing.T) {
 		{"one seed", []string{"-seeds", "4", "-calm", "-duration", "1m"}, 0, func(string) string { return "4" }},
 		{"all pass", []string{"-seeds", "2-4", "-calm", "-duration", "1m"}, 0, func(string) string { return "4" }},
 		{"some fail", []string{"-seeds", "1-10", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1,
-			func(out string) string { return regexp.MustCompile(`(?m)^seed (\d+): VIOLATION`).FindStringSubmatch(out)[1] }},
+			func(out string) string {
+				return regexp.MustCompile(`(?m)^seed (\d+): VIOLATION`).FindStringSubmatch(out)[1]
+			}},
 		{"json", []string{"-seeds", "2-4", "-calm", "-duration", "1m", "-json"}, 0, func(string) string { return "4" }},
 		{"runtime", []string{"-runtime", "-seeds", "1-2", "-calm", "-duration", "2s", "-speed", "100"}, 0, func(string) string { return "2" }},
 	} {
