@@ -141,11 +141,47 @@ func observe[M any](rec store.Event[M], maxMeta int) obs {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(r.Metadata); err != nil {
 		row.Metadata = "(metadata cannot be shown as JSON)"
-	} else if m := strings.TrimSuffix(b.String(), "\n"); m != "null" && m != `""` && m != "{}" {
+	} else if m := unescapeMarkup(strings.TrimSuffix(b.String(), "\n")); m != "null" && m != `""` && m != "{}" {
 		row.Metadata = cut(m, maxMeta)
 		row.MetadataCut = len(row.Metadata) < len(m)
 	}
 	return obs{row: row}
+}
+
+// unescapeMarkup returns JSON text with the escapes \u003c, \u003e and
+// \u0026 (which Go's encoder writes for <, > and &) written as the
+// characters, which mean the same in JSON, so that people read them: the
+// page shows the text as text.
+func unescapeMarkup(js string) string {
+	if !strings.Contains(js, `\u00`) {
+		return js
+	}
+	var b strings.Builder
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' || i+1 >= len(js) {
+			b.WriteByte(js[i])
+			continue
+		}
+		if js[i+1] == 'u' && i+6 <= len(js) {
+			switch strings.ToLower(js[i+2 : i+6]) {
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(js[i : i+2]) // any other escape, \\ included, as it is
+		i++
+	}
+	return b.String()
 }
 
 // cut returns s cut to at most n bytes, at a character boundary.

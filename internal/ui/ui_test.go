@@ -132,6 +132,9 @@ func TestStateEscapesMarkupFromTheStore(t *testing.T) {
 	if len(m.Rows) != 1 || m.Rows[0].Name != name || m.Rows[0].Holder != holder || !sameJSON(m.Rows[0].Metadata, md) {
 		t.Errorf("decoded rows = %+v, want the name, holder and metadata as stored", m.Rows)
 	}
+	if !strings.Contains(m.Rows[0].Metadata, "</script>") {
+		t.Errorf("metadata %q, want it readable: </script> as text", m.Rows[0].Metadata)
+	}
 	h := rec.Header()
 	if got := h.Get("Content-Security-Policy"); !strings.Contains(got, "script-src 'self'") || strings.Contains(got, "unsafe-inline") {
 		t.Errorf("Content-Security-Policy = %q, want scripts from the page's origin only", got)
@@ -428,4 +431,22 @@ func TestServeEndsWhenItsContextEnds(t *testing.T) {
 func sameJSON(a, b string) bool {
 	var va, vb any
 	return json.Unmarshal([]byte(a), &va) == nil && json.Unmarshal([]byte(b), &vb) == nil && fmt.Sprint(va) == fmt.Sprint(vb)
+}
+
+func TestUnescapeMarkupWritesOnlyMarkupEscapesAsCharacters(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":"\u003cb\u003e \u0026"}`, `{"a":"<b> &"}`},
+		{`"\\u003c"`, `"\\u003c"`}, // an escaped backslash, then text
+		{`"\u0041\n\u003C"`, `"\u0041\n<"`},
+		{`"\u00"`, `"\u00"`},
+		{`"plain"`, `"plain"`},
+	} {
+		got := unescapeMarkup(tc.in)
+		if got != tc.want {
+			t.Errorf("unescapeMarkup(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		if !sameJSON(got, tc.in) && json.Valid([]byte(tc.in)) {
+			t.Errorf("unescapeMarkup(%s) = %s, which means something else", tc.in, got)
+		}
+	}
 }
