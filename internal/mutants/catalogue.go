@@ -661,6 +661,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestHistoryKeepsTheLatestHandovers",
 		},
 		{
+			Name:        "ui-trust-hint-events",
+			File:        "internal/ui/ui.go",
+			Original:    "if s.authentic {",
+			Replacement: "if true {",
+			Reason:      "events of a store anyone can publish on are shown as records, so a forged event shows a made-up holder, and its high revision hides every real record after it",
+			Packages:    []string{"./internal/ui"},
+			Tests:       "TestForgedWatchEventsAreOnlyHints",
+		},
+		{
 			Name:        "ui-any-host",
 			File:        "internal/ui/http.go",
 			Original:    `if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {`,

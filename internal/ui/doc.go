@@ -6,8 +6,11 @@
 // A Server learns the records by listing the store (store.Lister) every
 // Config.Interval, and, where the store watches (store.Watcher), by
 // watching up to Config.MaxWatches of the names listed, so that a
-// handover shows at once rather than at the next listing. A store that
-// does not watch is polled by the listing alone. With Config.Names, the
+// handover shows at once rather than at the next listing. Events of a
+// store whose events are not authentic (store.WatchCapabilities: Redis
+// Pub/Sub, PostgreSQL NOTIFY, which anyone who can connect may publish
+// on) are hints: the Server reads the record and shows what it read. A
+// store that does not watch is polled by the listing alone. With Config.Names, the
 // Server reads those names instead of listing, for a store that cannot
 // list.
 //

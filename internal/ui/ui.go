@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -138,9 +139,14 @@ type Server[M any] struct {
 
 	mu       sync.Mutex
 	watching map[string]context.CancelFunc
-	noWatch  bool // the store cannot watch
-	running  bool
-	mux      *http.ServeMux
+	noWatch  bool            // the store cannot watch
+	toRead   map[string]bool // names to read after an event that is only a hint
+	wake     chan struct{}   // wakes the reader; capacity 1
+	// authentic: the store's watch events show records as stored
+	// (store.WatchCapabilities), and are shown as they come.
+	authentic bool
+	running   bool
+	mux       *http.ServeMux
 }
 
 // New returns a Server showing st's records as cfg says. It returns an
@@ -159,6 +165,11 @@ func New[M any](st store.Store[M], cfg Config) (*Server[M], error) {
 		state:    newState(cfg),
 		done:     make(chan struct{}),
 		watching: map[string]context.CancelFunc{},
+		toRead:   map[string]bool{},
+		wake:     make(chan struct{}, 1),
+		// A forged event could show a made-up record, or one with a
+		// revision so high that no real one would replace it.
+		authentic: store.WatchCapabilitiesOf(st).Authentic,
 	}
 	if s.lister == nil && len(cfg.Names) == 0 {
 		return nil, fmt.Errorf("%w: %T does not implement store.Lister; name the elections to show (Config.Names, tenure ui -name)", ErrCannotList, st)
@@ -187,8 +198,11 @@ func (s *Server[M]) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	defer close(s.done)
 	ctx, cancel := context.WithCancel(ctx)
+	var reading sync.WaitGroup
+	reading.Go(func() { s.reader(ctx) })
 	defer func() {
 		cancel()
+		reading.Wait()
 		s.mu.Lock()
 		clear(s.watching)
 		s.mu.Unlock()
@@ -240,21 +254,12 @@ func (s *Server[M]) list(ctx context.Context) {
 func (s *Server[M]) readNames(ctx context.Context) {
 	var failed error
 	for _, name := range s.cfg.Names {
-		rec, rev, err := s.st.Get(ctx, name)
-		ev := store.Event[M]{Record: rec, Revision: rev}
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			ev = store.Event[M]{Absent: true}
-		case errors.Is(err, store.ErrCorruptRecord):
-			ev = store.Event[M]{Revision: rev, Err: err}
-		case err != nil:
+		if err := s.read(ctx, name); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			failed = fmt.Errorf("%q: %w", name, err)
-			continue
+			failed = err
 		}
-		s.state.apply(name, observe(ev, s.cfg.MaxMetadataBytes), s.cfg.Now())
 	}
 	if failed != nil {
 		s.cfg.Logger.Warn("ui: read", "err", failed)
@@ -262,6 +267,57 @@ func (s *Server[M]) readNames(ctx context.Context) {
 		return
 	}
 	s.state.setError("")
+}
+
+// read reads name and applies what it found. It returns the store's
+// error when the read failed.
+func (s *Server[M]) read(ctx context.Context, name string) error {
+	rec, rev, err := s.st.Get(ctx, name)
+	ev := store.Event[M]{Record: rec, Revision: rev}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ev = store.Event[M]{Absent: true}
+	case errors.Is(err, store.ErrCorruptRecord):
+		ev = store.Event[M]{Revision: rev, Err: err}
+	case err != nil:
+		return fmt.Errorf("%q: %w", name, err)
+	}
+	s.state.apply(name, observe(ev, s.cfg.MaxMetadataBytes), s.cfg.Now())
+	return nil
+}
+
+// hint records that a watch event of a store whose events are not
+// authentic (anyone who can publish on its channel can forge one) told
+// of a change of name: the reader reads the record, and shows what it
+// read rather than what the event said.
+func (s *Server[M]) hint(name string) {
+	s.mu.Lock()
+	s.toRead[name] = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reader reads the names hinted at until ctx ends.
+func (s *Server[M]) reader(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		names := slices.Sorted(maps.Keys(s.toRead))
+		clear(s.toRead)
+		s.mu.Unlock()
+		for _, name := range names {
+			if err := s.read(ctx, name); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("ui: read after a watch event", "err", err)
+			}
+		}
+	}
 }
 
 // watch starts watches for shown names that have none, up to
@@ -315,7 +371,11 @@ func (s *Server[M]) watch(ctx context.Context) {
 				ended()
 				return
 			}
-			s.state.apply(name, observe(ev, s.cfg.MaxMetadataBytes), s.cfg.Now())
+			if s.authentic {
+				s.state.apply(name, observe(ev, s.cfg.MaxMetadataBytes), s.cfg.Now())
+				return
+			}
+			s.hint(name)
 		})
 		if err != nil {
 			ended()

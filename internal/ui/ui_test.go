@@ -450,3 +450,69 @@ func TestUnescapeMarkupWritesOnlyMarkupEscapesAsCharacters(t *testing.T) {
 		}
 	}
 }
+
+// forging is memstore with a watch whose events are not authentic: after
+// the first event of each watch, it delivers a forged one, as anyone who
+// can publish on a Redis or PostgreSQL channel can.
+type forging struct{ *memstore.Store[meta] }
+
+func (forging) WatchCapabilities() store.WatchCapabilities { return store.WatchCapabilities{} }
+
+func (f forging) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	in, err := f.Store.Watch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event[meta])
+	forged := store.Event[meta]{Record: lease.Record[meta]{Holder: "mallory", Token: 1 << 50, LeaseDuration: time.Hour}, Revision: 1 << 40}
+	go func() {
+		defer close(out)
+		send := func(ev store.Event[meta]) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		first := true
+		for ev := range in {
+			if !send(ev) || first && !send(forged) {
+				return
+			}
+			first = false
+		}
+	}()
+	return out, nil
+}
+
+func (f forging) WatchFunc(ctx context.Context, name string, fn func(store.Event[meta], bool)) error {
+	return store.WatchFuncVia[meta](ctx, f, name, fn)
+}
+
+func TestForgedWatchEventsAreOnlyHints(t *testing.T) {
+	ms := memstore.New[meta]()
+	put(t, ms, "a", "node-1", 1, "")
+	s := newServer(t, forging{ms}, Config{Interval: time.Hour, Now: time.Now})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // first: Run's end ends the event stream, which srv.Close waits for
+	go func() { _ = s.Run(ctx) }()
+	ev, _ := follow(t, srv.URL)
+	// seen returns the holder of the only row a message holds.
+	seen := func(m Message) string {
+		if len(m.Rows) == 0 {
+			return ""
+		}
+		if r := m.Rows[0]; r.Holder == "mallory" {
+			t.Fatalf("the page was sent the forged record: %+v", r)
+		}
+		return m.Rows[0].Holder
+	}
+	for _, m := ev.next(t); seen(m) != "node-1"; _, m = ev.next(t) {
+	}
+	put(t, ms, "a", "node-2", 2, "")
+	for _, m := ev.next(t); seen(m) != "node-2"; _, m = ev.next(t) {
+	}
+}
