@@ -90,6 +90,9 @@ type state struct {
 type entry struct {
 	row Row
 	seq uint64 // of the row's last change
+	// lowerRead is the revision below row's that the last read found, if
+	// it found one.
+	lowerRead uint64
 }
 
 type removal struct {
@@ -110,6 +113,9 @@ type obs struct {
 	absent bool
 	err    string
 	row    Row // Name, History unset
+	// read: the observation is a read of the store (a listing or a Get),
+	// not a watch event.
+	read bool
 }
 
 // observe turns what a store returned into an observation, metadata cut
@@ -226,9 +232,21 @@ func (st *state) put(name string, o obs, now time.Time) bool {
 		}
 		e = &entry{}
 		st.rows[name] = e
-	} else if o.row.Revision < e.row.Revision || o.row.Revision == e.row.Revision && o.err == e.row.Error {
+	} else if o.row.Revision < e.row.Revision {
+		// Older than what is shown: a listing that raced a watch event,
+		// and dropped. Two reads in a row that find the same older
+		// revision show that the store went back (a restore): shown.
+		if !o.read || e.lowerRead != o.row.Revision {
+			if o.read {
+				e.lowerRead = o.row.Revision
+			}
+			return false
+		}
+	} else if o.row.Revision == e.row.Revision && o.err == e.row.Error {
+		e.lowerRead = 0
 		return false
 	}
+	e.lowerRead = 0
 	st.seq++
 	e.seq = st.seq
 	if o.err != "" {

@@ -246,6 +246,7 @@ func (s *Server[M]) list(ctx context.Context) {
 	for i, l := range listed {
 		names[i] = l.Name
 		obs[i] = observe(store.Event[M]{Record: l.Record, Revision: l.Revision, Err: l.Err}, s.cfg.MaxMetadataBytes)
+		obs[i].read = true
 	}
 	s.state.applyListing(obs, names, s.cfg.Now())
 }
@@ -282,7 +283,9 @@ func (s *Server[M]) read(ctx context.Context, name string) error {
 	case err != nil:
 		return fmt.Errorf("%q: %w", name, err)
 	}
-	s.state.apply(name, observe(ev, s.cfg.MaxMetadataBytes), s.cfg.Now())
+	o := observe(ev, s.cfg.MaxMetadataBytes)
+	o.read = true
+	s.state.apply(name, o, s.cfg.Now())
 	return nil
 }
 

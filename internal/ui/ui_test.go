@@ -516,3 +516,22 @@ func TestForgedWatchEventsAreOnlyHints(t *testing.T) {
 	for _, m := ev.next(t); seen(m) != "node-2"; _, m = ev.next(t) {
 	}
 }
+
+func TestAStoreThatWentBackIsShownAfterTwoReads(t *testing.T) {
+	st := newState(Config{History: 5, MaxNames: 10})
+	st.apply("n", obs{row: Row{Revision: 10, Holder: "b", Token: 2}, read: true}, t0)
+	holder := func() string { m, _ := st.since(0, true); return m.Rows[0].Holder }
+	st.apply("n", obs{row: Row{Revision: 5, Holder: "a", Token: 1}}, t0)
+	st.apply("n", obs{row: Row{Revision: 5, Holder: "a", Token: 1}}, t0)
+	if h := holder(); h != "b" {
+		t.Fatalf("holder %q after older watch events, want b: an event older than what is shown is late", h)
+	}
+	st.apply("n", obs{row: Row{Revision: 5, Holder: "a", Token: 1}, read: true}, t0)
+	if h := holder(); h != "b" {
+		t.Fatalf("holder %q after one older read, want b: it may have raced a newer event", h)
+	}
+	st.apply("n", obs{row: Row{Revision: 5, Holder: "a", Token: 1}, read: true}, t0)
+	if h := holder(); h != "a" {
+		t.Fatalf("holder %q after two reads of the same older revision, want a: the store went back", h)
+	}
+}
