@@ -27,8 +27,9 @@
 //
 // Memory is bounded: at most Config.MaxNames names (the listing is cut
 // there, and the page says so), Config.History handovers per name,
-// Config.MaxMetadataBytes of each record's metadata, and a fixed amount
-// per page following the events.
+// Config.MaxMetadataBytes of each record's metadata, the latest 1,024
+// removals, and at most 64 pages following the events at once, each with
+// a fixed amount.
 //
 // The package is internal: the JSON it serves is the page's, and may
 // change with it.

@@ -113,11 +113,19 @@ func (s *Server[M]) serveState(w http.ResponseWriter, r *http.Request) {
 
 // serveEvents follows the state: a "reset" event with every row, then an
 // "update" event at each change (changes coming faster than every
-// throttle are sent together), until the page goes or Run ends.
+// throttle are sent together), until the page goes or Run ends. At most
+// maxStreams pages follow at once; more are refused (503).
 func (s *Server[M]) serveEvents(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		http.Error(w, fmt.Sprintf("tenure ui: %d pages follow this server already, the most it serves", cap(s.streams)), http.StatusServiceUnavailable)
 		return
 	}
 	h := w.Header()

@@ -38,6 +38,8 @@ const (
 	// maxRemoved bounds the removals kept for pages that follow the
 	// events; a page further behind is sent every row again.
 	maxRemoved = 1024
+	// maxStreams bounds the pages following the events at once.
+	maxStreams = 64
 	// keepAlive is the time between comments sent to a quiet page, so
 	// that proxies keep the stream open and a gone page is noticed.
 	keepAlive = 15 * time.Second
@@ -147,6 +149,7 @@ type Server[M any] struct {
 	authentic bool
 	running   bool
 	mux       *http.ServeMux
+	streams   chan struct{} // a token per page following the events
 }
 
 // New returns a Server showing st's records as cfg says. It returns an
@@ -166,6 +169,7 @@ func New[M any](st store.Store[M], cfg Config) (*Server[M], error) {
 		done:     make(chan struct{}),
 		watching: map[string]context.CancelFunc{},
 		toRead:   map[string]bool{},
+		streams:  make(chan struct{}, maxStreams),
 		wake:     make(chan struct{}, 1),
 		// A forged event could show a made-up record, or one with a
 		// revision so high that no real one would replace it.

@@ -535,3 +535,23 @@ func TestAStoreThatWentBackIsShownAfterTwoReads(t *testing.T) {
 		t.Fatalf("holder %q after two reads of the same older revision, want a: the store went back", h)
 	}
 }
+
+func TestEventStreamsAreBounded(t *testing.T) {
+	s := newServer(t, memstore.New[meta](), Config{})
+	s.streams = make(chan struct{}, 1)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // first: Run's end ends the event stream, which srv.Close waits for
+	go func() { _ = s.Run(ctx) }()
+	ev, _ := follow(t, srv.URL)
+	ev.next(t)
+	resp, err := http.Get(srv.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second page following a server that serves one: %d, want 503", resp.StatusCode)
+	}
+}
