@@ -11,8 +11,8 @@ import (
 )
 
 // Collectors holds Tenure's metrics for any number of electors in one
-// process. It implements prometheus.Collector, lead.Instruments and
-// lead.EveryInstruments. Make it
+// process. It implements prometheus.Collector, lead.Instruments,
+// lead.EveryInstruments and lead.Tracer. Make it
 // with New: a nil or zero Collectors records and reports nothing.
 type Collectors struct {
 	now          func() time.Time
@@ -24,11 +24,14 @@ type Collectors struct {
 	lastRenewal  *prometheus.GaugeVec
 	storeErrors  *prometheus.CounterVec
 	everyErrors  *prometheus.CounterVec
+	claim        *prometheus.GaugeVec
+	watch        *prometheus.GaugeVec
 }
 
 var (
 	_ lead.Instruments      = (*Collectors)(nil)
 	_ lead.EveryInstruments = (*Collectors)(nil)
+	_ lead.Tracer           = (*Collectors)(nil)
 )
 
 // Option configures Collectors.
@@ -75,6 +78,12 @@ func New(opts ...Option) *Collectors {
 		everyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_every_errors_total", Help: "Runs of lead.Elector.Every that returned an error while their term was still going.",
 		}, name),
+		claim: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_claim_waiting", Help: "1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.",
+		}, name),
+		watch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_watch_up", Help: "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.",
+		}, name),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -92,7 +101,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch}
 }
 
 // Describe implements prometheus.Collector.
@@ -119,7 +128,7 @@ func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
 // lead.New. For a nil Collectors, lead.New then fails with an error wrapping
 // lead.ErrNilArgument that names WithInstruments.
 func (c *Collectors) Options() []lead.Option {
-	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe)}
+	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe), lead.WithTracer(c)}
 }
 
 // Observe records a leadership change. It is a lead observer.
@@ -167,4 +176,34 @@ func (c *Collectors) EveryFailed(name string, _ error) {
 		return
 	}
 	c.everyErrors.WithLabelValues(name).Inc()
+}
+
+// LeaseOp implements lead.Tracer: the store operations are counted by
+// StoreOp, so it records nothing.
+func (c *Collectors) LeaseOp(lead.Operation) {}
+
+// HandOver implements lead.Tracer; it records nothing.
+func (c *Collectors) HandOver(lead.Operation) {}
+
+// Claim sets tenure_claim_waiting. It implements lead.Tracer.
+func (c *Collectors) Claim(name string, _ uint64, waiting bool) {
+	if !c.usable() {
+		return
+	}
+	c.claim.WithLabelValues(name).Set(bool01(waiting))
+}
+
+// Watch sets tenure_watch_up. It implements lead.Tracer.
+func (c *Collectors) Watch(name string, up bool) {
+	if !c.usable() {
+		return
+	}
+	c.watch.WithLabelValues(name).Set(bool01(up))
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
