@@ -1,13 +1,11 @@
 package metrics
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-go/tenure/lead"
-	"github.com/tenure-go/tenure/store"
 )
 
 // Collectors holds Tenure's metrics for any number of electors in one
@@ -154,7 +152,7 @@ func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
 		return
 	}
 	// A conflict or a missing record is an answer, not a failure.
-	failed := err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound)
+	failed := lead.OutcomeOf(err) == lead.OutcomeError
 	if op == lead.OpRenew {
 		c.renewLatency.WithLabelValues(name).Observe(took.Seconds())
 		if failed {
