@@ -491,12 +491,12 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		// store has a guard; never a plain swap instead (the helper
 		// fails when the guard is gone).
 		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
-		r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
 		}))
 		return
 	}
-	r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+	r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 		if v == nil {
 			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
 		}

@@ -14,7 +14,8 @@ import (
 // acquire, renew and release, the claims it waits on, and whether its
 // watch of the store is up. The module github.com/tenure-go/tenure/otel
 // turns these into OpenTelemetry spans and metrics; package metrics into
-// the gauges tenure_claim_waiting and tenure_watch_up. Its methods are
+// the gauges tenure_lease_duration_seconds, tenure_claim_waiting and
+// tenure_watch_up. Its methods are
 // called from the elector's goroutines, never under the elector's locks;
 // they must be quick and safe for concurrent use. Set it with WithTracer.
 type Tracer interface {
@@ -45,6 +46,10 @@ type Operation struct {
 	// Token is the fencing token of the record the operation wrote: for
 	// an acquire, the new term's token, whether or not the store took it.
 	Token uint64
+	// LeaseDuration is the lease the written record promises (see
+	// lease.Record): how long others wait after its holder's last
+	// renewal.
+	LeaseDuration time.Duration
 	// Start and End are when the operation began and when its answer
 	// came, by the elector's clock.
 	Start, End time.Time
@@ -95,9 +100,10 @@ func WithTracer(t Tracer) Option {
 	}
 }
 
-// traced wraps the swap op of kind op writing a record with token, to tell
+// traced wraps the swap op of kind op writing a record with token and
+// lease duration leaseDur, to tell
 // the elector's Tracer of it. Without a Tracer it returns op unchanged.
-func (r *runner[M]) traced(op string, token uint64, f func(context.Context) (lease.Record[M], lease.Revision, error)) func(context.Context) (lease.Record[M], lease.Revision, error) {
+func (r *runner[M]) traced(op string, token uint64, leaseDur time.Duration, f func(context.Context) (lease.Record[M], lease.Revision, error)) func(context.Context) (lease.Record[M], lease.Revision, error) {
 	e := r.e
 	if e.tracer == nil {
 		return f
@@ -105,7 +111,7 @@ func (r *runner[M]) traced(op string, token uint64, f func(context.Context) (lea
 	return func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 		start := e.clock.Now()
 		rec, rev, err := f(ctx)
-		e.tracer.LeaseOp(Operation{Name: e.name, Op: op, Token: token, Start: start, End: e.clock.Now(), Outcome: OutcomeOf(err), Err: err})
+		e.tracer.LeaseOp(Operation{Name: e.name, Op: op, Token: token, LeaseDuration: leaseDur, Start: start, End: e.clock.Now(), Outcome: OutcomeOf(err), Err: err})
 		return rec, rev, err
 	}
 }

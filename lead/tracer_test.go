@@ -88,8 +88,8 @@ func TestTracerIsToldOfEachLeaseOperation(t *testing.T) {
 			}
 		}
 		for _, o := range ops {
-			if o.Name != "job" || o.Start.Before(began) || o.End.Before(o.Start) || o.Err != nil {
-				t.Fatalf("operation %+v; want name job, Start after %v, End after Start, no error", o, began)
+			if o.Name != "job" || o.Start.Before(began) || o.End.Before(o.Start) || o.Err != nil || o.LeaseDuration != fastConfig().LeaseDuration {
+				t.Fatalf("operation %+v; want name job, Start after %v, End after Start, no error, the LeaseDuration", o, began)
 			}
 		}
 		if len(claims) != 0 {

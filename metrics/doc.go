@@ -17,4 +17,5 @@
 //	tenure_every_errors_total              counter of runs of Elector.Every that failed while their term went on
 //	tenure_claim_waiting                   gauge: 1 while this process waits on a claim it created, else 0
 //	tenure_watch_up                        gauge: 1 while the watch of the record is up, 0 while polling after it failed
+//	tenure_lease_duration_seconds          gauge: the lease the last successful acquire or renewal promised
 package metrics

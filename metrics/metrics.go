@@ -24,6 +24,7 @@ type Collectors struct {
 	everyErrors  *prometheus.CounterVec
 	claim        *prometheus.GaugeVec
 	watch        *prometheus.GaugeVec
+	leaseDur     *prometheus.GaugeVec
 }
 
 var (
@@ -82,6 +83,9 @@ func New(opts ...Option) *Collectors {
 		watch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tenure_watch_up", Help: "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.",
 		}, name),
+		leaseDur: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_lease_duration_seconds", Help: "Lease that this process's last successful acquire or renewal promised: how long others wait after it.",
+		}, name),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -99,7 +103,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch, c.leaseDur}
 }
 
 // Describe implements prometheus.Collector.
@@ -176,9 +180,14 @@ func (c *Collectors) EveryFailed(name string, _ error) {
 	c.everyErrors.WithLabelValues(name).Inc()
 }
 
-// LeaseOp implements lead.Tracer: the store operations are counted by
-// StoreOp, so it records nothing.
-func (c *Collectors) LeaseOp(lead.Operation) {}
+// LeaseOp sets tenure_lease_duration_seconds after a successful acquire
+// or renewal (StoreOp counts the operations). It implements lead.Tracer.
+func (c *Collectors) LeaseOp(op lead.Operation) {
+	if !c.usable() || op.Outcome != lead.OutcomeOK || (op.Op != lead.OpAcquire && op.Op != lead.OpRenew) {
+		return
+	}
+	c.leaseDur.WithLabelValues(op.Name).Set(op.LeaseDuration.Seconds())
+}
 
 // HandOver implements lead.Tracer; it records nothing.
 func (c *Collectors) HandOver(lead.Operation) {}

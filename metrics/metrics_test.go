@@ -178,7 +178,8 @@ type lossy struct{ *memstore.Store[struct{}] }
 func (lossy) MayLoseRecords() bool { return true }
 
 // tenure_claim_waiting is 1 while the elector waits on its claim and 0
-// once it took it over; tenure_watch_up is 1 while its watch is up.
+// once it took it over; tenure_watch_up is 1 while its watch is up;
+// tenure_lease_duration_seconds is the lease its record promises.
 func TestClaimAndWatchGaugesFollowTheElector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := metrics.New()
@@ -209,6 +210,14 @@ tenure_watch_up{name="job"} %d
 		<-changes // the term, once the claim has stood
 		synctest.Wait()
 		if err := testutil.CollectAndCompare(m, strings.NewReader(gauges(0, 1)), "tenure_claim_waiting", "tenure_watch_up"); err != nil {
+			t.Fatal(err)
+		}
+		want := `
+# HELP tenure_lease_duration_seconds Lease that this process's last successful acquire or renewal promised: how long others wait after it.
+# TYPE tenure_lease_duration_seconds gauge
+tenure_lease_duration_seconds{name="job"} 3
+`
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "tenure_lease_duration_seconds"); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -26,6 +26,7 @@ func exercise(c *metrics.Collectors) {
 	c.EveryFailed("job", errors.New("boom"))
 	c.Claim("job", 1, true)
 	c.Watch("job", true)
+	c.LeaseOp(lead.Operation{Name: "job", Op: lead.OpRenew, Outcome: lead.OutcomeOK, LeaseDuration: 15 * time.Second})
 }
 
 // gathered registers a fresh, exercised Collectors; it fails t unless

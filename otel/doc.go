@@ -24,6 +24,7 @@
 //	tenure.every.errors         counter {error}: runs of Elector.Every that failed while their term went on
 //	tenure.claim.waiting        gauge {1}: 1 while this process waits on a claim it created
 //	tenure.watch.up             gauge {1}: 1 while the watch of the record is up
+//	tenure.lease.duration       gauge s: the lease the last successful acquire or renewal promised
 //
 // The spans, named tenure.acquire, tenure.renew, tenure.release and
 // tenure.handover, of kind client, run from when the operation began to

@@ -61,6 +61,7 @@ type Telemetry struct {
 	everyErrors   metric.Int64Counter
 	claim         metric.Int64Gauge
 	watch         metric.Int64Gauge
+	leaseDur      metric.Float64Gauge
 }
 
 var (
@@ -168,6 +169,9 @@ func New(opts ...Option) (*Telemetry, error) {
 		metric.WithDescription("Round trip of lease renewals, successful or not."),
 		metric.WithExplicitBucketBoundaries(renewalBuckets()...))
 	errs = append(errs, err)
+	t.leaseDur, err = m.Float64Gauge("tenure.lease.duration", metric.WithUnit("s"),
+		metric.WithDescription("Lease that this process's last successful acquire or renewal promised: how long others wait after it."))
+	errs = append(errs, err)
 	t.lastRenewal, err = m.Float64Gauge("tenure.renewal.timestamp", metric.WithUnit("s"),
 		metric.WithDescription("Unix time when the last successful acquire or renewal returned."))
 	errs = append(errs, err)
@@ -257,11 +261,15 @@ func (t *Telemetry) EveryFailed(name string, _ error) {
 	t.everyErrors.Add(context.Background(), 1, named(name))
 }
 
-// LeaseOp records the operation's span, tenure.<op>. It implements
+// LeaseOp records the operation's span, tenure.<op>, and after a
+// successful acquire or renewal tenure.lease.duration. It implements
 // lead.Tracer.
 func (t *Telemetry) LeaseOp(op lead.Operation) {
 	if !t.usable() {
 		return
+	}
+	if op.Outcome == lead.OutcomeOK && (op.Op == lead.OpAcquire || op.Op == lead.OpRenew) {
+		t.leaseDur.Record(context.Background(), op.LeaseDuration.Seconds(), named(op.Name))
 	}
 	_, span := t.tracer.Start(context.Background(), "tenure."+op.Op,
 		trace.WithSpanKind(trace.SpanKindClient),

@@ -175,6 +175,7 @@ func TestElectionAndHandoverAreMeasuredAndTraced(t *testing.T) {
 			"tenure.leadership.changes[{change}]{tenure.change=stopped,tenure.election.name=job}": "1",
 			"tenure.renewal.timestamp[s]{tenure.election.name=job}":                               fmt.Sprint(float64(began.Add(time.Second).UnixNano()) / 1e9),
 			"tenure.watch.up[1]{tenure.election.name=job}":                                        "1",
+			"tenure.lease.duration[s]{tenure.election.name=job}":                                  "3",
 		})
 		gotB := pb.metrics(t)
 		wantMetrics(t, "b", gotB, map[string]string{
