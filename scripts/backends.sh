@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the server binaries that the backend tests start themselves
-# (redis-server, PostgreSQL), from Debian's packages, when they are missing
-# and this machine can install them. It never fails the build: a test whose
+# (redis-server, PostgreSQL), and promtool (in the prometheus package),
+# which checks deploy/prometheus's alert rules, from Debian's packages,
+# when they are missing and this machine can install them. It never fails the build: a test whose
 # server cannot be had skips with a message, or fails when
 # TENURE_REQUIRE_BACKENDS=1.
 set -u
@@ -9,6 +10,7 @@ set -u
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
