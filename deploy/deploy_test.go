@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tenure-go/tenure/lead"
-	"github.com/tenure-go/tenure/metrics"
+	"github.com/tenure-go/tenure/internal/testing/metricnames"
 )
 
 const (
@@ -28,44 +25,11 @@ const (
 	dashboardFile = "grafana/tenure.json"
 )
 
-// exported returns the names of the series package metrics exports, by
-// registering its collectors, giving each a series and gathering: a
-// histogram's _bucket, _sum and _count included. It fails t unless every
-// metric the collectors describe was gathered.
+// exported returns the names of the series package metrics exports.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
-	c := metrics.New()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	c.Observe(lead.Change{Kind: lead.Started, Term: lead.Term{Name: "job", Token: 1}})
-	for _, op := range []string{lead.OpRead, lead.OpAcquire, lead.OpRenew, lead.OpRelease} {
-		c.StoreOp("job", op, time.Millisecond, nil)
-		c.StoreOp("job", op, time.Millisecond, errors.New("down"))
-	}
-	c.EveryFailed("job", errors.New("boom"))
-	c.Claim("job", 1, true)
-	c.Watch("job", true)
-	c.LeaseOp(lead.Operation{Name: "job", Op: lead.OpRenew, Outcome: lead.OutcomeOK, LeaseDuration: 15 * time.Second})
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	descs := make(chan *prometheus.Desc, 100)
-	c.Describe(descs)
-	close(descs)
-	if len(descs) != len(fams) {
-		t.Fatalf("%d metrics described, %d gathered: give every metric a series in exported", len(descs), len(fams))
-	}
-	names := map[string]bool{}
-	for _, f := range fams {
-		names[f.GetName()] = true
-		if f.GetType().String() == "HISTOGRAM" {
-			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				names[f.GetName()+s] = true
-			}
-		}
-	}
-	return names
+	_, fams := metricnames.Gather(t)
+	return metricnames.Series(fams)
 }
 
 var promql = parser.NewParser(parser.Options{})

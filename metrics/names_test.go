@@ -1,54 +1,14 @@
 package metrics_test
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tenure-go/tenure/lead"
-	"github.com/tenure-go/tenure/metrics"
+	"github.com/tenure-go/tenure/internal/testing/metricnames"
 )
-
-// exercise makes every metric of c hold a series, so that a registry
-// gathers each.
-func exercise(c *metrics.Collectors) {
-	c.Observe(lead.Change{Kind: lead.Started, Term: lead.Term{Name: "job", Token: 1}})
-	c.Observe(lead.Change{Kind: lead.Stopped, Term: lead.Term{Name: "job", Token: 1}})
-	for _, op := range []string{lead.OpRead, lead.OpAcquire, lead.OpRenew, lead.OpRelease} {
-		c.StoreOp("job", op, time.Millisecond, nil)
-		c.StoreOp("job", op, time.Millisecond, errors.New("down"))
-	}
-	c.EveryFailed("job", errors.New("boom"))
-	c.Claim("job", 1, true)
-	c.Watch("job", true)
-	c.LeaseOp(lead.Operation{Name: "job", Op: lead.OpRenew, Outcome: lead.OutcomeOK, LeaseDuration: 15 * time.Second})
-}
-
-// gathered registers a fresh, exercised Collectors; it fails t unless
-// every metric the Collectors describes is gathered.
-func gathered(t *testing.T) *prometheus.Registry {
-	t.Helper()
-	c := metrics.New()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	exercise(c)
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	descs := make(chan *prometheus.Desc, 100)
-	c.Describe(descs)
-	close(descs)
-	if len(descs) != len(fams) {
-		t.Fatalf("%d metrics described, %d gathered: make exercise give every metric a series", len(descs), len(fams))
-	}
-	return reg
-}
 
 var (
 	snakeName = regexp.MustCompile(`^tenure_[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
@@ -87,14 +47,10 @@ func nameProblems(name string, typ string, help string) []string {
 // with its unit in base units, _total on counters only, and help text
 // that is a sentence; and promlint finds nothing.
 func TestMetricNamesAndHelpFollowConventions(t *testing.T) {
-	reg := gathered(t)
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, fams := metricnames.Gather(t)
 	for _, f := range fams {
-		if p := nameProblems(f.GetName(), f.GetType().String(), f.GetHelp()); len(p) != 0 {
-			t.Errorf("%s (%s): %s", f.GetName(), f.GetType(), strings.Join(p, "; "))
+		if p := nameProblems(f.Name, f.Type, f.Help); len(p) != 0 {
+			t.Errorf("%s (%s): %s", f.Name, f.Type, strings.Join(p, "; "))
 		}
 	}
 	problems, err := testutil.GatherAndLint(reg)
