@@ -106,7 +106,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
-// WithClock sets the clock that stamps tenure.renewal.timestamp (default
+// WithClock sets the clock that stamps tenure.last_renewal.timestamp (default
 // time.Now). A nil now keeps the default.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
@@ -156,14 +156,14 @@ func New(opts ...Option) (*Telemetry, error) {
 		errs = append(errs, err)
 		return ctr
 	}
-	t.leader = gauge("tenure.leader", "1", "1 while this process leads the election, 0 otherwise.")
+	t.leader = gauge("tenure.leader", "{leader}", "1 while this process leads the election, 0 otherwise.")
 	t.token = gauge("tenure.term.token", "{token}", "Fencing token of this process's current or last term.")
 	t.changes = counter("tenure.leadership.changes", "{change}", "Terms this process started and stopped.")
 	t.renewFailures = counter("tenure.renewal.failures", "{failure}", "Renewals that failed or timed out (conflicts excluded).")
 	t.storeErrors = counter("tenure.store.errors", "{error}", "Store operations that failed or timed out (conflicts and missing records excluded).")
 	t.everyErrors = counter("tenure.every.errors", "{error}", "Runs of lead.Elector.Every that returned an error while their term was still going.")
-	t.claim = gauge("tenure.claim.waiting", "1", "1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.")
-	t.watch = gauge("tenure.watch.up", "1", "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.")
+	t.claim = gauge("tenure.claim.waiting", "{claim}", "1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.")
+	t.watch = gauge("tenure.watch.up", "{watch}", "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.")
 	var err error
 	t.renewDuration, err = m.Float64Histogram("tenure.renewal.duration", metric.WithUnit("s"),
 		metric.WithDescription("Round trip of lease renewals, successful or not."),
@@ -172,7 +172,7 @@ func New(opts ...Option) (*Telemetry, error) {
 	t.leaseDur, err = m.Float64Gauge("tenure.lease.duration", metric.WithUnit("s"),
 		metric.WithDescription("Lease that this process's last successful acquire or renewal promised: how long others wait after it."))
 	errs = append(errs, err)
-	t.lastRenewal, err = m.Float64Gauge("tenure.renewal.timestamp", metric.WithUnit("s"),
+	t.lastRenewal, err = m.Float64Gauge("tenure.last_renewal.timestamp", metric.WithUnit("s"),
 		metric.WithDescription("Unix time when the last successful acquire or renewal returned."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
