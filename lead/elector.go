@@ -124,6 +124,7 @@ type Elector[M any] struct {
 	guarded       bool // the store guards swaps from a release (store.ReleaseGuard)
 	immediate     bool // the store's operations never wait (store.Immediate): run on the loop
 	instruments   Instruments
+	tracer        Tracer          // nil: none
 	environ       func() []string // lists the environment for logCapabilities; nil: none
 
 	ready   chan struct{}
@@ -288,6 +289,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		guarded:       store.ReleaseGuardOf(st) != nil,
 		immediate:     store.AnswersImmediately(st),
 		instruments:   o.instruments,
+		tracer:        o.tracer,
 		environ:       environ,
 		ready:         make(chan struct{}),
 		stopped:       make(chan struct{}),
@@ -452,6 +454,15 @@ type Status struct {
 	Err error
 }
 
+// claimLocked returns the token of the claim the elector waits on (see
+// Status.Claim), or 0 when it waits on none.
+func (e *Elector[M]) claimLocked() uint64 {
+	if e.term == nil && e.claimToken != 0 && e.haveRec && e.rec.Holder == e.id && e.rec.Token == e.claimToken {
+		return e.claimToken
+	}
+	return 0
+}
+
 // Status returns a snapshot of the elector.
 func (e *Elector[M]) Status() Status {
 	if e == nil {
@@ -465,7 +476,7 @@ func (e *Elector[M]) Status() Status {
 		s.Leading = e.leadingLocked() != nil
 		s.LastRenewal, s.Deadline = e.epoch.Add(t.confirmed), e.epoch.Add(t.until)
 	}
-	if e.term == nil && e.claimToken != 0 && e.haveRec && e.rec.Holder == e.id && e.rec.Token == e.claimToken {
+	if e.claimLocked() != 0 {
 		s.Claim, s.ClaimEnds = true, e.epoch.Add(e.claimUntil)
 	}
 	return s

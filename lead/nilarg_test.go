@@ -75,6 +75,11 @@ func TestNilArgumentsAreRefusedByName(t *testing.T) {
 			_, err := lead.New("job", st, noEnv, lead.WithInstruments(i))
 			return err
 		}, "WithInstruments: i"},
+		{"New: WithTracer(typed nil)", func() error {
+			var tr *traceLog
+			_, err := lead.New("job", st, noEnv, lead.WithTracer(tr))
+			return err
+		}, "WithTracer: t"},
 		{"Run: nil ctx", func() error { return ok.Run(nilCtx) }, "Run: ctx"},
 		{"Run: nil Elector", func() error { return nilE.Run(ctx) }, "*Elector is nil"},
 		{"Run: zero Elector", func() error { return zeroE.Run(ctx) }, "not made by New"},

@@ -28,6 +28,7 @@ type options struct {
 	observers     []func(Change)
 	hostname      func() (string, error)
 	instruments   Instruments
+	tracer        Tracer
 	maxOps        int     // WithMaxStoreOps; 0 when not given
 	errs          []error // arguments the options could not take
 }

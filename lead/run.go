@@ -142,6 +142,10 @@ type runner[M any] struct {
 	watchGen   uint32
 	watchTimer Timer
 
+	// claimTraced is the token of the claim last told to the Tracer as
+	// waited on; 0 when none.
+	claimTraced uint64
+
 	// Under loop.mu: the messages of this runner waiting in the queue
 	// (loop.post), and the newest watch event waiting.
 	queued     uint8
@@ -270,6 +274,7 @@ func (r *runner[M]) handle(m *msg[M]) {
 		r.stop()
 	}
 	r.settleResign()
+	r.traceClaim()
 }
 
 // finish ends the runner once it is over (see over: its machine has
@@ -292,6 +297,7 @@ func (r *runner[M]) finish() {
 		r.metaTimer.Stop()
 	}
 	r.endResign()
+	r.traceClaim()
 	r.opCtx.end()
 	r.e.markReady()
 	r.host.finished(r)
@@ -485,19 +491,19 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		// store has a guard; never a plain swap instead (the helper
 		// fails when the guard is gone).
 		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
-		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
-		})
+		}))
 		return
 	}
-	r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+	r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 		if v == nil {
 			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
 		}
 		rec, rev, vouched, err := store.CreateVouched(ctx, e.st, e.name, next)
 		v.Store(vouched)
 		return rec, rev, err
-	})
+	}))
 }
 
 // result is the answer to one store operation, posted to the loop.

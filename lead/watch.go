@@ -46,6 +46,8 @@ func (r *runner[M]) watchBegan(err error) {
 		r.watchGen++
 	case err != nil:
 		r.watchFailed(err)
+	default:
+		r.traceWatch(true)
 	}
 }
 
@@ -59,6 +61,7 @@ func (r *runner[M]) watchFailed(err error) {
 	}
 	// Whatever the ended watch still posts is dropped.
 	r.watchGen++
+	r.traceWatch(false)
 	r.step(fsm.Event{Kind: fsm.WatchLost})
 	r.logError(opWatch, err)
 	if r.watchTimer != nil {

@@ -15,4 +15,7 @@
 //	tenure_last_renewal_timestamp_seconds  gauge: when the last successful acquire or renewal returned
 //	tenure_store_errors_total              counter of failed store operations, label op=read|acquire|renew|release
 //	tenure_every_errors_total              counter of runs of Elector.Every that failed while their term went on
+//	tenure_claim_waiting                   gauge: 1 while this process waits on a claim it created, else 0
+//	tenure_watch_up                        gauge: 1 while the watch of the record is up, 0 while polling after it failed
+//	tenure_lease_duration_seconds          gauge: the lease the last successful acquire or renewal promised
 package metrics

@@ -1,18 +1,16 @@
 package metrics
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-go/tenure/lead"
-	"github.com/tenure-go/tenure/store"
 )
 
 // Collectors holds Tenure's metrics for any number of electors in one
-// process. It implements prometheus.Collector, lead.Instruments and
-// lead.EveryInstruments. Make it
+// process. It implements prometheus.Collector, lead.Instruments,
+// lead.EveryInstruments and lead.Tracer. Make it
 // with New: a nil or zero Collectors records and reports nothing.
 type Collectors struct {
 	now          func() time.Time
@@ -24,11 +22,15 @@ type Collectors struct {
 	lastRenewal  *prometheus.GaugeVec
 	storeErrors  *prometheus.CounterVec
 	everyErrors  *prometheus.CounterVec
+	claim        *prometheus.GaugeVec
+	watch        *prometheus.GaugeVec
+	leaseDur     *prometheus.GaugeVec
 }
 
 var (
 	_ lead.Instruments      = (*Collectors)(nil)
 	_ lead.EveryInstruments = (*Collectors)(nil)
+	_ lead.Tracer           = (*Collectors)(nil)
 )
 
 // Option configures Collectors.
@@ -75,6 +77,15 @@ func New(opts ...Option) *Collectors {
 		everyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_every_errors_total", Help: "Runs of lead.Elector.Every that returned an error while their term was still going.",
 		}, name),
+		claim: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_claim_waiting", Help: "1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.",
+		}, name),
+		watch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_watch_up", Help: "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.",
+		}, name),
+		leaseDur: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tenure_lease_duration_seconds", Help: "Lease that this process's last successful acquire or renewal promised: how long others wait after it.",
+		}, name),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -92,7 +103,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch, c.leaseDur}
 }
 
 // Describe implements prometheus.Collector.
@@ -119,7 +130,7 @@ func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
 // lead.New. For a nil Collectors, lead.New then fails with an error wrapping
 // lead.ErrNilArgument that names WithInstruments.
 func (c *Collectors) Options() []lead.Option {
-	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe)}
+	return []lead.Option{lead.WithInstruments(c), lead.WithObserver(c.Observe), lead.WithTracer(c)}
 }
 
 // Observe records a leadership change. It is a lead observer.
@@ -145,7 +156,7 @@ func (c *Collectors) StoreOp(name, op string, took time.Duration, err error) {
 		return
 	}
 	// A conflict or a missing record is an answer, not a failure.
-	failed := err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound)
+	failed := lead.OutcomeOf(err) == lead.OutcomeError
 	if op == lead.OpRenew {
 		c.renewLatency.WithLabelValues(name).Observe(took.Seconds())
 		if failed {
@@ -167,4 +178,39 @@ func (c *Collectors) EveryFailed(name string, _ error) {
 		return
 	}
 	c.everyErrors.WithLabelValues(name).Inc()
+}
+
+// LeaseOp sets tenure_lease_duration_seconds after a successful acquire
+// or renewal (StoreOp counts the operations). It implements lead.Tracer.
+func (c *Collectors) LeaseOp(op lead.Operation) {
+	if !c.usable() || op.Outcome != lead.OutcomeOK || (op.Op != lead.OpAcquire && op.Op != lead.OpRenew) {
+		return
+	}
+	c.leaseDur.WithLabelValues(op.Name).Set(op.LeaseDuration.Seconds())
+}
+
+// HandOver implements lead.Tracer; it records nothing.
+func (c *Collectors) HandOver(lead.Operation) {}
+
+// Claim sets tenure_claim_waiting. It implements lead.Tracer.
+func (c *Collectors) Claim(name string, _ uint64, waiting bool) {
+	if !c.usable() {
+		return
+	}
+	c.claim.WithLabelValues(name).Set(bool01(waiting))
+}
+
+// Watch sets tenure_watch_up. It implements lead.Tracer.
+func (c *Collectors) Watch(name string, up bool) {
+	if !c.usable() {
+		return
+	}
+	c.watch.WithLabelValues(name).Set(bool01(up))
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

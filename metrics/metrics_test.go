@@ -170,3 +170,55 @@ tenure_every_errors_total{name="job"} 2
 		}
 	})
 }
+
+// lossy is a memstore that says it may lose records: the first elector's
+// record is a claim it waits on.
+type lossy struct{ *memstore.Store[struct{}] }
+
+func (lossy) MayLoseRecords() bool { return true }
+
+// tenure_claim_waiting is 1 while the elector waits on its claim and 0
+// once it took it over; tenure_watch_up is 1 while its watch is up;
+// tenure_lease_duration_seconds is the lease its record promises.
+func TestClaimAndWatchGaugesFollowTheElector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := metrics.New()
+		changes := make(chan lead.Change, 10)
+		opts := append(m.Options(), lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+			lead.WithObserver(func(c lead.Change) { changes <- c }))
+		e, err := lead.New("job", lossy{memstore.New[struct{}]()}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer func() { cancel(); <-e.Done() }()
+		go e.Run(ctx)
+		synctest.Wait()
+		gauges := func(claim, watch int) string {
+			return fmt.Sprintf(`
+# HELP tenure_claim_waiting 1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.
+# TYPE tenure_claim_waiting gauge
+tenure_claim_waiting{name="job"} %d
+# HELP tenure_watch_up 1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.
+# TYPE tenure_watch_up gauge
+tenure_watch_up{name="job"} %d
+`, claim, watch)
+		}
+		if err := testutil.CollectAndCompare(m, strings.NewReader(gauges(1, 1)), "tenure_claim_waiting", "tenure_watch_up"); err != nil {
+			t.Fatal(err)
+		}
+		<-changes // the term, once the claim has stood
+		synctest.Wait()
+		if err := testutil.CollectAndCompare(m, strings.NewReader(gauges(0, 1)), "tenure_claim_waiting", "tenure_watch_up"); err != nil {
+			t.Fatal(err)
+		}
+		want := `
+# HELP tenure_lease_duration_seconds Lease that this process's last successful acquire or renewal promised: how long others wait after it.
+# TYPE tenure_lease_duration_seconds gauge
+tenure_lease_duration_seconds{name="job"} 3
+`
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "tenure_lease_duration_seconds"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

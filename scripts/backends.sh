@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the server binaries that the backend tests start themselves
-# (redis-server, PostgreSQL) and the browser the page tests drive
-# (Chromium), from Debian's packages, when they are missing
-# and this machine can install them. It never fails the build: a test whose
+# (redis-server, PostgreSQL), the browser the page tests drive
+# (Chromium) and promtool (in the prometheus package), which checks
+# deploy/prometheus's alert rules, from Debian's packages,
+# when they are missing and this machine can install them. It never fails the build: a test whose
 # server cannot be had skips with a message, or fails when
 # TENURE_REQUIRE_BACKENDS=1.
 set -u
@@ -12,6 +13,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
 	command -v google-chrome >/dev/null 2>&1 || need+=(chromium)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -641,5 +641,42 @@ func Catalogue() []Mutant {
 			Reason:      "the fast path writes when the stored token is below the write's without raising it, so a later stale token passes",
 			Packages:    []string{"./fence/etcdfence"},
 		},
+		// ---- tenure ui: what a writer of the store can do to the page ----
+		{
+			Name:        "ui-csp-inline-scripts",
+			File:        "internal/ui/http.go",
+			Original:    "script-src 'self';",
+			Replacement: "script-src 'self' 'unsafe-inline';",
+			Reason:      "the page's policy lets inline script run, so markup from a record that reaches the document as HTML runs in the page of whoever looks at it",
+			Packages:    []string{"./internal/ui"},
+			Tests:       "TestStateEscapesMarkupFromTheStore",
+		},
+		{
+			Name:        "ui-history-unbounded",
+			File:        "internal/ui/state.go",
+			Original:    "if len(h) >= st.history {",
+			Replacement: "if false && len(h) >= st.history {",
+			Reason:      "every handover of every name is kept, so a writer of the store that changes holders without end grows the server's memory without bound",
+			Packages:    []string{"./internal/ui"},
+			Tests:       "TestHistoryKeepsTheLatestHandovers",
+		},
+		{
+			Name:        "ui-trust-hint-events",
+			File:        "internal/ui/ui.go",
+			Original:    "if s.authentic {",
+			Replacement: "if true {",
+			Reason:      "events of a store anyone can publish on are shown as records, so a forged event shows a made-up holder, and its high revision hides every real record after it",
+			Packages:    []string{"./internal/ui"},
+			Tests:       "TestForgedWatchEventsAreOnlyHints",
+		},
+		{
+			Name:        "ui-any-host",
+			File:        "internal/ui/http.go",
+			Original:    `if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {`,
+			Replacement: `if true {`,
+			Reason:      "the server answers requests for any host name, so a web page whose name is pointed at the loopback (DNS rebinding) reads every record",
+			Packages:    []string{"./internal/ui"},
+			Tests:       "TestHostsOtherThanAddressesAndLocalhostAreRefused",
+		},
 	}
 }

@@ -43,6 +43,7 @@ var Packages = map[string]string{
 	"store":             tenure + "store",
 	"storetest":         tenure + "store/storetest",
 	"storeurl":          tenure + "storeurl",
+	"tenureotel":        tenure + "otel",
 	"watchutil":         tenure + "store/watchutil",
 
 	// Client libraries.
@@ -61,6 +62,8 @@ var Packages = map[string]string{
 	"prometheus":     "github.com/prometheus/client_golang/prometheus",
 	"promhttp":       "github.com/prometheus/client_golang/prometheus/promhttp",
 	"reconcile":      "sigs.k8s.io/controller-runtime/pkg/reconcile",
+	"sdkmetric":      "go.opentelemetry.io/otel/sdk/metric",
+	"sdktrace":       "go.opentelemetry.io/otel/sdk/trace",
 	"redis":          "github.com/redis/go-redis/v9",
 	"rest":           "k8s.io/client-go/rest",
 	"yaml":           "sigs.k8s.io/yaml",

@@ -86,6 +86,14 @@ func ControllerRuntime(p Program) bool {
 	})
 }
 
+// OpenTelemetry reports whether p uses OpenTelemetry or Tenure's otel
+// module, which the main module does not require.
+func OpenTelemetry(p Program) bool {
+	return slices.ContainsFunc(p.Imports, func(path string) bool {
+		return path == tenure+"otel" || strings.HasPrefix(path, "go.opentelemetry.io/")
+	})
+}
+
 // CheckDocuments checks the snippets of the Documents under root for which
 // want is true, building them in a module made from the module in modDir
 // (see Check). Each snippet that fails is an error of t naming its file,
