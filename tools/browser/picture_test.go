@@ -66,8 +66,9 @@ const shown = `(() => {
   };
 })()`
 
-// load shows page in the browser and returns what it shows.
-func load(t *testing.T, page []byte) (*pictureShown, func(name string) string) {
+// load shows page in the browser and returns what it shows, and the
+// browser's context.
+func load(t *testing.T, page []byte) (*pictureShown, context.Context) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -91,7 +92,7 @@ func load(t *testing.T, page []byte) (*pictureShown, func(name string) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &got, func(name string) string { return Screenshot(ctx, t, name) }
+	return &got, ctx
 }
 
 // inside reports whether b has an area and lies within the window's width.
@@ -106,7 +107,8 @@ func (b box) lineInside(width float64) bool {
 }
 
 // The picture of a run that passed renders: a lane per node, each with an
-// area, spans drawn on them, and the verdict's green line at the end.
+// area, spans drawn on them, and the verdict's green line at the end; its
+// zoom redraws it.
 func TestPictureOfAPassingRunRenders(t *testing.T) {
 	o := sim.Options{Seed: 7, Nodes: 5, Duration: 10 * time.Minute, Faults: sim.AllFaults()}
 	o.Store.MayLoseRecords = true
@@ -114,7 +116,7 @@ func TestPictureOfAPassingRunRenders(t *testing.T) {
 	if res.Violation != nil {
 		t.Fatalf("seed 7: %v", res.Violation)
 	}
-	got, screenshot := load(t, page)
+	got, ctx := load(t, page)
 	if !got.Picture.inside(got.ViewW) {
 		t.Fatalf("the picture lies at %+v, outside a window %.0f wide", got.Picture, got.ViewW)
 	}
@@ -132,7 +134,16 @@ func TestPictureOfAPassingRunRenders(t *testing.T) {
 	if got.Class != "ok" || !got.Mark.lineInside(got.ViewW) || len(got.Overlap) != 0 {
 		t.Errorf("verdict %q at %+v with %d overlaps, want ok, shown, none", got.Class, got.Mark, len(got.Overlap))
 	}
-	screenshot("sim-picture-pass")
+	Screenshot(ctx, t, "sim-picture-pass")
+
+	// Zooming in redraws the middle half of the run across the picture.
+	zoomed, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('zin').click(), document.getElementById('range').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "showing 150.000s to 450.000s"; zoomed != want {
+		t.Errorf("zoomed in: %q, want %q", zoomed, want)
+	}
 }
 
 // The picture of a known-bad schedule (the leader's process and clock
@@ -146,7 +157,7 @@ func TestPictureOfAKnownBadScheduleShowsTheViolation(t *testing.T) {
 	if res.Violation == nil || res.Violation.Check != sim.CheckOneLeader {
 		t.Fatalf("violation %v, want two leaders", res.Violation)
 	}
-	got, screenshot := load(t, page)
+	got, ctx := load(t, page)
 	if len(got.Lanes) != o.Nodes {
 		t.Fatalf("%d lanes rendered, want %d", len(got.Lanes), o.Nodes)
 	}
@@ -167,5 +178,5 @@ func TestPictureOfAKnownBadScheduleShowsTheViolation(t *testing.T) {
 			t.Errorf("outlined %s, which the violation %q does not name", got.Nodes[i], res.Violation.Msg)
 		}
 	}
-	screenshot("sim-picture-violation")
+	Screenshot(ctx, t, "sim-picture-violation")
 }
