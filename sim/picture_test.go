@@ -301,3 +301,26 @@ func TestCheckNamesThePictureInTheFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A fault of the store (a rollback) shades every lane; a fault of a node
+// (a crash) shades its lane alone.
+func TestWriteHTMLShadesStoreFaultsAcrossEveryLane(t *testing.T) {
+	o := Options{Seed: 2, Nodes: 3, Duration: time.Minute, Store: StoreModel{MayLoseRecords: true},
+		Schedule: []Fault{
+			{At: 20 * time.Second, Kind: FaultRollback, Revision: 2},
+			{At: 30 * time.Second, Kind: FaultCrash, Node: 1, Dur: 10 * time.Second},
+		}}
+	_, page, _ := drawRun(t, o)
+	lane := page.byID(t, "lane-0").byClass("lanebg")[0]
+	laneH := page.byID(t, "lane-1").byClass("lanebg")[0].num(t, "y") - lane.num(t, "y")
+	want := map[string]float64{"rollback": 3 * laneH, "crash": laneH}
+	faults := page.byClass("fault")
+	if len(faults) != 2 {
+		t.Fatalf("%d faults drawn, want 2", len(faults))
+	}
+	for _, f := range faults {
+		if k := f.attr["data-kind"]; f.num(t, "height") != want[k] {
+			t.Errorf("the %s is %.0f high, want %.0f", k, f.num(t, "height"), want[k])
+		}
+	}
+}

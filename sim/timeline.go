@@ -27,12 +27,19 @@ func stateMark(s fsm.State) timeline.Mark {
 	return timeline.Follower
 }
 
-// faultMark is how a timeline shows a fault.
+// faultMark is how a timeline shows a fault: on the lane of the node it
+// hits, or (node -1) across every lane for a fault of the store, the
+// network or several nodes.
 func faultMark(at int64, f Fault) timeline.Fault {
 	node := f.Node
 	switch f.Kind {
-	case FaultLoss, FaultSlow, FaultDataLoss, FaultDataSwap, FaultResend:
+	case FaultLoss, FaultSlow, FaultDataLoss, FaultDataSwap, FaultResend,
+		FaultForge, FaultForgeWatch, FaultForgeRelease, FaultRollback, FaultRestore, FaultJitter:
 		node = -1
+	case FaultMuteWatch:
+		if f.Mask != 0 {
+			node = -1
+		}
 	}
 	return timeline.Fault{At: at, Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Kind: f.Kind.String(), Text: f.text()}
 }
