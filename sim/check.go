@@ -62,7 +62,10 @@ type Summary struct {
 
 // Check runs the model-mode simulation for many seeds and fails t for
 // every seed that violates a check, with the seed, the violation, the text
-// timeline of the run and how to replay it. It runs the seeds of
+// timeline of the run, the path of its picture (WriteHTML) and how to
+// replay it. The picture goes to the test's artifact directory when go
+// test runs with -artifacts (t.ArtifactDir, kept under -outputdir), else
+// to tenure-sim/<test name>/seed-<seed>.html under os.TempDir. It runs the seeds of
 // o.Seeds, or seeds 1, 2, 3, ... for o.Budget (default DefaultBudget), on
 // GOMAXPROCS goroutines; the environment variables EnvSeeds, EnvBudget,
 // EnvSVG and EnvTrace override the options. o.Seed is ignored. Invalid
@@ -155,7 +158,8 @@ func Check(t TB, o Options) Summary {
 }
 
 // describe runs seed again with a timeline (and a trace, if EnvTrace names
-// a file) and returns the timeline as text; it writes the SVG to svgDir.
+// a file) and returns the timeline as text; for a seed that failed, it
+// writes the picture (sweep.WritePicture) and the SVG to svgDir.
 func describe(t TB, o Options, seed uint64, svgDir string, passed bool) string {
 	t.Helper()
 	o.Seed, o.Record, o.Trace = seed, true, nil
@@ -180,6 +184,13 @@ func describe(t TB, o Options, seed uint64, svgDir string, passed bool) string {
 	}
 	var b bytes.Buffer
 	_ = c.WriteTimeline(&b, 100)
+	if !passed {
+		if path, err := sweep.WritePicture(t, t.Name(), seed, c.WriteHTML); err != nil {
+			t.Errorf("sim.Check: %v", err)
+		} else {
+			b.WriteString("picture: " + path + "\n")
+		}
+	}
 	if svgDir != "" && !passed {
 		path := filepath.Join(svgDir, fmt.Sprintf("seed-%d.svg", seed))
 		var svg bytes.Buffer

@@ -30,6 +30,7 @@ func (f *fakeTB) Fatalf(format string, args ...any) {
 
 func TestCheckPassesAndFails(t *testing.T) {
 	t.Setenv(EnvSeeds, "")
+	t.Setenv("TMPDIR", t.TempDir()) // for the pictures
 	ok := &fakeTB{}
 	sum := Check(ok, Options{Nodes: 3, Duration: 2 * time.Minute, Faults: DefaultFaults(), Seeds: "1-20"})
 	if len(ok.errs) != 0 || sum.Seeds != 20 || sum.Events == 0 {
@@ -56,6 +57,7 @@ func TestCheckPassesAndFails(t *testing.T) {
 func TestCheckEnvReplaysOneSeed(t *testing.T) {
 	t.Setenv(EnvSeeds, "3")
 	t.Setenv(EnvSVG, t.TempDir())
+	t.Setenv("TMPDIR", t.TempDir()) // for the picture
 	tb := &fakeTB{}
 	sum := Check(tb, Options{Nodes: 3, Duration: 5 * time.Minute, Faults: Faults{DriftBeyond: true, Crash: true, Partition: true}, Seeds: "1-1000"})
 	if sum.Seeds != 1 || len(sum.Failed) != 1 {

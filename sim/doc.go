@@ -14,7 +14,8 @@
 // of events a second, so thousands of ten-minute schedules fit in seconds.
 // Build a run with New and call Run, or call RunSeed; sweep many seeds
 // from a test with Check. A failed check is a Violation naming the check;
-// WriteTimeline and WriteSVG render what happened.
+// WriteTimeline, WriteSVG and WriteHTML (a self-contained page that
+// Check keeps for each failing seed) render what happened.
 //
 // Runtime mode (package sim/simtest) runs the real lead.Electors, with
 // their Lead and Every bodies, observers and watchdog, on any

@@ -6,6 +6,7 @@ import (
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/internal/oracle"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/timeline"
 )
 
 // simStore is a linearizable compare-and-swap register for one election
@@ -159,6 +160,9 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 			reply.result = resDone
 		} else {
 			reply.result = resConflict
+			if s.tl != nil {
+				s.tl.AddWrite(timeline.Write{At: s.now, Node: int(ev.node), Rev: uint64(ev.expected), Holder: ev.lease.Holder, Token: ev.lease.Token, Conflict: true})
+			}
 		}
 		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
 	}
@@ -221,6 +225,7 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 	}
 	if s.tl != nil {
 		s.tl.AddStore(s.now, storeText(st.rev, next, s.nodes[by].id))
+		s.tl.AddWrite(timeline.Write{At: s.now, Node: by, Rev: uint64(st.rev), Holder: next.Holder, Token: next.Token})
 	}
 	if next.Holder == "" {
 		s.chk.released(by)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/sim/internal/picture"
 	"github.com/tenure-go/tenure/sim/internal/timeline"
 )
 
@@ -26,14 +27,21 @@ func stateMark(s fsm.State) timeline.Mark {
 	return timeline.Follower
 }
 
-// faultMark is how a timeline shows a fault.
+// faultMark is how a timeline shows a fault: on the lane of the node it
+// hits, or (node -1) across every lane for a fault of the store, the
+// network or several nodes.
 func faultMark(at int64, f Fault) timeline.Fault {
 	node := f.Node
 	switch f.Kind {
-	case FaultLoss, FaultSlow, FaultDataLoss, FaultDataSwap, FaultResend:
+	case FaultLoss, FaultSlow, FaultDataLoss, FaultDataSwap, FaultResend,
+		FaultForge, FaultForgeWatch, FaultForgeRelease, FaultRollback, FaultRestore, FaultJitter:
 		node = -1
+	case FaultMuteWatch:
+		if f.Mask != 0 {
+			node = -1
+		}
 	}
-	return timeline.Fault{At: at, Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Text: f.text()}
+	return timeline.Fault{At: at, Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Kind: f.Kind.String(), Text: f.text()}
 }
 
 // storeText describes a write of the store for the timeline.
@@ -49,9 +57,9 @@ func (s *Cluster) closeTimeline() {
 	if s.res.Violation != nil {
 		tl.End = s.now
 	}
-	tl.IDs = tl.IDs[:0]
+	tl.IDs, tl.Rates = tl.IDs[:0], tl.Rates[:0]
 	for _, n := range s.nodes {
-		tl.IDs = append(tl.IDs, n.id)
+		tl.IDs, tl.Rates = append(tl.IDs, n.id), append(tl.Rates, n.rate)
 	}
 	o := s.opt
 	c := o.Config
@@ -62,7 +70,7 @@ func (s *Cluster) closeTimeline() {
 			time.Duration(s.chk.bound), time.Duration(s.chk.handoverIn)),
 	}
 	if v := s.res.Violation; v != nil {
-		tl.Verdict, tl.Failed = "VIOLATION "+v.Error(), true
+		tl.Verdict, tl.Failed, tl.FailAt = "VIOLATION "+v.Error(), true, int64(v.At)
 	} else {
 		tl.Verdict = fmt.Sprintf("OK: every check held (%d events, %d terms, %d fenced writes accepted, %d refused)",
 			s.res.Events, s.res.Terms, s.res.FenceAccepted, s.res.FenceRejected)
@@ -96,4 +104,23 @@ func (s *Cluster) WriteSVG(w io.Writer) error {
 		return ErrNotRecorded
 	}
 	return s.tl.WriteSVG(w)
+}
+
+// WriteHTML writes a recorded run as one self-contained HTML page (inline
+// SVG and a few lines of script to zoom; nothing fetched): a lane per node
+// coloured by state with each term's token, the faults where they hit, a
+// lane of the store's writes (who wrote which revision; accepted above,
+// conflicting below) and its changes of holder, losses, rollbacks and
+// restores, and the checks' verdict marked at its instant. At a violation
+// a red line crosses every lane and the spans that lead at that instant
+// are outlined, their overlap shaded. Its size is bounded whatever the
+// run's length: a lane draws at most 1201 spans (shorter ones merge), the
+// store lane at most 1200 marks of each kind, and at most 500 faults. The
+// run must have been made with Options.Record (else the error wraps
+// ErrNotRecorded) and have ended.
+func (s *Cluster) WriteHTML(w io.Writer) error {
+	if s.tl == nil {
+		return ErrNotRecorded
+	}
+	return picture.Write(w, s.tl)
 }

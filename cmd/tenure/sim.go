@@ -38,6 +38,14 @@ changes of holder, the faults and the verdict. Several seeds (-seeds
 seed with the command that replays it, and a summary. -json prints one
 JSON object per seed ("type":"seed") and a summary ("type":"summary").
 
+-html out.html draws one run as a self-contained HTML page (an SVG with a
+lane per node: its follower, candidate, leader and expiring spans, each
+term's token, the faults where they hit, the store's accepted and
+conflicting writes, and the verdict marked at its instant, the leader
+spans that overlap at a violation outlined in red; nothing is fetched).
+The run drawn is the seed given; with several seeds, the first seed that
+fails, or the last seed when every seed passes.
+
 Faults. With no fault flag the default set runs: -drift -crash -pause
 -partition -loss -slow -release. Naming any fault flag runs exactly the
 faults named. -calm runs none. Not in the default set: -reconfigure (live
@@ -63,7 +71,7 @@ on a scaled clock: -speed 10 (the default) makes one real second ten
 seconds of the electors' time, so a seed of -duration 3m (the runtime
 default, with -nodes 3) takes 18 s; -parallel seeds run at once. It honours
 -seeds, -json, the fault flags, the TENURE_* timings, the timing and
-latency flags, -no-watch, -svg, -trace and -width; -lossy and -gate are
+latency flags, -no-watch, -svg, -html, -trace and -width; -lossy and -gate are
 model-only (memstore never loses a record; -dataloss deletes it).
 Runtime mode is NOT reproducible byte for byte: the seed fixes the fault
 schedule and every random draw, but the Go scheduler decides when each
@@ -80,6 +88,7 @@ Examples:
   tenure sim -seeds 1-10000                            # a sweep, failures only
   tenure sim -seeds 1-500 -json | jq 'select(.ok == false)'
   tenure sim -seeds 7 -nodes 3 -duration 2m -crash -pause -svg run.svg
+  tenure sim -seeds 1-200 -clock-stop-hidden -html run.html # draws the first failing seed
   tenure sim -seeds 3 -drift-beyond -crash -partition  # drift past the bound: two leaders
   tenure sim -seeds 1-200 -lossy -dataloss -reconfigure
   TENURE_LEASE_DURATION=6s TENURE_RENEW_DEADLINE=4s tenure sim -seeds 1 -calm
@@ -97,6 +106,7 @@ type simFlags struct {
 	opt      sim.Options
 	width    int
 	svg      string
+	html     string // the picture's file: of the first failing seed, or the last
 	trace    bool
 	jsonOut  bool
 	verbose  bool
@@ -152,7 +162,7 @@ func parseSimFlags(args []string, stderr io.Writer) (*simFlags, error) {
 
 // simArgs are the flags of "tenure sim" as given, and which were set.
 type simArgs struct {
-	seedList, name, svg                    string
+	seedList, name, svg, html              string
 	seed                                   uint64
 	runtime, jsonOut, verbose, trace, calm bool
 	lossy, gate, noWatch                   bool
@@ -180,6 +190,7 @@ func (a *simArgs) define(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&a.duration, "duration", 10*time.Minute, "simulated real time (runtime mode: default 3m)")
 	fs.IntVar(&a.width, "width", 100, "columns of the text timeline")
 	fs.StringVar(&a.svg, "svg", "", "also write an SVG timeline to this file (one seed only)")
+	fs.StringVar(&a.html, "html", "", "also draw a run as an HTML page in this file: the seed given, or of several the first failing seed, or the last when all pass")
 	fs.BoolVar(&a.trace, "trace", false, "write every event before the timeline (one seed only)")
 	fs.BoolVar(&a.calm, "calm", false, "no faults at all (excludes every fault flag)")
 	fs.BoolVar(&a.lossy, "lossy", false, "the store may lose records (as Redis without persistence); nodes run as lead does on a store.Lossy store")
@@ -365,7 +376,7 @@ func (a *simArgs) simFlags(fs *flag.FlagSet, seeds sim.Seeds, cfg lease.Config) 
 		}
 	}
 	return &simFlags{
-		fs: fs, seeds: seeds, width: a.width, svg: a.svg, trace: a.trace,
+		fs: fs, seeds: seeds, width: a.width, svg: a.svg, html: a.html, trace: a.trace,
 		jsonOut: a.jsonOut, verbose: a.verbose, single: seeds.Len() == 1,
 		runtime: a.runtime, parallel: a.parallel,
 		opt: sim.Options{
@@ -387,7 +398,7 @@ func replayedFlags(fs *flag.FlagSet) []string {
 	var replayed []string
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "seeds", "seed", "json", "v", "svg", "trace", "width":
+		case "seeds", "seed", "json", "v", "svg", "html", "trace", "width":
 			return
 		}
 		replayed = append(replayed, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
@@ -535,10 +546,27 @@ func runOneSeed(sf *simFlags, stdout io.Writer) error {
 	if err := writeSVG(s, sf.svg); err != nil {
 		return err
 	}
+	if sf.html != "" {
+		if err := writeFile(sf.html, s.WriteHTML); err != nil {
+			return err
+		}
+	}
 	if res.Violation != nil {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// drawSeed runs seed again, recorded, and writes its picture to -html.
+func drawSeed(sf *simFlags, seed uint64) error {
+	o := sf.opt
+	o.Seed, o.Record = seed, true
+	c, err := sim.New(o)
+	if err != nil {
+		return err
+	}
+	c.Run()
+	return writeFile(sf.html, c.WriteHTML)
 }
 
 func writeSVG(s *sim.Cluster, path string) error {
@@ -632,9 +660,16 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 	sum := summaryVerdict{Type: "summary", FailedSeeds: []uint64{}, Nodes: sf.opt.Nodes, Duration: sf.opt.Duration.String(),
 		Faults: sf.opt.Faults.String(), Lossy: sf.opt.Store.MayLoseRecords, Watch: !sf.opt.Store.NoWatch, Config: configJSON(sf.opt.Config)}
 	enc := json.NewEncoder(stdout)
-	var werr error
+	var (
+		werr   error
+		drawn  uint64 // the seed -html draws: the first failing, or the last
+		failed bool
+	)
 	emit := func(d done) {
 		r := d.res
+		if !failed {
+			drawn, failed = r.Seed, r.Violation != nil
+		}
 		sum.Seeds++
 		sum.Events += r.Events
 		if r.Violation != nil {
@@ -665,6 +700,11 @@ func runSeeds(ctx context.Context, sf *simFlags, stdout io.Writer) error {
 	sweepOrdered(ctx, sf.seeds, runtime.GOMAXPROCS(0), run, emit)
 	sum.Interrupted = ctx.Err() != nil && sum.Seeds < sf.seeds.Len()
 	sum.OK = sum.Failed == 0 && !sum.Interrupted
+	if sf.html != "" && sum.Seeds > 0 {
+		if err := drawSeed(sf, drawn); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	if sf.jsonOut {
 		if err := enc.Encode(sum); err != nil && werr == nil {
 			werr = err
@@ -726,6 +766,7 @@ type runtimeSweep struct {
 	sum         summaryVerdict
 	electorTime time.Duration
 	werr        error
+	drawn       *realtime.Result // the run -html draws: the first failing, or the last
 }
 
 func newRuntimeSweep(sf *simFlags, stdout io.Writer) *runtimeSweep {
@@ -771,6 +812,9 @@ func (s *runtimeSweep) emit(d runtimeDone) {
 	if s.sf.svg != "" {
 		s.keep(writeFile(s.sf.svg, r.WriteSVG))
 	}
+	if s.drawn == nil || s.drawn.Violation == nil {
+		s.drawn = &r
+	}
 }
 
 // count adds a seed's result to the summary.
@@ -813,6 +857,9 @@ func (s *runtimeSweep) finish(ctx context.Context, elapsed time.Duration) error 
 	sum.ElectorSeconds = s.electorTime.Seconds()
 	sum.ElapsedSeconds = elapsed.Seconds()
 	sum.Interrupted = ctx.Err() != nil && sum.Seeds < sf.seeds.Len()
+	if sf.html != "" && s.drawn != nil {
+		s.keep(writeFile(sf.html, s.drawn.WriteHTML))
+	}
 	sum.OK = sum.Failed == 0 && !sum.Interrupted && s.werr == nil
 	if sf.jsonOut {
 		s.keep(s.enc.Encode(sum))

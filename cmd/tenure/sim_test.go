@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -242,5 +243,51 @@ func TestSimWarnsAboutUnknownTenureVariables(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "TENURE_") {
 		t.Errorf("the warning went to stdout:\n%s", out.String())
+	}
+}
+
+// -html draws the seed given; of several, the first that fails, or the
+// last when all pass; in runtime mode as well.
+func TestSimHTMLDrawsTheFirstFailingSeedOrTheLast(t *testing.T) {
+	dir := t.TempDir()
+	titleSeed := regexp.MustCompile(`<title>tenure sim[^:]*: seed (\d+),`)
+	drawn := func(path string) string {
+		t.Helper()
+		page, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := xml.Unmarshal(page, new(struct{})); err != nil {
+			t.Fatalf("%s is not well-formed: %v", path, err)
+		}
+		m := titleSeed.FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s names no seed in its title", path)
+		}
+		return string(m[1])
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want func(out string) string
+	}{
+		{"one seed", []string{"-seeds", "4", "-calm", "-duration", "1m"}, 0, func(string) string { return "4" }},
+		{"all pass", []string{"-seeds", "2-4", "-calm", "-duration", "1m"}, 0, func(string) string { return "4" }},
+		{"some fail", []string{"-seeds", "1-10", "-nodes", "3", "-duration", "5m", "-drift-beyond", "-crash", "-partition"}, 1,
+			func(out string) string {
+				return regexp.MustCompile(`(?m)^seed (\d+): VIOLATION`).FindStringSubmatch(out)[1]
+			}},
+		{"json", []string{"-seeds", "2-4", "-calm", "-duration", "1m", "-json"}, 0, func(string) string { return "4" }},
+		{"runtime", []string{"-runtime", "-seeds", "1-2", "-calm", "-duration", "2s", "-speed", "100"}, 0, func(string) string { return "2" }},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".html")
+		out, code := runSimArgs(t, append(c.args, "-html", path)...)
+		if code != c.code {
+			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, code, c.code, out)
+		}
+		if got, want := drawn(path), c.want(out); got != want {
+			t.Errorf("%s: drew seed %s, want %s", c.name, got, want)
+		}
 	}
 }

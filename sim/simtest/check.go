@@ -59,7 +59,10 @@ type Summary struct {
 
 // Check runs runtime mode for many seeds and fails t for every seed that
 // violates a check, with the seed, the violation, the text timeline of the
-// run and the command that replays it. It runs the seeds of o.Seeds, or
+// run, the path of its picture (Result.WriteHTML) and the command that
+// replays it. The picture goes to the test's artifact directory when go
+// test runs with -artifacts (t.ArtifactDir, kept under -outputdir), else
+// to tenure-sim/<test name>/seed-<seed>.html under os.TempDir. It runs the seeds of o.Seeds, or
 // seeds 1, 2, 3, ... for o.Budget (default sim.DefaultBudget), on
 // GOMAXPROCS goroutines, each seed in a bubble of its own; the environment
 // variables sim.EnvSeeds, sim.EnvBudget, sim.EnvSVG and sim.EnvTrace
@@ -160,6 +163,11 @@ func Check[M any](t *testing.T, o Options[M]) Summary {
 			var b bytes.Buffer
 			_ = r.WriteTimeline(&b, 100)
 			msg += "\n" + b.String()
+		}
+		if path, err := sweep.WritePicture(t, t.Name(), r.Seed, r.WriteHTML); err != nil {
+			t.Errorf("simtest.Check: %v", err)
+		} else {
+			msg += "picture: " + path + "\n"
 		}
 		if svgDir != "" {
 			path := filepath.Join(svgDir, fmt.Sprintf("seed-%d.svg", r.Seed))

@@ -32,7 +32,8 @@ type Options[M any] = rt.Options[M]
 // fault schedule that ran and the first failed check (Violation), if any.
 // Its methods Err, WriteTimeline (one lane per elector: L while its
 // observers say it leads, F otherwise, blank while down; the terms, the
-// store's changes of holder, the faults and the verdict) and WriteSVG
-// render it. Lag and Tolerance are zero: a bubble's checks need no
+// store's changes of holder, the faults and the verdict), WriteSVG and
+// WriteHTML (a self-contained page, as sim.Cluster.WriteHTML's) render
+// it. Lag and Tolerance are zero: a bubble's checks need no
 // tolerance.
 type Result = rt.Result

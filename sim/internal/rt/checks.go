@@ -11,6 +11,7 @@ import (
 	"github.com/tenure-go/tenure/lead"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/sim/internal/timeline"
 	"github.com/tenure-go/tenure/store"
 )
 
@@ -259,6 +260,9 @@ func (h *harness[M]) swapSharedAs(ctx context.Context, inc *incarnation[M], sn o
 		}
 		c.lastRev, c.lastToken, c.lastTransitions, c.lost = max(c.lastRev, rev), max(c.lastToken, rec.Token), rec.Transitions, false
 		h.tl.AddStore(int64(h.now()), storeText(rev, rec.Holder, rec.Token, rec.Transitions, inc.id))
+		h.tl.AddWrite(timeline.Write{At: int64(h.now()), Node: inc.n.idx, Rev: uint64(rev), Holder: rec.Holder, Token: rec.Token})
+	} else if errors.Is(err, store.ErrConflict) {
+		h.tl.AddWrite(timeline.Write{At: int64(h.now()), Node: inc.n.idx, Rev: uint64(expected), Holder: next.Holder, Token: next.Token, Conflict: true})
 	}
 	h.mu.Unlock()
 	if err == nil {

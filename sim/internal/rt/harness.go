@@ -744,7 +744,7 @@ func (h *harness[M]) noteFault(f sim.Fault) {
 		node = -1
 	}
 	h.mu.Lock()
-	h.tl.AddFault(timeline.Fault{At: int64(h.now()), Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Text: f.String()})
+	h.tl.AddFault(timeline.Fault{At: int64(h.now()), Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Kind: f.Kind.String(), Text: f.String()})
 	h.mu.Unlock()
 }
 
@@ -935,7 +935,7 @@ func (h *harness[M]) closeTimeline() {
 		tl.End = int64(v.At)
 	}
 	for _, n := range h.nodes {
-		tl.IDs = append(tl.IDs, n.id)
+		tl.IDs, tl.Rates = append(tl.IDs, n.id), append(tl.Rates, n.rate)
 	}
 	_, watch := h.inner.(store.Watcher[M])
 	o, c := h.o, h.o.Config
@@ -945,7 +945,7 @@ func (h *harness[M]) closeTimeline() {
 			c.LeaseDuration, c.RenewDeadline, c.RetryInterval, c.RetryJitter, c.BackendTimeout, h.chk.bound, o.Faults),
 	}
 	if v := h.res.Violation; v != nil {
-		tl.Verdict, tl.Failed = "VIOLATION "+v.Error(), true
+		tl.Verdict, tl.Failed, tl.FailAt = "VIOLATION "+v.Error(), true, int64(v.At)
 	} else {
 		tl.Verdict = fmt.Sprintf("OK: every check held (%d terms, %d store operations, %d fenced writes accepted, %d refused, %v elector-time)",
 			h.res.Terms, h.res.StoreOps, h.res.FenceAccepted, h.res.FenceRejected, h.res.ElectorTime)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/sim"
+	"github.com/tenure-go/tenure/sim/internal/picture"
 	"github.com/tenure-go/tenure/sim/internal/timeline"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
@@ -227,4 +228,14 @@ func (r *Result) WriteSVG(w io.Writer) error {
 		return sim.ErrNotRecorded
 	}
 	return r.tl.WriteSVG(w)
+}
+
+// WriteHTML writes the run as a self-contained HTML page with an SVG
+// picture: a lane per elector, the faults, the store's writes (accepted
+// and conflicting) and the verdict marked at its instant.
+func (r *Result) WriteHTML(w io.Writer) error {
+	if r.tl == nil {
+		return sim.ErrNotRecorded
+	}
+	return picture.Write(w, r.tl)
 }

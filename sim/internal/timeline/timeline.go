@@ -51,6 +51,8 @@ type Fault struct {
 	Node int
 	// Letter marks it on the faults row.
 	Letter byte
+	// Kind names it (sim.FaultKind's String).
+	Kind string
 	// Text describes it.
 	Text string
 }
@@ -61,6 +63,17 @@ type StoreLine struct {
 	Text string // what was stored
 }
 
+// Write is one swap that reached the store: accepted (a new revision) or
+// refused with a conflict (nothing written).
+type Write struct {
+	At       int64  // when the store applied or refused it
+	Node     int    // the writer's lane
+	Rev      uint64 // the revision it made, or the one it expected (a conflict)
+	Holder   string // the holder it wrote
+	Token    uint64 // the token it wrote
+	Conflict bool   // refused: the store held another revision
+}
+
 // Timeline is what a recorded run keeps for rendering. Times are
 // nanoseconds of real (virtual) time since the start of the run.
 type Timeline struct {
@@ -68,14 +81,17 @@ type Timeline struct {
 	// SVG's title.
 	Header  []string
 	IDs     []string    // lane labels
+	Rates   []float64   // each lane's clock rate (1: exact), if known
 	End     int64       // the length of the run
 	Changes []Change    // the lanes' changes of mark, in time order
 	Terms   []Term      // the terms, in time order
 	Faults  []Fault     // the faults, in time order
 	Stores  []StoreLine // the store's changes worth showing
+	Writes  []Write     // every swap the store applied or refused, in time order
 	// Verdict is the checks' verdict; Failed colours it red.
 	Verdict string
-	Failed  bool // a check failed
+	Failed  bool  // a check failed
+	FailAt  int64 // when it failed (with Failed)
 
 	last []Mark
 }
@@ -104,6 +120,9 @@ func (tl *Timeline) AddTerm(at int64, node int, token uint64) {
 
 // AddFault notes a fault.
 func (tl *Timeline) AddFault(f Fault) { tl.Faults = append(tl.Faults, f) }
+
+// AddWrite notes a swap the store applied or refused.
+func (tl *Timeline) AddWrite(w Write) { tl.Writes = append(tl.Writes, w) }
 
 // AddStore notes a change of the store, unless it reads like the last one
 // once "rev N " prefixes are dropped (a renewal).
