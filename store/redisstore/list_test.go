@@ -1,0 +1,62 @@
+package redisstore_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
+	"github.com/tenure-go/tenure/store/redisstore"
+)
+
+// List finds every record through SCAN pages and pipelines smaller than the
+// listing, names with escaped characters included, and leaves out the keys
+// that are not records: the create gate's marker, and keys of others that
+// share the prefix.
+func TestListPagesAndSkipsKeysThatAreNoRecords(t *testing.T) {
+	defer redisstore.SetListBatch(2)()
+	srv := testcluster.PackageRedis(t)
+	st, c := newStore(t, srv)
+	ctx := t.Context()
+	names := []string{"e", "a{b}", "c%7Bd", "b%", "d", "f*", "g?"}
+	for _, n := range names {
+		mustSwap(t, st, n, 0, rec("h-"+n, 1))
+	}
+	key, err := st.Key("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := key[:len(key)-len("tenure:{a}")]
+	if n, err := c.Exists(ctx, prefix+"tenure:marker").Result(); err != nil || n != 1 {
+		t.Fatalf("EXISTS of the create gate's marker = %d, %v; want it written by the creates", n, err)
+	}
+	for _, k := range []string{prefix + "tenure:{x}:other", prefix + "tenure:{bad%ZZ}", prefix + "tenure:{x", prefix + "other"} {
+		if err := c.Set(ctx, k, "not a record", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	var listed []string
+	for _, x := range got {
+		listed = append(listed, x.Name)
+		r, rev, err := st.Get(ctx, x.Name)
+		if err != nil || x.Err != nil {
+			t.Fatalf("%q: Get error %v, listed with Err %v", x.Name, err, x.Err)
+		}
+		if rev != x.Revision {
+			t.Errorf("%q listed at revision %d, Get returns %d", x.Name, x.Revision, rev)
+		}
+		if d := cmp.Diff(r, x.Record, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%q listed unlike Get returns it (-get +list):\n%s", x.Name, d)
+		}
+	}
+	if !slices.Equal(listed, names) {
+		t.Errorf("List listed %q, want %q", listed, names)
+	}
+}
