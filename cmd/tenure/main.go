@@ -23,6 +23,7 @@ func commands() []command {
 		{"sim", "deterministic simulation of many nodes with faults, and its checks", runSim},
 		{"get", "print an election's lease record", runGet},
 		{"watch", "print a line per change of a lease record", runWatch},
+		{"ls", "list the elections of a store as a table, or live with --watch", runLs},
 		{"run", "run a command only while this process leads", runRun},
 		{"plan", "derive timings from the outage, drift and failover you can tolerate", runPlan},
 	}
