@@ -14,11 +14,14 @@ import (
 
 var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
 
-// listPage is how many Leases each LIST request of List asks for (a variable for the tests).
-var listPage int64 = 1000
+// listPage is how many Leases each LIST request of List asks for: 10,000
+// Leases take two requests, well within client-go's default rate limit
+// (5 a second, bursts of 10) when listed every second. It is a variable
+// for the tests.
+var listPage int64 = 5000
 
 // List returns the records of the Leases of the Store's namespace whose
-// names start with prefix, sorted by name: LIST requests of up to 1,000
+// names start with prefix, sorted by name: LIST requests of up to 5,000
 // Leases each, paginated with the server's continue token (the API server
 // serves them from one snapshot). The API server cannot filter names by
 // prefix, so every Lease of the namespace is fetched. Each Lease reads as
