@@ -15,8 +15,8 @@ var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
 // List returns the records whose names start with prefix, sorted by name
 // (byte order), in one SELECT of the Store's table: every row is an
 // election's record (revisions come from a sequence of their own). The
-// prefix is matched with LIKE, its '%', '_' and '\' escaped, which an
-// index on name serves under the C collation (or with text_pattern_ops).
+// prefix is matched with LIKE, its '%', '_' and '\' escaped: a prefix
+// match, which an index on name can serve under the C collation.
 // Each row reads as Get reads it; one that cannot be read is listed with
 // Err wrapping [store.ErrCorruptRecord]. A row whose name is not a valid
 // name (written by hand) is not listed. It is part of [store.Lister].
