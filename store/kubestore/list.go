@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-go/tenure/store"
@@ -43,6 +44,10 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		ls, err := s.leases.List(ctx, opts)
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("kubestore: List %q: %w: the API server refused \"list\" on leases (coordination.k8s.io) in namespace %q; listing needs list on leases, which electors do not: %w",
+				prefix, ErrForbidden, s.namespace, err)
+		}
 		if err != nil {
 			return nil, s.fail(ctx, "List", prefix, "list", err)
 		}

@@ -21,6 +21,13 @@ func WithCorrupt[M any](plant func(t *testing.T, st store.Store[M], name string)
 	return func(md *metadata[M]) { md.corrupt = plant }
 }
 
+// WithoutList skips the List check of a store that implements
+// store.Lister, for a run where it cannot list: under credentials that
+// grant an elector's rights and not the right to list, say.
+func WithoutList[M any]() Option[M] {
+	return func(md *metadata[M]) { md.noList = true }
+}
+
 // listMeta are the characters that mean something in a LIKE pattern or a
 // glob (SCAN's MATCH), and the braces and percent of Redis keys: a listing
 // by a prefix holding one must match the character itself.
@@ -33,8 +40,11 @@ var listMeta = []string{"%", "_", "*", "?", "[", "]", `\`, "^", "{", "}"}
 // context refused.
 func testList[M any](e *env[M]) {
 	l := store.ListerOf(e.st)
-	if l == nil {
+	switch {
+	case l == nil:
 		e.t.Skipf("%T does not implement store.Lister", e.st)
+	case e.md.noList:
+		e.t.Skip("storetest.WithoutList given: List is not checked")
 	}
 	p := e.name("list") + "-"
 	names := []string{p + "c", p + "a", p + "b", p + "released"}
