@@ -2,12 +2,12 @@ package etcdstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
@@ -23,14 +23,8 @@ var listPage int64 = 1000
 // cannot be read is listed with Err wrapping [store.ErrCorruptRecord]. It
 // is part of [store.Lister].
 func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("etcdstore: List: %w", err)
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("etcdstore: List: %w: ctx is nil", store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("etcdstore: List: %w", err)
+	if err := edge.CheckList(ctx, "etcdstore", prefix, s.Validate()); err != nil {
+		return nil, err
 	}
 	head := s.key("")
 	from := head + prefix

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/store/etcdstore"
 )
@@ -33,26 +30,6 @@ func TestListPagesAndSkipsKeysThatAreNoRecords(t *testing.T) {
 	if _, err := cli.Put(ctx, prefix+"other/x", "not a record"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.List(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	slices.Sort(names)
-	var listed []string
-	for _, x := range got {
-		listed = append(listed, x.Name)
-		r, rev, err := st.Get(ctx, x.Name)
-		if err != nil || x.Err != nil {
-			t.Fatalf("%q: Get error %v, listed with Err %v", x.Name, err, x.Err)
-		}
-		if rev != x.Revision {
-			t.Errorf("%q listed at revision %d, Get returns %d", x.Name, x.Revision, rev)
-		}
-		if d := cmp.Diff(r, x.Record, cmpopts.EquateEmpty()); d != "" {
-			t.Errorf("%q listed unlike Get returns it (-get +list):\n%s", x.Name, d)
-		}
-	}
-	if !slices.Equal(listed, names) {
-		t.Errorf("List listed %q, want %q", listed, names)
-	}
+	testcluster.CheckList(t, ctx, st, "", names)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
@@ -31,14 +32,8 @@ var listPage int64 = 5000
 // [store.ErrCorruptRecord]. It needs the "list" verb on leases: a 403
 // answer wraps [ErrForbidden]. It is part of [store.Lister].
 func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("kubestore: List: %w", err)
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("kubestore: List: %w: ctx is nil", store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("kubestore: List: %w", err)
+	if err := edge.CheckList(ctx, "kubestore", prefix, s.Validate()); err != nil {
+		return nil, err
 	}
 	var out []store.Listed[M]
 	opts := metav1.ListOptions{Limit: listPage}

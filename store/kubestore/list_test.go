@@ -4,11 +4,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/store/kubestore"
 )
 
@@ -33,29 +32,10 @@ func TestListPagesAndReadsLeasesAsGetDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	names = append(names, "client-go")
-	got, err := st.List(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	slices.Sort(names)
-	var listed []string
-	for _, x := range got {
-		listed = append(listed, x.Name)
-		r, rev, err := st.Get(ctx, x.Name)
-		if err != nil || x.Err != nil {
-			t.Fatalf("%q: Get error %v, listed with Err %v", x.Name, err, x.Err)
-		}
-		if rev != x.Revision {
-			t.Errorf("%q listed at revision %d, Get returns %d", x.Name, x.Revision, rev)
-		}
-		if d := cmp.Diff(r, x.Record, cmpopts.EquateEmpty()); d != "" {
-			t.Errorf("%q listed unlike Get returns it (-get +list):\n%s", x.Name, d)
-		}
-		if x.Name == "client-go" && (x.Record.Holder != holder || x.Record.Token != 0) {
-			t.Errorf("the Lease client-go wrote listed with holder %q, Token %d; want %q, 0", x.Record.Holder, x.Record.Token, holder)
-		}
-	}
-	if !slices.Equal(listed, names) {
-		t.Errorf("List listed %q, want %q", listed, names)
+	testcluster.CheckList(t, ctx, st, "", names)
+	rec, _, err := st.Get(ctx, "client-go")
+	if err != nil || rec.Holder != holder || rec.Token != 0 {
+		t.Errorf("the Lease client-go wrote reads as holder %q, Token %d, error %v; want %q, 0", rec.Holder, rec.Token, err, holder)
 	}
 }

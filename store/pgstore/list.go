@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
@@ -21,14 +22,8 @@ var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
 // Err wrapping [store.ErrCorruptRecord]. A row whose name is not a valid
 // name (written by hand) is not listed. It is part of [store.Lister].
 func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("pgstore: List: %w", err)
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("pgstore: List: %w: ctx is nil", store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: List: %w", err)
+	if err := edge.CheckList(ctx, "pgstore", prefix, s.Validate()); err != nil {
+		return nil, err
 	}
 	if err := s.ensureSchema(ctx); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 var _ store.Lister[struct{}] = (*Store[struct{}])(nil)
@@ -32,14 +33,8 @@ var (
 // wrapping [store.ErrCorruptRecord]. A record deleted between the SCAN and
 // its read is not listed. It is part of [store.Lister].
 func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("redisstore: List: %w", err)
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("redisstore: List: %w: ctx is nil", store.ErrNilArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: List: %w", err)
+	if err := edge.CheckList(ctx, "redisstore", prefix, s.Validate()); err != nil {
+		return nil, err
 	}
 	out, err := call(ctx, func() ([]store.Listed[M], error) { return s.list(ctx, prefix) })
 	if err != nil {

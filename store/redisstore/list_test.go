@@ -4,9 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/store/redisstore"
 )
@@ -37,26 +34,6 @@ func TestListPagesAndSkipsKeysThatAreNoRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := st.List(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	slices.Sort(names)
-	var listed []string
-	for _, x := range got {
-		listed = append(listed, x.Name)
-		r, rev, err := st.Get(ctx, x.Name)
-		if err != nil || x.Err != nil {
-			t.Fatalf("%q: Get error %v, listed with Err %v", x.Name, err, x.Err)
-		}
-		if rev != x.Revision {
-			t.Errorf("%q listed at revision %d, Get returns %d", x.Name, x.Revision, rev)
-		}
-		if d := cmp.Diff(r, x.Record, cmpopts.EquateEmpty()); d != "" {
-			t.Errorf("%q listed unlike Get returns it (-get +list):\n%s", x.Name, d)
-		}
-	}
-	if !slices.Equal(listed, names) {
-		t.Errorf("List listed %q, want %q", listed, names)
-	}
+	testcluster.CheckList(t, ctx, st, "", names)
 }
