@@ -11,6 +11,9 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/term"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -137,7 +140,8 @@ Flags:
 		}
 		return printListing(stdout, *format, l, now())
 	}
-	return watchListing(ctx, stdout, stderr, *format, *interval, isTerminal(stdout), list, now)
+	size, _ := terminal(stdout)
+	return watchListing(ctx, stdout, stderr, *format, *interval, size, list, now)
 }
 
 // storeKind names the store of rawURL (or TENURE_STORE) by its scheme
@@ -176,22 +180,29 @@ func listingJSON(l []store.Listed[rawMeta]) []any {
 	return out
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// terminal returns the size of w's screen, in columns and rows (0 when
+// unknown), and whether w is a terminal.
+func terminal(w io.Writer) (size func() (cols, rows int), ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile || !term.IsTerminal(int(f.Fd())) {
+		return nil, false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return func() (int, int) {
+		cols, rows, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0, 0
+		}
+		return cols, rows
+	}, true
 }
 
 // watchListing lists every interval until ctx ends, printing each listing:
-// on a terminal (tty) redrawn in place, otherwise one after the other. A
-// listing that fails is shown (on stderr, or in place of the table on a
-// terminal) and tried again at the next interval, unless the store cannot
-// list at all.
-func watchListing(ctx context.Context, stdout, stderr io.Writer, format string, interval time.Duration, tty bool, list func() ([]store.Listed[rawMeta], error), now func() time.Time) error {
+// on a terminal (size not nil: it returns the screen's size) redrawn in
+// place, otherwise one after the other. A listing that fails is shown (on
+// stderr, or in place of the table on a terminal) and tried again at the
+// next interval, unless the store cannot list at all.
+func watchListing(ctx context.Context, stdout, stderr io.Writer, format string, interval time.Duration, size func() (cols, rows int), list func() ([]store.Listed[rawMeta], error), now func() time.Time) error {
+	tty := size != nil
 	if tty {
 		if _, err := io.WriteString(stdout, ansiHideCursor+ansiClear); err != nil {
 			return err
@@ -210,7 +221,11 @@ func watchListing(ctx context.Context, stdout, stderr io.Writer, format string, 
 		case err != nil && !tty:
 			fmt.Fprintf(stderr, "tenure ls: %s\n", oneLine(err.Error()))
 		default:
-			if werr := writeFrame(stdout, format, interval, tty, l, err, now()); werr != nil {
+			var cols, rows int
+			if tty {
+				cols, rows = size()
+			}
+			if werr := writeFrame(stdout, format, interval, tty, cols, rows, l, err, now()); werr != nil {
 				return werr
 			}
 		}
@@ -224,9 +239,10 @@ func watchListing(ctx context.Context, stdout, stderr io.Writer, format string, 
 
 // writeFrame writes one listing of watchListing in one write: on a
 // terminal (tty), a header line and the table (or the error err) over the
-// last frame; otherwise the table followed by a blank line, or with -o
-// json the array.
-func writeFrame(w io.Writer, format string, interval time.Duration, tty bool, l []store.Listed[rawMeta], err error, now time.Time) error {
+// last frame, cut to the screen's cols and rows when known (not 0), so
+// that it never scrolls; otherwise the table followed by a blank line, or
+// with -o json the array.
+func writeFrame(w io.Writer, format string, interval time.Duration, tty bool, cols, rows int, l []store.Listed[rawMeta], err error, now time.Time) error {
 	var b bytes.Buffer
 	if !tty {
 		if perr := printListing(&b, format, l, now); perr != nil {
@@ -248,7 +264,30 @@ func writeFrame(w io.Writer, format string, interval time.Duration, tty bool, l 
 	} else if perr := printListing(&b, format, l, now); perr != nil {
 		return perr
 	}
-	frame := ansiHome + strings.ReplaceAll(b.String(), "\n", ansiClearLine+"\n") + ansiClearBelow
-	_, werr := io.WriteString(w, frame)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	// The last row stays empty: a line ending there would scroll the
+	// screen, and the next frame would not land on this one.
+	if rows > 1 && len(lines) > rows-1 {
+		more := len(lines) - (rows - 2)
+		lines = append(lines[:rows-2], fmt.Sprintf("… %d more rows: narrow the listing with PREFIX or --match", more))
+	}
+	var frame strings.Builder
+	frame.WriteString(ansiHome)
+	for _, line := range lines {
+		if cols > 1 {
+			line = cut(line, cols-1)
+		}
+		frame.WriteString(line + ansiClearLine + "\n")
+	}
+	frame.WriteString(ansiClearBelow)
+	_, werr := io.WriteString(w, frame.String())
 	return werr
+}
+
+// cut returns s cut to at most n runes.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
 }

@@ -316,7 +316,7 @@ func TestLsWatchFrameRedrawsInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := writeFrame(&b, "text", time.Second, true, l, nil, lsNow); err != nil {
+	if err := writeFrame(&b, "text", time.Second, true, 0, 0, l, nil, lsNow); err != nil {
 		t.Fatal(err)
 	}
 	const want = "\x1b[H2026-12-05 06:00:00Z  every 1s  (Ctrl-C to stop)  2 elections\x1b[K\n" +
@@ -328,7 +328,7 @@ func TestLsWatchFrameRedrawsInPlace(t *testing.T) {
 		t.Errorf("frame = %q\nwant    %q", b.String(), want)
 	}
 	b.Reset()
-	if err := writeFrame(&b, "text", time.Second, true, nil, errors.New("connection refused"), lsNow); err != nil {
+	if err := writeFrame(&b, "text", time.Second, true, 0, 0, nil, errors.New("connection refused"), lsNow); err != nil {
 		t.Fatal(err)
 	}
 	if want := "\x1b[H2026-12-05 06:00:00Z  every 1s  (Ctrl-C to stop)\x1b[K\nerror: connection refused\x1b[K\n\x1b[J"; b.String() != want {
@@ -355,5 +355,33 @@ func TestFormatAge(t *testing.T) {
 		if got := formatAge(c.d); got != c.want {
 			t.Errorf("formatAge(%v) = %q, want %q", c.d, got, c.want)
 		}
+	}
+}
+
+// A frame taller or wider than the screen is cut to it, the last row left
+// empty, so that the screen never scrolls and the next frame lands on it.
+func TestLsWatchFrameFitsTheScreen(t *testing.T) {
+	const url = "memory://ls-fit"
+	o := lsStore(t, url)
+	st, err := storeurl.Open[rawMeta](t.Context(), o, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.List[rawMeta](t.Context(), st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := writeFrame(&b, "text", time.Second, true, 31, 6, l, nil, lsNow); err != nil {
+		t.Fatal(err)
+	}
+	const want = "\x1b[H2026-12-05 06:00:00Z  every 1s\x1b[K\n" +
+		"NAME              HOLDER      \x1b[K\n" +
+		"billing/cron      worker-b    \x1b[K\n" +
+		"billing/invoices  worker-a    \x1b[K\n" +
+		"… 4 more rows: narrow the list\x1b[K\n" +
+		"\x1b[J"
+	if b.String() != want {
+		t.Errorf("frame = %q\nwant    %q", b.String(), want)
 	}
 }
