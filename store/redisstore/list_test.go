@@ -1,10 +1,12 @@
 package redisstore_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/tenure-go/tenure/internal/testing/testcluster"
+	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/redisstore"
 )
 
@@ -36,4 +38,17 @@ func TestListPagesAndSkipsKeysThatAreNoRecords(t *testing.T) {
 	}
 	slices.Sort(names)
 	testcluster.CheckList(t, ctx, st, "", names)
+
+	// A record's key holding a string reads, as Get reads it, as corrupt:
+	// it is listed with its Err.
+	if err := c.Set(ctx, prefix+"tenure:{wrongtype}", "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.List(ctx, "wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "wrongtype" || !errors.Is(got[0].Err, store.ErrCorruptRecord) {
+		t.Errorf("List of a key of another type = %+v; want wrongtype with Err wrapping store.ErrCorruptRecord", got)
+	}
 }
