@@ -24,6 +24,7 @@ func commands() []command {
 		{"get", "print an election's lease record", runGet},
 		{"watch", "print a line per change of a lease record", runWatch},
 		{"ui", "serve a live web page of the elections under a prefix", runUI},
+		{"ls", "list the elections of a store as a table, or live with --watch", runLs},
 		{"run", "run a command only while this process leads", runRun},
 		{"plan", "derive timings from the outage, drift and failover you can tolerate", runPlan},
 	}

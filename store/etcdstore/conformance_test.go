@@ -39,7 +39,17 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A corrupt record: a value that is not a record.
+	corrupt := func(t *testing.T, _ store.Store[storetest.Meta], name string) {
+		key, err := open(t).Key(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newClient(t, testcluster.PackageEtcd(t)).Put(context.Background(), key, "{not json"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] { return open(t) },
 		storetest.WithReopen(func(t *testing.T) store.Store[storetest.Meta] { return open(t) }),
-		storetest.WithDelete[storetest.Meta](del))
+		storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt))
 }

@@ -114,7 +114,7 @@
 //
 // The Store needs get, create, update and watch on leases in its namespace;
 // not list (after a 410 the Store reads each watched Lease with a GET) and
-// not delete. One watch of the namespace serves all the names of a Store;
+// not delete. Only [Store.List] (tenure ls) needs list. One watch of the namespace serves all the names of a Store;
 // under a Role that restricts watch by resourceNames, the namespace watch
 // is refused and the Store watches each name on its own (a metadata.name
 // field selector, authorized as "watch" of that one Lease):

@@ -40,6 +40,7 @@ func TestNilArguments(t *testing.T) {
 		{"New: nil client", func() error { _, err := kubestore.New[int](nil, "default"); return err }, "client is nil"},
 		{"New: typed nil client", func() error { _, err := kubestore.New[int](nilClient, "default"); return err }, "client is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
+		{"List: nil ctx", func() error { _, err := ok.List(nilCtx, ""); return err }, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, "ctx is nil"},
 		{"Watch: nil ctx", func() error { _, err := ok.Watch(nilCtx, "job"); return err }, "ctx is nil"},
 		{"WatchFunc: nil ctx", func() error { return ok.WatchFunc(nilCtx, "job", func(store.Event[int], bool) {}) }, "ctx is nil"},
@@ -52,6 +53,7 @@ func TestNilArguments(t *testing.T) {
 	}{{"nil Store", nilS, "*Store is nil"}, {"zero Store", zero, "not made by New"}} {
 		tests = append(tests,
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, s.mention},
+			call{s.label + ": List", func() error { _, err := s.st.List(ctx, ""); return err }, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, s.mention},
 			call{s.label + ": Watch", func() error { _, err := s.st.Watch(ctx, "job"); return err }, s.mention},
 			call{s.label + ": WatchFunc", func() error { return s.st.WatchFunc(ctx, "job", func(store.Event[int], bool) {}) }, s.mention},

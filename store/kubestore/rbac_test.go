@@ -129,8 +129,8 @@ func awaitAllowed(t *testing.T, client kubernetes.Interface, ns, verb string) {
 }
 
 // The Store works under a user bound to exactly the minimal Role (get,
-// create, update, watch; no list, no delete), and fails with a clear error
-// under a Role without update.
+// create, update, watch; no list, no delete), save List, which needs
+// list, and fails with a clear error under a Role without update.
 func TestRBAC(t *testing.T) {
 	k := testcluster.NewKube(t, testcluster.KubeOptions{RBAC: true, Users: []string{"tenure", "tenure-no-update", "tenure-named"}})
 	admin := k.Client(t)
@@ -149,14 +149,19 @@ func TestRBAC(t *testing.T) {
 	t.Run("MinimalRole", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 			return newStore[storetest.Meta](t, user, ns)
-		})
+		}, storetest.WithoutList[storetest.Meta]())
 	})
 
 	t.Run("NoList", func(t *testing.T) {
-		// The Store never lists: a user without "list" is refused a list.
+		// An elector never lists; listing (tenure ls) needs "list", and
+		// without it List names the verb.
 		_, err := user.CoordinationV1().Leases(ns).List(ctx(t), metav1.ListOptions{})
 		if err == nil {
 			t.Fatal("the minimal Role allows list")
+		}
+		_, err = newStore[meta](t, user, ns).List(ctx(t), "")
+		if !errors.Is(err, kubestore.ErrForbidden) || !strings.Contains(err.Error(), `refused "list"`) {
+			t.Fatalf("List under the minimal Role: %v; want ErrForbidden naming \"list\"", err)
 		}
 	})
 

@@ -23,10 +23,19 @@ import (
 // its Store value, so there is nothing to open again; a restart of the
 // process loses both, which is why memstore serves one process only. Its
 // floor across Delete is TestDeleteThenCreate's.
+// A corrupt record is planted with PutRaw.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return memstore.New[storetest.Meta]()
-	})
+	}, storetest.WithCorrupt(func(t *testing.T, st store.Store[storetest.Meta], name string) {
+		ms, ok := st.(*memstore.Store[storetest.Meta])
+		if !ok {
+			t.Fatalf("the store is a %T", st)
+		}
+		if _, err := ms.PutRaw(name, lease.Record[[]byte]{Holder: "h", Token: 1, LeaseDuration: time.Second, Metadata: []byte("{not json")}); err != nil {
+			t.Fatal(err)
+		}
+	}))
 }
 
 // countingCodec is JSON that counts its calls.

@@ -29,9 +29,18 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A corrupt record: a row whose metadata is not JSON.
+	corrupt := func(t *testing.T, st store.Store[storetest.Meta], name string) {
+		sql := "INSERT INTO " + st.(*pgstore.Store[storetest.Meta]).Table() +
+			` (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata)
+			VALUES ($1, 'h', 1, 1, now(), now(), 1000000000, 0, '{'::bytea)`
+		if _, err := newPool(t).Exec(context.Background(), sql, name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return newStore(t, newPool(t))
-	}, storetest.WithReopen(reopen), storetest.WithDelete[storetest.Meta](del))
+	}, storetest.WithReopen(reopen), storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt))
 }
 
 // TestConformanceSharedTable runs the suite with every store on the default

@@ -36,6 +36,7 @@ func TestNilArguments(t *testing.T) {
 		{"New: nil pool", func() error { _, err := pgstore.New[int](nil); return err }, store.ErrNilArgument, "pool is nil"},
 		{"NewWithCodec: nil pool", func() error { _, err := pgstore.NewWithCodec[int](nil, nil); return err }, store.ErrNilArgument, "pool is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, store.ErrNilArgument, "ctx is nil"},
+		{"List: nil ctx", func() error { _, err := ok.List(nilCtx, ""); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, "ctx is nil"},
 		{"CompareReleasedAndSwap: nil ctx", func() error {
 			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 1, store.Released{}, lease.Record[int]{})
@@ -57,6 +58,7 @@ func TestNilArguments(t *testing.T) {
 	}{{"nil Store", nilS, "*Store is nil"}, {"zero Store", zero, "not made by New"}} {
 		tests = append(tests,
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, store.ErrNilArgument, s.mention},
+			call{s.label + ": List", func() error { _, err := s.st.List(ctx, ""); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, store.ErrNilArgument, s.mention},
 			call{s.label + ": CompareReleasedAndSwap", func() error {
 				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 1, store.Released{}, lease.Record[int]{})

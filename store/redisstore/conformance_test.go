@@ -31,7 +31,17 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A corrupt record: a hash whose fields do not parse.
+	corrupt := func(t *testing.T, _ store.Store[storetest.Meta], name string) {
+		key, err := open(t).Key(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := testcluster.PackageRedis(t).Client(t).HSet(context.Background(), key, "rev", "x", "holder", "h").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] { return open(t) },
 		storetest.WithReopen(func(t *testing.T) store.Store[storetest.Meta] { return open(t) }),
-		storetest.WithDelete[storetest.Meta](del))
+		storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt))
 }

@@ -39,6 +39,7 @@ func TestNilArguments(t *testing.T) {
 		{"NewHub: nil client", func() error { _, err := redisstore.NewHub(nil); return err }, "client is nil"},
 		{"NewHub: typed nil client", func() error { _, err := redisstore.NewHub(nilClient); return err }, "client is nil"},
 		{"Get: nil ctx", func() error { _, _, err := ok.Get(nilCtx, "job"); return err }, "ctx is nil"},
+		{"List: nil ctx", func() error { _, err := ok.List(nilCtx, ""); return err }, "ctx is nil"},
 		{"CompareAndSwap: nil ctx", func() error { _, _, err := ok.CompareAndSwap(nilCtx, "job", 0, lease.Record[int]{}); return err }, "ctx is nil"},
 		{"CompareReleasedAndSwap: nil ctx", func() error {
 			_, _, err := ok.CompareReleasedAndSwap(nilCtx, "job", 1, store.Released{}, lease.Record[int]{})
@@ -59,6 +60,7 @@ func TestNilArguments(t *testing.T) {
 	}{{"nil Store", nilS, "*Store is nil"}, {"zero Store", zero, "not made by New"}} {
 		tests = append(tests,
 			call{s.label + ": Get", func() error { _, _, err := s.st.Get(ctx, "job"); return err }, s.mention},
+			call{s.label + ": List", func() error { _, err := s.st.List(ctx, ""); return err }, s.mention},
 			call{s.label + ": CompareAndSwap", func() error { _, _, err := s.st.CompareAndSwap(ctx, "job", 0, lease.Record[int]{}); return err }, s.mention},
 			call{s.label + ": CompareReleasedAndSwap", func() error {
 				_, _, err := s.st.CompareReleasedAndSwap(ctx, "job", 1, store.Released{}, lease.Record[int]{})

@@ -49,8 +49,10 @@ type metadata[M any] struct {
 	oversized func() M
 	fresh     func() M
 	mutate    func(*M)
-	reopen    func(t *testing.T) store.Store[M] // WithReopen; nil without
-	del       func(t *testing.T, name string)   // WithDelete; nil without
+	reopen    func(t *testing.T) store.Store[M]                  // WithReopen; nil without
+	del       func(t *testing.T, name string)                    // WithDelete; nil without
+	corrupt   func(t *testing.T, st store.Store[M], name string) // WithCorrupt; nil without
+	noList    bool                                               // WithoutList
 }
 
 // metadataOf applies opts over the defaults for M: the suite's own values

@@ -132,6 +132,7 @@ func checks[M any]() []check[M] {
 		{name: "ReleaseGuard", fn: testReleaseGuard[M]},
 		{name: "CreateVoucher", fn: testCreateVoucher[M]},
 		{name: "TokenFloorAcrossReopen", fn: testTokenFloorAcrossReopen[M]},
+		{name: "List", fn: testList[M]},
 		{name: "Watch", sub: watchChecks[M](false)},
 		{name: "WatchFunc", sub: append(watchChecks[M](true),
 			check[M]{name: "OneCallAtATime", fn: testWatchFuncOneCallAtATime[M]},

@@ -31,6 +31,12 @@ func Check(ctx context.Context, pkg, op, name string, usable error, validName fu
 	return nil
 }
 
+// CheckList is Check for a store's List of the names under prefix, which
+// may be any string.
+func CheckList(ctx context.Context, pkg, prefix string, usable error) error {
+	return Check(ctx, pkg, "List", prefix, usable, func(string) error { return nil })
+}
+
 // Corrupt wraps err, why the record of name in a store of package pkg
 // cannot be read, so that it matches store.ErrCorruptRecord.
 func Corrupt(pkg, name string, err error) error {

@@ -78,3 +78,25 @@ func TestTimesRoundTripAndRefuseOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// CheckList takes any prefix, the empty one included, and refuses an
+// unusable store and a nil or ended ctx as Check does.
+func TestCheckListTakesAnyPrefix(t *testing.T) {
+	for _, prefix := range []string{"", "\x00", "a%_*?["} {
+		if err := CheckList(context.Background(), "pkg", prefix, nil); err != nil {
+			t.Errorf("CheckList(%q) = %v", prefix, err)
+		}
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := CheckList(ended, "pkg", "", nil); !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "pkg: List") {
+		t.Errorf("CheckList with an ended ctx = %v", err)
+	}
+	var nilCtx context.Context
+	if err := CheckList(nilCtx, "pkg", "", nil); !errors.Is(err, store.ErrNilArgument) {
+		t.Errorf("CheckList with a nil ctx = %v", err)
+	}
+	if err := CheckList(context.Background(), "pkg", "", store.ErrNilArgument); !errors.Is(err, store.ErrNilArgument) {
+		t.Errorf("CheckList of an unusable store = %v", err)
+	}
+}
