@@ -52,6 +52,9 @@ type Group[M any] struct {
 	loop  *loop[M]
 	ops   opPool      // the members' store operations (groupops.go)
 	wakes wakeGrid[M] // the leaders' shared wakes (groupwake.go)
+	// renewals are the leaders' renewals due together, sent in batches
+	// when the store batches swaps (groupbatch.go).
+	renewals renewals[M]
 
 	mu      sync.Mutex
 	members map[string]*member[M]
@@ -125,7 +128,14 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
 	l := newLoop[M]()
-	return &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}, nil
+	g := &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}
+	if b := store.BatcherOf(st); b != nil {
+		g.renewals.b = b
+		g.renewals.batch = func(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M] {
+			return store.CompareAndSwapBatch(ctx, st, swaps)
+		}
+	}
+	return g, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is
@@ -252,6 +262,10 @@ func (g *Group[M]) Run(ctx context.Context) error {
 	// whatever ctx is: deriving one costs no goroutine.
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The batches of renewals run in batchOps: the values of ctx, not its
+	// end (as each elector's operations), until every elector finished.
+	batchOps := newOpsContext(base)
+	defer batchOps.end()
 	l := g.loop
 	done := base.Done()
 	for {
@@ -278,6 +292,7 @@ func (g *Group[M]) Run(ctx context.Context) error {
 		batch := l.take()
 		l.dispatch(batch)
 		l.recycle(batch)
+		g.flushRenewals(batchOps)
 	}
 	g.waits.Wait()
 	g.wakes.stop()
