@@ -1,0 +1,90 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-go/tenure/internal/testing/testcluster"
+	"github.com/tenure-go/tenure/store"
+)
+
+// scriptCalls returns how many script calls (EVAL and EVALSHA) the server
+// has run.
+func scriptCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range regexp.MustCompile(`cmdstat_eval(?:sha)?:calls=(\d+)`).FindAllStringSubmatch(info, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n += k
+	}
+	return n
+}
+
+// A batch of renewals is one script call on the server; a name whose key
+// holds something other than a record is refused as corrupt alone, and
+// the renewals beside it are written.
+func TestBatchIsOneScriptCallAndEachSwapStandsAlone(t *testing.T) {
+	srv := testcluster.PackageRedis(t)
+	st, c := newStore(t, srv)
+	admin := srv.Client(t)
+	ctx := t.Context()
+	var swaps []store.Swap[meta]
+	for i := range 10 {
+		name := fmt.Sprint("job-", i)
+		got, rev := mustSwap(t, st, name, 0, rec("a", 1))
+		swaps = append(swaps, store.Swap[meta]{Name: name, Expected: rev, Next: got})
+	}
+	key, err := st.Key("job-4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, key, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The first call loads the script (NOSCRIPT, then EVAL).
+	warm := mustSwapBatch(t, st, swaps[9:])
+	swaps[9].Expected, swaps[9].Next = warm.Revision, warm.Record
+	before := scriptCalls(t, admin)
+	res := st.CompareAndSwapBatch(ctx, swaps)
+	if calls := scriptCalls(t, admin) - before; calls != 1 {
+		t.Errorf("a batch of 10 swaps ran %d scripts, want 1", calls)
+	}
+	for i, r := range res {
+		if i == 4 {
+			if !errors.Is(r.Err, store.ErrCorruptRecord) {
+				t.Errorf("swap over a string: %v, want ErrCorruptRecord", r.Err)
+			}
+			continue
+		}
+		if r.Err != nil || r.Revision <= swaps[i].Expected {
+			t.Errorf("swap %d: revision %d, %v; want written", i, r.Revision, r.Err)
+			continue
+		}
+		got, rev, err := st.Get(ctx, swaps[i].Name)
+		if err != nil || rev != r.Revision || got.Token != r.Record.Token {
+			t.Errorf("swap %d: stored %+v at %d (%v), the batch said %+v at %d", i, got, rev, err, r.Record, r.Revision)
+		}
+	}
+}
+
+// mustSwapBatch runs a batch of one swap, which must succeed.
+func mustSwapBatch(t *testing.T, st interface {
+	CompareAndSwapBatch(ctx context.Context, swaps []store.Swap[meta]) []store.SwapResult[meta]
+}, swaps []store.Swap[meta]) store.SwapResult[meta] {
+	t.Helper()
+	r := st.CompareAndSwapBatch(t.Context(), swaps)
+	if len(r) != 1 || r[0].Err != nil {
+		t.Fatalf("CompareAndSwapBatch: %+v", r)
+	}
+	return r[0]
+}
