@@ -227,4 +227,3 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 		out[i].Record, out[i].Revision, out[i].Err = s.swapped(op, sw.Name, sw.Expected, nil, sw.Next, &r, written, found)
 	}
 }
-
