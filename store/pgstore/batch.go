@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/internal/edge"
 )
 
 var _ store.Batcher[struct{}] = (*Store[struct{}])(nil)
@@ -103,20 +104,7 @@ func (s *Store[M]) BatchesSwaps() bool { return s != nil }
 // what 5,000 renewals a second asked of a server on two cores.
 func (s *Store[M]) CompareAndSwapBatch(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M] {
 	out := make([]store.SwapResult[M], len(swaps))
-	// Rounds: the k-th swap of each name goes in round k, so that a
-	// statement never carries a name twice and each name's swaps run in
-	// the order given.
-	seen := make(map[string]int, len(swaps))
-	var rounds [][]int
-	for i, sw := range swaps {
-		k := seen[sw.Name]
-		seen[sw.Name] = k + 1
-		if k == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[k] = append(rounds[k], i)
-	}
-	for _, round := range rounds {
+	for _, round := range edge.Rounds(swaps) {
 		var updates []int
 		for _, i := range round {
 			sw := swaps[i]
