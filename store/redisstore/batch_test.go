@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -87,4 +90,58 @@ func mustSwapBatch(t *testing.T, st interface {
 		t.Fatalf("CompareAndSwapBatch: %+v", r)
 	}
 	return r[0]
+}
+
+// cpuTime is the user plus system CPU time of the process (the client's:
+// the server is a process of its own).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRenewals renews 64 names per op, in one batch or one swap each
+// (sent together, as a Group's pool sends them): ns/op is per 64 renewals;
+// client-cpu-µs/renewal is the client process's CPU per renewal.
+func BenchmarkRenewals(b *testing.B) {
+	for _, batched := range []bool{true, false} {
+		b.Run(fmt.Sprintf("batched=%v", batched), func(b *testing.B) {
+			st, _ := newStore(b, testcluster.PackageRedis(b))
+			ctx := context.Background()
+			swaps := make([]store.Swap[meta], 64)
+			for i := range swaps {
+				name := fmt.Sprint("job-", i)
+				got, rev, err := st.CompareAndSwap(ctx, name, 0, rec("a", 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				swaps[i] = store.Swap[meta]{Name: name, Expected: rev, Next: got}
+			}
+			cpu0 := cpuTime()
+			for b.Loop() {
+				var res []store.SwapResult[meta]
+				if batched {
+					res = st.CompareAndSwapBatch(ctx, swaps)
+				} else {
+					res = make([]store.SwapResult[meta], len(swaps))
+					var wg sync.WaitGroup
+					for i, sw := range swaps {
+						wg.Go(func() {
+							res[i].Record, res[i].Revision, res[i].Err = st.CompareAndSwap(ctx, sw.Name, sw.Expected, sw.Next)
+						})
+					}
+					wg.Wait()
+				}
+				for i, r := range res {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+					swaps[i].Expected, swaps[i].Next = r.Revision, r.Record
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*len(swaps)), "client-cpu-µs/renewal")
+		})
+	}
 }
