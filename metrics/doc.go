@@ -15,4 +15,10 @@
 //	tenure_last_renewal_timestamp_seconds  gauge: when the last successful acquire or renewal returned
 //	tenure_store_errors_total              counter of failed store operations, label op=read|acquire|renew|release
 //	tenure_every_errors_total              counter of runs of Elector.Every that failed while their term went on
+//
+// And, labelled with the operation (op="renew") rather than a name, for a
+// lead.Group on a store that batches (store.Batcher):
+//
+//	tenure_store_batches_total             counter of requests that carried a batch of operations
+//	tenure_store_batched_operations_total  counter of the operations those requests carried
 package metrics

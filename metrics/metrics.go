@@ -24,11 +24,14 @@ type Collectors struct {
 	lastRenewal  *prometheus.GaugeVec
 	storeErrors  *prometheus.CounterVec
 	everyErrors  *prometheus.CounterVec
+	batches      *prometheus.CounterVec
+	batched      *prometheus.CounterVec
 }
 
 var (
 	_ lead.Instruments      = (*Collectors)(nil)
 	_ lead.EveryInstruments = (*Collectors)(nil)
+	_ lead.BatchInstruments = (*Collectors)(nil)
 )
 
 // Option configures Collectors.
@@ -75,6 +78,12 @@ func New(opts ...Option) *Collectors {
 		everyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_every_errors_total", Help: "Runs of lead.Elector.Every that returned an error while their term was still going.",
 		}, name),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_store_batches_total", Help: "Requests that carried a batch of a Group's store operations (store.Batcher), by operation.",
+		}, []string{"op"}),
+		batched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_store_batched_operations_total", Help: "Store operations sent in batches, by operation: with tenure_store_batches_total, the operations per request.",
+		}, []string{"op"}),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -92,7 +101,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.batches, c.batched}
 }
 
 // Describe implements prometheus.Collector.
@@ -167,4 +176,18 @@ func (c *Collectors) EveryFailed(name string, _ error) {
 		return
 	}
 	c.everyErrors.WithLabelValues(name).Inc()
+}
+
+// StoreBatch counts a request that carried n of a Group's store
+// operations of kind op. It implements lead.BatchInstruments. The
+// renewals' requests are the renewals
+// (tenure_renewal_duration_seconds_count) less those sent in batches
+// (tenure_store_batched_operations_total) plus the batches
+// (tenure_store_batches_total).
+func (c *Collectors) StoreBatch(op string, n int, _ time.Duration) {
+	if !c.usable() {
+		return
+	}
+	c.batches.WithLabelValues(op).Inc()
+	c.batched.WithLabelValues(op).Add(float64(n))
 }
