@@ -17,6 +17,22 @@ import (
 	"github.com/tenure-go/tenure/store"
 )
 
+// scriptUsec returns the time the server spent in script calls (EVAL and
+// EVALSHA), in microseconds.
+func scriptUsec(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, m := range regexp.MustCompile(`cmdstat_eval(?:sha)?:calls=\d+,usec=(\d+)`).FindAllStringSubmatch(info, -1) {
+		k, _ := strconv.ParseInt(m[1], 10, 64)
+		n += k
+	}
+	return n
+}
+
 // scriptCalls returns how many script calls (EVAL and EVALSHA) the server
 // has run.
 func scriptCalls(t *testing.T, c *redis.Client) int {
@@ -119,6 +135,8 @@ func BenchmarkRenewals(b *testing.B) {
 				}
 				swaps[i] = store.Swap[meta]{Name: name, Expected: rev, Next: got}
 			}
+			admin := testcluster.PackageRedis(b).Client(b)
+			usec0 := scriptUsec(b, admin)
 			cpu0 := cpuTime()
 			for b.Loop() {
 				var res []store.SwapResult[meta]
@@ -142,6 +160,7 @@ func BenchmarkRenewals(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*len(swaps)), "client-cpu-µs/renewal")
+			b.ReportMetric(float64(scriptUsec(b, admin)-usec0)/float64(b.N*len(swaps)), "server-µs/renewal")
 		})
 	}
 }
