@@ -28,7 +28,10 @@ const maxBatchRows = 64
 // with the same new revision, token and notification per row. Each row
 // is compared and updated alone: a row whose condition fails is not
 // updated and is read FOR SHARE instead, as sqlUpdate's current row is,
-// and no condition of a row refers to another. The result has one row
+// and no condition of a row refers to another. That read is a LATERAL
+// subquery per swap, so that each is an index lookup of its name: as a
+// join of the table with the swaps, the generic plan PostgreSQL settles on
+// after five executions scanned the whole table for every batch. The result has one row
 // per swap that found a row: its position, whether it wrote, the row
 // written or found, and the notifications sent.
 func (s *Store[M]) buildBatchSQL() {
@@ -59,8 +62,10 @@ func (s *Store[M]) buildBatchSQL() {
 ),
 ` + n + ` AS (SELECT ` + notify + ` FROM ` + u + `),
 ` + c + ` AS (
-	SELECT ` + b + `.b_i, ` + qualified + ` FROM ` + t + ` AS t JOIN ` + b + ` ON t.name = ` + b + `.b_name
-	WHERE NOT EXISTS (SELECT 1 FROM ` + u + ` WHERE ` + u + `.b_i = ` + b + `.b_i) FOR SHARE OF t
+	SELECT ` + b + `.b_i, cur.* FROM ` + b + ` CROSS JOIN LATERAL (
+		SELECT ` + columns + ` FROM ` + t + ` AS t WHERE t.name = ` + b + `.b_name
+			AND NOT EXISTS (SELECT 1 FROM ` + u + ` WHERE ` + u + `.b_i = ` + b + `.b_i) FOR SHARE
+	) AS cur
 )
 SELECT ` + u + `.b_i, true, ` + selected(u) + `, (SELECT count(*) FROM ` + n + `) FROM ` + u + `
 UNION ALL
