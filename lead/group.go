@@ -43,7 +43,10 @@ import (
 // would for a connection of the store client's pool: a leader's renewals
 // and releases first, then the others, each in the order asked, so that a
 // store that falls behind (thousands of names starting at once) keeps the
-// terms that exist.
+// terms that exist. On a store that batches swaps (store.Batcher), the
+// renewals due at one wake of the grid go out together, up to 64 in one
+// request, each answered to its own elector as a single swap is
+// (BatchInstruments counts the requests).
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
