@@ -93,11 +93,18 @@ type batchRig struct {
 	stops map[string]int
 }
 
-func newBatchRig(t *testing.T, names int, pooled bool) *batchRig {
+// newBatchRig returns a batchRig of names names; pooled: the store does
+// not answer immediately; hidden: the Group gets the store behind a
+// wrapper that hides its Batcher.
+func newBatchRig(t *testing.T, names int, pooled, hidden bool) *batchRig {
 	t.Helper()
 	rig := &batchRig{st: newBatchingStore(), cfg: lease.DefaultConfig(), stops: map[string]int{}}
 	rig.st.pooled = pooled
-	grp, err := lead.NewGroup[meta](rig.st, lead.WithConfig(rig.cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
+	var st store.Store[meta] = rig.st
+	if hidden {
+		st = struct{ store.Store[meta] }{rig.st}
+	}
+	grp, err := lead.NewGroup[meta](st, lead.WithConfig(rig.cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +151,7 @@ func TestGroupSendsRenewalsDueTogetherInOneBatch(t *testing.T) {
 
 func sendsRenewalsInBatches(t *testing.T, pooled bool) {
 	synctest.Test(t, func(t *testing.T) {
-		rig := newBatchRig(t, 200, pooled)
+		rig := newBatchRig(t, 200, pooled, false)
 		time.Sleep(10 * rig.cfg.RetryInterval)
 		synctest.Wait()
 		batches, batched, singles := rig.st.counts()
@@ -186,7 +193,7 @@ func TestGroupBatchAnswersEachRenewalOnItsOwn(t *testing.T) {
 
 func answersEachRenewal(t *testing.T, pooled bool) {
 	synctest.Test(t, func(t *testing.T) {
-		rig := newBatchRig(t, 50, pooled)
+		rig := newBatchRig(t, 50, pooled, false)
 		ctx := context.Background()
 		cur, rev, err := rig.st.Get(ctx, "job-5")
 		if err != nil {
@@ -233,32 +240,14 @@ func answersEachRenewal(t *testing.T, pooled bool) {
 // renewals go out one swap each, and every leader keeps its term.
 func TestGroupRenewsAloneWhenAWrapperHidesTheBatcher(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newBatchingStore()
-		hidden := struct{ store.Store[meta] }{st}
-		cfg := lease.DefaultConfig()
-		grp, err := lead.NewGroup[meta](hidden, lead.WithConfig(cfg), lead.WithLookupEnv(nil), lead.WithIdentity("p0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var els []*lead.Elector[meta]
-		for i := range 20 {
-			e, err := grp.Add(fmt.Sprintf("job-%d", i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			els = append(els, e)
-		}
-		stop := runGroup(t, grp)
-		defer stop()
-		awaitAllLead(t, els, cfg.RetryInterval)
-		st.counts()
-		time.Sleep(5 * cfg.RetryInterval)
+		rig := newBatchRig(t, 20, true, true)
+		time.Sleep(5 * rig.cfg.RetryInterval)
 		synctest.Wait()
-		batches, _, singles := st.counts()
+		batches, _, singles := rig.st.counts()
 		if batches != 0 || singles < 20*4 {
 			t.Errorf("%d batches, %d single swaps: want the renewals one swap each", batches, singles)
 		}
-		if !allLead(els) {
+		if !allLead(rig.els) {
 			t.Error("a leader lost its term renewing alone")
 		}
 	})
