@@ -43,7 +43,10 @@ import (
 // would for a connection of the store client's pool: a leader's renewals
 // and releases first, then the others, each in the order asked, so that a
 // store that falls behind (thousands of names starting at once) keeps the
-// terms that exist.
+// terms that exist. On a store that batches swaps (store.Batcher), the
+// renewals due at one wake of the grid go out together, up to 64 in one
+// request, each answered to its own elector as a single swap is
+// (BatchInstruments counts the requests).
 //
 // Make a Group with NewGroup; its methods are safe for concurrent use.
 type Group[M any] struct {
@@ -52,6 +55,9 @@ type Group[M any] struct {
 	loop  *loop[M]
 	ops   opPool      // the members' store operations (groupops.go)
 	wakes wakeGrid[M] // the leaders' shared wakes (groupwake.go)
+	// renewals are the leaders' renewals due together, sent in batches
+	// when the store batches swaps (groupbatch.go).
+	renewals renewals[M]
 
 	mu      sync.Mutex
 	members map[string]*member[M]
@@ -125,7 +131,14 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
 	l := newLoop[M]()
-	return &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}, nil
+	g := &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}
+	if b := store.BatcherOf(st); b != nil {
+		g.renewals.b = b
+		g.renewals.batch = func(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M] {
+			return store.CompareAndSwapBatch(ctx, st, swaps)
+		}
+	}
+	return g, nil
 }
 
 // usable returns an error wrapping ErrNilArgument, for method op, when g is
@@ -252,6 +265,10 @@ func (g *Group[M]) Run(ctx context.Context) error {
 	// whatever ctx is: deriving one costs no goroutine.
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The batches of renewals run in batchOps: the values of ctx, not its
+	// end (as each elector's operations), until every elector finished.
+	batchOps := newOpsContext(base)
+	defer batchOps.end()
 	l := g.loop
 	done := base.Done()
 	for {
@@ -278,6 +295,7 @@ func (g *Group[M]) Run(ctx context.Context) error {
 		batch := l.take()
 		l.dispatch(batch)
 		l.recycle(batch)
+		g.flushRenewals(batchOps)
 	}
 	g.waits.Wait()
 	g.wakes.stop()

@@ -198,6 +198,9 @@ type host[M any] interface {
 	shareWake(r *runner[M], at time.Duration, clockNow, epoch time.Time) bool
 	// unwake cancels a wake shareWake armed.
 	unwake()
+	// batchRenew takes r's renewal sw into a batch of renewals sent
+	// together, and reports whether it did; if not, r swaps alone.
+	batchRenew(r *runner[M], sw store.Swap[M]) bool
 	// finished is called on the loop once r has finished.
 	finished(r *runner[M])
 }
@@ -211,6 +214,7 @@ func (soloHost[M]) spawn(op func(), _ bool)                                     
 func (soloHost[M]) spawnWatch(op func())                                           { go op() }
 func (soloHost[M]) shareWake(*runner[M], time.Duration, time.Time, time.Time) bool { return false }
 func (soloHost[M]) unwake()                                                        {}
+func (soloHost[M]) batchRenew(*runner[M], store.Swap[M]) bool                      { return false }
 func (soloHost[M]) finished(*runner[M])                                            {}
 
 // runOne is the loop of Run: it hands r its messages until r's machine has
@@ -495,6 +499,9 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
 		}))
 		return
+	}
+	if a.Swap == fsm.Renew && v == nil && r.host.batchRenew(r, store.Swap[M]{Name: e.name, Expected: a.Expected, Next: next}) {
+		return // sent with the other renewals due now (groupbatch.go)
 	}
 	r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 		if v == nil {

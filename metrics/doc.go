@@ -18,4 +18,10 @@
 //	tenure_claim_waiting                   gauge: 1 while this process waits on a claim it created, else 0
 //	tenure_watch_up                        gauge: 1 while the watch of the record is up, 0 while polling after it failed
 //	tenure_lease_duration_seconds          gauge: the lease the last successful acquire or renewal promised
+//
+// And, labelled with the operation (op="renew") rather than a name, for a
+// lead.Group on a store that batches (store.Batcher):
+//
+//	tenure_store_batches_total             counter of requests that carried a batch of operations
+//	tenure_store_batched_operations_total  counter of the operations those requests carried
 package metrics

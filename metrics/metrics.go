@@ -25,12 +25,15 @@ type Collectors struct {
 	claim        *prometheus.GaugeVec
 	watch        *prometheus.GaugeVec
 	leaseDur     *prometheus.GaugeVec
+	batches      *prometheus.CounterVec
+	batched      *prometheus.CounterVec
 }
 
 var (
 	_ lead.Instruments      = (*Collectors)(nil)
 	_ lead.EveryInstruments = (*Collectors)(nil)
 	_ lead.Tracer           = (*Collectors)(nil)
+	_ lead.BatchInstruments = (*Collectors)(nil)
 )
 
 // Option configures Collectors.
@@ -86,6 +89,12 @@ func New(opts ...Option) *Collectors {
 		leaseDur: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tenure_lease_duration_seconds", Help: "Lease that this process's last successful acquire or renewal promised: how long others wait after it.",
 		}, name),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_store_batches_total", Help: "Requests that carried a batch of a Group's store operations (store.Batcher), by operation.",
+		}, []string{"op"}),
+		batched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_store_batched_operations_total", Help: "Store operations sent in batches, by operation: with tenure_store_batches_total, the operations per request.",
+		}, []string{"op"}),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -103,7 +112,7 @@ func (c *Collectors) all() []prometheus.Collector {
 	if !c.usable() {
 		return nil
 	}
-	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch, c.leaseDur}
+	return []prometheus.Collector{c.leader, c.token, c.changes, c.renewLatency, c.renewFails, c.lastRenewal, c.storeErrors, c.everyErrors, c.claim, c.watch, c.leaseDur, c.batches, c.batched}
 }
 
 // Describe implements prometheus.Collector.
@@ -213,4 +222,18 @@ func bool01(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// StoreBatch counts a request that carried n of a Group's store
+// operations of kind op. It implements lead.BatchInstruments. The
+// renewals' requests are the renewals
+// (tenure_renewal_duration_seconds_count) less those sent in batches
+// (tenure_store_batched_operations_total) plus the batches
+// (tenure_store_batches_total).
+func (c *Collectors) StoreBatch(op string, n int, _ time.Duration) {
+	if !c.usable() {
+		return
+	}
+	c.batches.WithLabelValues(op).Inc()
+	c.batched.WithLabelValues(op).Add(float64(n))
 }

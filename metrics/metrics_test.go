@@ -222,3 +222,49 @@ tenure_lease_duration_seconds{name="job"} 3
 		}
 	})
 }
+
+// A Group on a store that batches (memstore) counts its renewals' batches:
+// fewer requests than renewals.
+func TestBatchesAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := metrics.New()
+		grp, err := lead.NewGroup[struct{}](memstore.New[struct{}](), append(m.Options(), lead.WithIdentity("a"),
+			lead.WithConfig(lease.DefaultConfig()), lead.WithLookupEnv(nil))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			if _, err := grp.Add(fmt.Sprint("job-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- grp.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, mt := range mf.GetMetric() {
+				switch {
+				case mt.GetCounter() != nil:
+					got[mf.GetName()] += mt.GetCounter().GetValue()
+				case mt.GetHistogram() != nil:
+					got[mf.GetName()] += float64(mt.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		renewals, batches, batched := got["tenure_renewal_duration_seconds"], got["tenure_store_batches_total"], got["tenure_store_batched_operations_total"]
+		// 20 leaders renew every 2 s or so: 80 renewals at least in 10 s.
+		if renewals < 80 || batched != renewals || batches == 0 || batches*4 > renewals {
+			t.Fatalf("renewals %v, batches %v of %v renewals: want every renewal in a batch, several to a batch", renewals, batches, batched)
+		}
+	})
+}

@@ -27,6 +27,7 @@ func instruments(t *testing.T) []metricdata.Metrics {
 		p.tel.StoreOp("job", op, time.Millisecond, errors.New("down"))
 	}
 	p.tel.EveryFailed("job", errors.New("boom"))
+	p.tel.StoreBatch(lead.OpRenew, 2, time.Millisecond)
 	p.tel.Claim("job", 1, true)
 	p.tel.Watch("job", true)
 	p.tel.LeaseOp(lead.Operation{Name: "job", Op: lead.OpRenew, Outcome: lead.OutcomeOK, LeaseDuration: 15 * time.Second})

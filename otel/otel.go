@@ -62,12 +62,15 @@ type Telemetry struct {
 	claim         metric.Int64Gauge
 	watch         metric.Int64Gauge
 	leaseDur      metric.Float64Gauge
+	batches       metric.Int64Counter
+	batched       metric.Int64Counter
 }
 
 var (
 	_ lead.Instruments      = (*Telemetry)(nil)
 	_ lead.EveryInstruments = (*Telemetry)(nil)
 	_ lead.Tracer           = (*Telemetry)(nil)
+	_ lead.BatchInstruments = (*Telemetry)(nil)
 )
 
 type config struct {
@@ -163,6 +166,8 @@ func New(opts ...Option) (*Telemetry, error) {
 	t.storeErrors = counter("tenure.store.errors", "{error}", "Store operations that failed or timed out (conflicts and missing records excluded).")
 	t.everyErrors = counter("tenure.every.errors", "{error}", "Runs of lead.Elector.Every that returned an error while their term was still going.")
 	t.claim = gauge("tenure.claim.waiting", "{claim}", "1 while this process waits on a claim it created (a LeaseDuration during which nobody leads), 0 otherwise.")
+	t.batches = counter("tenure.store.batches", "{request}", "Requests that carried a batch of a Group's store operations (store.Batcher), by operation.")
+	t.batched = counter("tenure.store.batched_operations", "{operation}", "Store operations sent in batches, by operation: with tenure.store.batches, the operations per request.")
 	t.watch = gauge("tenure.watch.up", "{watch}", "1 while this process's watch of the record is up, 0 while it polls after a watch failed or ended.")
 	var err error
 	t.renewDuration, err = m.Float64Histogram("tenure.renewal.duration", metric.WithUnit("s"),
@@ -259,6 +264,17 @@ func (t *Telemetry) EveryFailed(name string, _ error) {
 		return
 	}
 	t.everyErrors.Add(context.Background(), 1, named(name))
+}
+
+// StoreBatch counts a request that carried n of a Group's store
+// operations of kind op. It implements lead.BatchInstruments.
+func (t *Telemetry) StoreBatch(op string, n int, _ time.Duration) {
+	if !t.usable() {
+		return
+	}
+	attrs := metric.WithAttributes(AttrOperation.String(op))
+	t.batches.Add(context.Background(), 1, attrs)
+	t.batched.Add(context.Background(), int64(n), attrs)
 }
 
 // LeaseOp records the operation's span, tenure.<op>, and after a

@@ -169,20 +169,20 @@ func TestElectionAndHandoverAreMeasuredAndTraced(t *testing.T) {
 
 		gotA := pa.metrics(t)
 		wantMetrics(t, "a", gotA, map[string]string{
-			"tenure.leader[{leader}]{tenure.election.name=job}":                                          "0",
+			"tenure.leader[{leader}]{tenure.election.name=job}":                                   "0",
 			"tenure.term.token[{token}]{tenure.election.name=job}":                                "1",
 			"tenure.leadership.changes[{change}]{tenure.change=started,tenure.election.name=job}": "1",
 			"tenure.leadership.changes[{change}]{tenure.change=stopped,tenure.election.name=job}": "1",
-			"tenure.last_renewal.timestamp[s]{tenure.election.name=job}":                               fmt.Sprint(float64(began.Add(time.Second).UnixNano()) / 1e9),
-			"tenure.watch.up[{watch}]{tenure.election.name=job}":                                        "1",
+			"tenure.last_renewal.timestamp[s]{tenure.election.name=job}":                          fmt.Sprint(float64(began.Add(time.Second).UnixNano()) / 1e9),
+			"tenure.watch.up[{watch}]{tenure.election.name=job}":                                  "1",
 			"tenure.lease.duration[s]{tenure.election.name=job}":                                  "3",
 		})
 		gotB := pb.metrics(t)
 		wantMetrics(t, "b", gotB, map[string]string{
-			"tenure.leader[{leader}]{tenure.election.name=job}":                                          "1",
+			"tenure.leader[{leader}]{tenure.election.name=job}":                                   "1",
 			"tenure.term.token[{token}]{tenure.election.name=job}":                                "2",
 			"tenure.leadership.changes[{change}]{tenure.change=started,tenure.election.name=job}": "1",
-			"tenure.watch.up[{watch}]{tenure.election.name=job}":                                        "1",
+			"tenure.watch.up[{watch}]{tenure.election.name=job}":                                  "1",
 		})
 		for k := range gotB {
 			if strings.Contains(k, "errors") || strings.Contains(k, "failures") || strings.Contains(k, "claim") {
@@ -251,7 +251,7 @@ func TestGroupElectorsAreMeasuredAndTraced(t *testing.T) {
 		got := p.metrics(t)
 		for _, n := range []string{"x", "y"} {
 			wantMetrics(t, n, got, map[string]string{
-				"tenure.leader[{leader}]{tenure.election.name=" + n + "}":           "1",
+				"tenure.leader[{leader}]{tenure.election.name=" + n + "}":    "1",
 				"tenure.term.token[{token}]{tenure.election.name=" + n + "}": "1",
 			})
 		}
@@ -301,7 +301,7 @@ func TestFailuresConflictsAndHandoversAreTraced(t *testing.T) {
 		"tenure.store.errors[{error}]{tenure.election.name=job,tenure.store.operation=renew}":   "1",
 		"tenure.store.errors[{error}]{tenure.election.name=job,tenure.store.operation=acquire}": "1",
 		"tenure.every.errors[{error}]{tenure.election.name=job}":                                "1",
-		"tenure.claim.waiting[{claim}]{tenure.election.name=job}":                                     "1",
+		"tenure.claim.waiting[{claim}]{tenure.election.name=job}":                               "1",
 		"tenure.renewal.duration[s]{tenure.election.name=job}":                                  "count 1",
 	})
 }

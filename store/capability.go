@@ -13,7 +13,7 @@ import (
 
 // This file holds the helpers for the optional interfaces a Store may
 // implement (Lossy, Watcher, FuncWatcher, MetadataChecker, Validator,
-// Immediate, ReleaseGuard, CreateVoucher). Each answers for any Store:
+// Immediate, ReleaseGuard, CreateVoucher, Batcher). Each answers for any Store:
 // the store's own answer when it implements the interface, and a
 // conservative one when it does not. Wrappers forward the interfaces with
 // them (see "Wrapping a store" in docs/guide.md):
@@ -39,6 +39,10 @@ import (
 //	func (t Timed[M]) VouchesCreates() bool { return store.CreateVoucherOf(t.Store) != nil }
 //	func (t Timed[M]) CreateVouched(ctx context.Context, name string, next lease.Record[M]) (lease.Record[M], lease.Revision, bool, error) {
 //		return store.CreateVouched(ctx, t.Store, name, next)
+//	}
+//	func (t Timed[M]) BatchesSwaps() bool { return store.BatcherOf(t.Store) != nil }
+//	func (t Timed[M]) CompareAndSwapBatch(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M] {
+//		return store.CompareAndSwapBatch(ctx, t.Store, swaps)
 //	}
 
 // Immediate is implemented by stores whose Get and CompareAndSwap never

@@ -412,16 +412,7 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 				return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: %w: the write's revision %d is not above %d", name, ErrUnexpectedReply, rev, expected)
 			}
 			s.remember(name, st.known.after(rev, next.Holder, token))
-			return lease.Record[M]{
-				Holder:        next.Holder,
-				Token:         token,
-				AcquiredAt:    edge.StoredTime(next.AcquiredAt),
-				RenewedAt:     edge.StoredTime(next.RenewedAt),
-				LeaseDuration: next.LeaseDuration,
-				Transitions:   next.Transitions,
-				Claim:         next.Claim,
-				Metadata:      m,
-			}, rev, nil
+			return swappedRecord(next, token, m), rev, nil
 		}
 		if st, err = s.parseState(name, resp); err != nil {
 			return lease.Record[M]{}, 0, fail(ctx, "CompareAndSwap", name, err)
@@ -432,6 +423,20 @@ func (s *Store[M]) CompareAndSwap(ctx context.Context, name string, expected lea
 			// Only the token key changed, again and again.
 			return lease.Record[M]{}, 0, fmt.Errorf("etcdstore: CompareAndSwap %q: nothing was written: the token key %s kept changing (%d attempts): %w", name, s.tokenKey(name), attempt+1, store.ErrConflict)
 		}
+	}
+}
+
+// swappedRecord is the record a swap of next with token and metadata m stored.
+func swappedRecord[M any](next lease.Record[M], token uint64, m M) lease.Record[M] {
+	return lease.Record[M]{
+		Holder:        next.Holder,
+		Token:         token,
+		AcquiredAt:    edge.StoredTime(next.AcquiredAt),
+		RenewedAt:     edge.StoredTime(next.RenewedAt),
+		LeaseDuration: next.LeaseDuration,
+		Transitions:   next.Transitions,
+		Claim:         next.Claim,
+		Metadata:      m,
 	}
 }
 

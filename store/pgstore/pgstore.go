@@ -124,6 +124,7 @@ type Store[M any] struct {
 
 	sqlGet, sqlCreate, sqlUpdate string
 	nameCreate, nameUpdate       string // stmtName of sqlCreate and sqlUpdate
+	sqlBatch, nameBatch          string // CompareAndSwapBatch's statement (batch.go)
 
 	migrateMu sync.Mutex
 	migrated  bool // guarded by migrateMu: the schema was made (Migrate) or found usable (checkTable)
@@ -189,6 +190,7 @@ func NewWithCodec[M any](pool *pgxpool.Pool, codec store.Codec[M], opts ...Optio
 		s.setChannel(o.table[0])
 	}
 	s.buildSQL()
+	s.buildBatchSQL()
 	s.listener = &listener[M]{s: s}
 	s.setLinger(defaultListenLinger)
 	s.pipe = newPipe(s.runPipe)
@@ -1065,10 +1067,17 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: %w", op, name, withCtx(ctx, s.explain(err)))
 	}
+	return s.swapped(op, name, expected, was, next, &r, written, found)
+}
+
+// swapped returns what compareAndSwap returns for the answer of its
+// statement: the row it wrote (written) or found (found is false when
+// there was none).
+func (s *Store[M]) swapped(op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], r *row, written, found bool) (lease.Record[M], lease.Revision, error) {
 	if !found {
 		return lease.Record[M]{}, 0, fmt.Errorf("pgstore: %s %q: expected revision %d, found none: %w", op, name, expected, store.ErrConflict)
 	}
-	rec, rev, err := s.record(name, &r)
+	rec, rev, err := s.record(name, r)
 	if err != nil {
 		if written {
 			// Cannot happen: the record was checked and its metadata

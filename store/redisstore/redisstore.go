@@ -370,21 +370,18 @@ func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expe
 	return s.compareAndSwap(ctx, "CompareReleasedAndSwap", name, expected, &was, next, nil)
 }
 
-// compareAndSwap is CompareAndSwap, guarded by was when it is not nil
-// (CompareReleasedAndSwap), asking the gate to vouch for a create when
-// vouched is not nil (CreateVouched), which then receives its answer; op
-// names the method in errors.
-func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], vouched *bool) (lease.Record[M], lease.Revision, error) {
-	if err := s.check(ctx, op, name); err != nil {
-		return lease.Record[M]{}, 0, err
-	}
+// swapArgs returns the keys and arguments of the compare-and-swap script
+// for a swap of next under name from expected (guarded by was when it is
+// not nil; ask: the caller asks the gate to vouch for a create), and the
+// metadata as stored; op names the method in errors.
+func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], ask bool) ([]string, []any, M, error) {
 	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
+		return nil, nil, m, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}
 	acquired, renewed, err := edge.FormatTimes(next)
 	if err != nil {
-		return lease.Record[M]{}, 0, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
+		return nil, nil, m, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}
 	nonce := strconv.FormatUint(rand.Uint64(), 36)
 	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
@@ -405,11 +402,26 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
 		gateOn, seen, age, "born:" + escape(name),
-		claimArg(expected, next, s.gate != nil, vouched != nil),
+		claimArg(expected, next, s.gate != nil, ask),
 	}
 	if was != nil {
 		// The guard's arguments (a plain swap, a renewal, sends none).
 		args = append(args, "1", strconv.FormatUint(was.Token, 10), strconv.FormatUint(was.Transitions, 10), strconv.FormatInt(int64(was.LeaseDuration), 10))
+	}
+	return keys, args, m, nil
+}
+
+// compareAndSwap is CompareAndSwap, guarded by was when it is not nil
+// (CompareReleasedAndSwap), asking the gate to vouch for a create when
+// vouched is not nil (CreateVouched), which then receives its answer; op
+// names the method in errors.
+func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], vouched *bool) (lease.Record[M], lease.Revision, error) {
+	if err := s.check(ctx, op, name); err != nil {
+		return lease.Record[M]{}, 0, err
+	}
+	keys, args, m, err := s.swapArgs(op, name, expected, was, next, vouched != nil)
+	if err != nil {
+		return lease.Record[M]{}, 0, err
 	}
 	cmd, err := s.pipe.Do(ctx, pipeCall{script: casScript, keys: keys, args: args})
 	var reply []any

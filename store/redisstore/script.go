@@ -102,7 +102,10 @@ const sumPrefix = "tenure/1\x00"
 // marker has no born field for the name (set by every write: a record
 // deleted by hand leaves it, so that create is not vouched for; a new
 // marker has none).
-var casScript = redis.NewScript(`
+var casScript = redis.NewScript(casSource)
+
+// casSource is the text of casScript.
+var casSource = `
 local F = {'rev','op','holder','token','acquired','renewed','duration','transitions','meta','sum'}
 local MAXTOKEN = '` + maxTokenText + `'
 local MAXREV = '` + maxRevisionText + `'
@@ -340,7 +343,7 @@ if gate then
 end
 redis.call('PUBLISH', ARGV[3], table.concat(msg))
 return {'ok', rev, token, mnonce, vouched, claim}
-`)
+`
 
 // The bounds the script applies, as decimal text.
 var (

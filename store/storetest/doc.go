@@ -93,6 +93,14 @@
 //     create it vouches for with Claim false and any other as given; a
 //     create meeting a record gets ErrConflict with that record, leaves it
 //     as it was, and is not vouched for.
+//   - CompareAndSwapBatch, for a store that implements store.Batcher: in
+//     a batch mixing a renewal, a stale revision, an absent name, a
+//     create, an invalid name, an invalid record, a create over a record,
+//     a token above lease.MaxToken and one name twice, each swap has the
+//     outcome a single CompareAndSwap has (the record written, or found
+//     with its revision) and the names whose swap failed keep their
+//     record; a batch of one and an empty batch work; with an ended
+//     context every swap reports it and nothing is written.
 //   - Watch: a fresh subscriber first gets the current record, or an Absent
 //     event; later changes arrive with strictly increasing revisions up to
 //     the last write (intermediate ones may be skipped), each with the record

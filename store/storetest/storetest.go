@@ -131,6 +131,7 @@ func checks[M any]() []check[M] {
 		{name: "NewTermTokens", fn: testNewTermTokens[M]},
 		{name: "ReleaseGuard", fn: testReleaseGuard[M]},
 		{name: "CreateVoucher", fn: testCreateVoucher[M]},
+		{name: "Batch", fn: testBatch[M]},
 		{name: "TokenFloorAcrossReopen", fn: testTokenFloorAcrossReopen[M]},
 		{name: "List", fn: testList[M]},
 		{name: "Watch", sub: watchChecks[M](false)},

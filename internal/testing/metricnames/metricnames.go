@@ -42,6 +42,7 @@ func Gather(tb testing.TB) (*prometheus.Registry, []Family) {
 		c.StoreOp("job", op, time.Millisecond, errors.New("down"))
 	}
 	c.EveryFailed("job", errors.New("boom"))
+	c.StoreBatch(lead.OpRenew, 2, time.Millisecond)
 	c.Claim("job", 1, true)
 	c.Watch("job", true)
 	c.LeaseOp(lead.Operation{Name: "job", Op: lead.OpRenew, Outcome: lead.OutcomeOK, LeaseDuration: 15 * time.Second})

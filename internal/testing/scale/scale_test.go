@@ -41,6 +41,9 @@ type backend struct {
 	name  string
 	store func(b *testing.B, group int) store.Store[meta]
 	conns func(b *testing.B) int
+	// requests counts the server's requests that write (script calls
+	// on Redis, committed transactions on PostgreSQL); nil: no server.
+	requests func(b *testing.B) int64
 }
 
 func backends() []backend {
@@ -87,6 +90,23 @@ func redisBackend() backend {
 			}
 			return strings.Count(list, " name=scale ")
 		},
+		requests: func(b *testing.B) int64 {
+			admin := testcluster.PackageRedis(b).Client(b)
+			info, err := admin.Info(context.Background(), "commandstats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int64
+			for line := range strings.SplitSeq(info, "\n") {
+				for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+					if v, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+						k, _ := strconv.ParseInt(strings.SplitN(v, ",", 2)[0], 10, 64)
+						n += k
+					}
+				}
+			}
+			return n
+		},
 	}
 }
 
@@ -125,6 +145,19 @@ func postgresBackend() backend {
 			}
 			return n
 		},
+		requests: func(b *testing.B) int64 {
+			pg := testcluster.PackagePostgres(b)
+			pool, err := pgxpool.New(context.Background(), pg.DSN())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			var n int64
+			if err := pool.QueryRow(context.Background(), "SELECT pg_stat_force_next_flush(), xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(nil, &n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		},
 	}
 }
 
@@ -147,7 +180,10 @@ func postgresBackend() backend {
 // TENURE_SCALE_START=together starts every election in the three groups
 // at once, as three processes started together would.
 // TENURE_SCALE_OPSTATS=1 counts the store operations of the window by
-// kind (lead.WithInstruments), with their failures and times.
+// kind (lead.WithInstruments), with their failures and times, and the
+// round trips of the renewals (lead.BatchInstruments) beside the
+// server's requests that write (Redis script calls, PostgreSQL
+// transactions).
 // TENURE_SCALE_MAXOPS sets each Group's lead.WithMaxStoreOps.
 func BenchmarkElections(b *testing.B) {
 	settle := envDuration(b, "TENURE_SCALE_SETTLE", 20*time.Second)
@@ -297,6 +333,10 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	}
 	time.Sleep(settle) // steady state: no event to wait on
 	changes0 := changes.Load()
+	var requests0 int64
+	if be.requests != nil {
+		requests0 = be.requests(b)
+	}
 	ops.reset()
 	stopProfile := startCPUProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
@@ -304,6 +344,10 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	stopProfile()
 	changed := changes.Load() - changes0
+	var requests int64
+	if be.requests != nil {
+		requests = be.requests(b) - requests0
+	}
 	after := snapshot()
 	if path := os.Getenv("TENURE_SCALE_HEAPPROFILE"); path != "" {
 		writeHeapProfile(b, path)
@@ -320,6 +364,10 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 		float64(after.goroutines-before.goroutines)/electors, be.conns(b), load[0], load[1], load[2])
 	if os.Getenv("TENURE_SCALE_OPSTATS") != "" {
 		b.Logf("store operations in the window (as Instruments times them: from when they run, not from when they were asked): %s", ops)
+		renewals, trips := ops.renewalTrips()
+		b.Logf("renewals %d, their round trips %d (%.3f per renewal); server requests that write %d (%.3f per renewal)",
+			renewals, trips, float64(trips)/float64(max(renewals, 1)), requests, float64(requests)/float64(max(renewals, 1)))
+		b.ReportMetric(float64(trips)/float64(max(renewals, 1)), "trips/renewal")
 	}
 	reasonsMu.Lock()
 	b.Logf("terms stopped since the start, by reason: %v", reasons)
@@ -334,8 +382,32 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 
 // opStats counts store operations by kind, for lead.WithInstruments.
 type opStats struct {
-	mu sync.Mutex
-	by map[string]*opStat
+	mu      sync.Mutex
+	by      map[string]*opStat
+	batches int // renewals' batches (lead.BatchInstruments)
+	batched int // renewals in them
+}
+
+// StoreBatch counts a batch of renewals sent in one round trip.
+func (s *opStats) StoreBatch(op string, n int, _ time.Duration) {
+	if op != lead.OpRenew {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches++
+	s.batched += n
+}
+
+// renewalTrips returns the renewals counted and the round trips they took:
+// one each, save those sent in batches, one per batch.
+func (s *opStats) renewalTrips() (renewals, trips int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.by[lead.OpRenew]; st != nil {
+		renewals = st.n
+	}
+	return renewals, renewals - s.batched + s.batches
 }
 
 type opStat struct {
@@ -369,6 +441,7 @@ func (s *opStats) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.by = nil
+	s.batches, s.batched = 0, 0
 }
 
 // String says, for each kind, how many ran, failed and conflicted, and

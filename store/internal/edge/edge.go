@@ -91,3 +91,21 @@ func FormatTimes[M any](r lease.Record[M]) (acquired, renewed string, err error)
 	}
 	return acquired, renewed, nil
 }
+
+// Rounds splits the swaps of a batch, by their names in order, into rounds
+// in which no name appears twice: the k-th swap of each name goes in
+// round k. Run one round after the other, each name's swaps run in the
+// order given. It returns the positions of each round's swaps.
+func Rounds[M any](swaps []store.Swap[M]) [][]int {
+	seen := make(map[string]int, len(swaps))
+	var rounds [][]int
+	for i, sw := range swaps {
+		k := seen[sw.Name]
+		seen[sw.Name] = k + 1
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], i)
+	}
+	return rounds
+}
