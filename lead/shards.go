@@ -42,8 +42,9 @@ type ShardsConfig struct {
 	// Every is how often a replica reads the presence records and
 	// rebalances (default the electors' RetryInterval). A replica releases
 	// a shard assigned elsewhere only once the assignment has said so for
-	// two Every, so that the replica it goes to follows it by then and
-	// takes it the moment the release is heard.
+	// three Every (the receiver may see the change an Every later, and
+	// waits an Every of stable membership), so that the replica it goes
+	// to follows it by then and takes it the moment the release is heard.
 	Every time.Duration
 	// Refresh is how often a replica reads the holders of the shards it
 	// does not take part in, when membership does not change (default the
@@ -79,7 +80,8 @@ type ShardsConfig struct {
 // record has not changed for a LeaseDuration is taken for dead; a
 // replica that stops renewing its presence drops out after its lease. The
 // holders of the shards come from the replica's own electors and, for the
-// others, from reads (see ShardsConfig.Refresh).
+// others, from reads (see ShardsConfig.Refresh). These reads are reported
+// to WithInstruments as reads of the names read, as the electors' are.
 //
 // Make one with NewShards; its methods are safe for concurrent use.
 type Shards[M any] struct {
@@ -93,6 +95,7 @@ type Shards[M any] struct {
 	slots   []string
 	byName  map[string]Shard
 	timeout time.Duration
+	inst    Instruments // the electors' (WithInstruments): the looks' reads too
 
 	// hook, set by tests only, changes the behaviour for the tests of
 	// its unsafe variants.
@@ -198,6 +201,7 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	}
 	s.g, s.cfg, s.lease, s.id, s.clock, s.log = g, cfg, probe.cfg, probe.id, probe.clock, probe.log
 	s.timeout = probe.cfg.BackendTimeout
+	s.inst = probe.instruments
 	s.seen = make([]slotSeen, len(s.slots))
 	return s, nil
 }
@@ -259,7 +263,7 @@ func (s *Shards[M]) Assignment() map[string]string {
 //
 // When ctx ends, the replica leaves: it releases its presence, hands the
 // shards it leads to the replicas they are assigned to (as a move does,
-// for at most three Every plus a RenewDeadline), then stops as Group.Run
+// for at most five Every plus a RenewDeadline), then stops as Group.Run
 // does. Run returns ErrAlreadyRunning when called a second time.
 func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
 	if ctx == nil {
@@ -294,7 +298,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 		if ctxDone == nil {
 			now := s.clock.Now()
 			if drainUntil.IsZero() {
-				drainUntil = now.Add(3*s.cfg.Every + s.lease.RenewDeadline)
+				drainUntil = now.Add(5*s.cfg.Every + s.lease.RenewDeadline)
 				s.leave()
 			}
 			if len(s.Leading()) == 0 || !now.Before(drainUntil) {
@@ -358,7 +362,7 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 	read := map[string]string{}
 	complete := true
 	for _, name := range others {
-		rec, _, err := s.st.Get(rctx, name)
+		rec, _, err := s.get(rctx, name)
 		switch {
 		case err == nil:
 			read[name] = rec.Holder
@@ -401,7 +405,7 @@ func (s *Shards[M]) assignFor(members []string) map[string]string {
 }
 
 // applyLocked campaigns for the shards assigned here and releases, after
-// the grace of two Every, those held here and assigned elsewhere. s.mu is
+// the grace of three Every, those held here and assigned elsewhere. s.mu is
 // held.
 func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
 	for _, sh := range s.cfg.Shards {
@@ -436,7 +440,7 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 					s.since[name] = shardMove{to: to, at: now}
 					continue
 				}
-				if now.Sub(m.at) < 2*s.cfg.Every {
+				if now.Sub(m.at) < 3*s.cfg.Every {
 					continue
 				}
 			}
@@ -474,6 +478,16 @@ func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], f
 	}
 }
 
+// get reads name for a look, and reports the read to the instruments.
+func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	began := s.clock.Now()
+	rec, rev, err := s.st.Get(ctx, name)
+	if s.inst != nil {
+		s.inst.StoreOp(name, OpRead, s.clock.Now().Sub(began), err)
+	}
+	return rec, rev, err
+}
+
 // readSlots reads every presence slot and notes, for each, when its
 // revision last changed. It reports whether every read answered.
 func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) bool {
@@ -484,7 +498,7 @@ func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) bool {
 	}
 	res := make([]got, len(s.slots))
 	for i, name := range s.slots {
-		rec, rev, err := s.st.Get(ctx, name)
+		rec, rev, err := s.get(ctx, name)
 		switch {
 		case err == nil:
 			res[i] = got{holder: rec.Holder, rev: rev, ok: true}

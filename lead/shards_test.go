@@ -205,7 +205,7 @@ func (r *shardRig) settle(want map[string]int) map[string]string {
 
 // settleBound is how long after membership changes the rig expects the
 // shards to be balanced: the joiner's first look and presence, every
-// replica's next look, an Every of stable membership, the grace of two
+// replica's next look, an Every of stable membership, the grace of three
 // Every before a release, and the handover, with an Every to spare (Every
 // is fastConfig's RetryInterval, 500 ms).
 const settleBound = 10 * 500 * time.Millisecond
