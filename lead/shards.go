@@ -206,6 +206,13 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	return s, nil
 }
 
+// Config returns the ShardsConfig s runs, with its defaults filled in.
+func (s *Shards[M]) Config() ShardsConfig {
+	c := s.cfg
+	c.Shards = slices.Clone(c.Shards)
+	return c
+}
+
 // Identity returns this replica's identity: the holder of its presence
 // slot and of the shards it leads.
 func (s *Shards[M]) Identity() string { return s.id }
@@ -262,7 +269,7 @@ func (s *Shards[M]) Assignment() map[string]string {
 // next term.
 //
 // When ctx ends, the replica leaves: it releases its presence, hands the
-// shards it leads to the replicas they are assigned to (as a move does,
+// shards it leads to the other live replicas, if any (as a move does,
 // for at most five Every plus a RenewDeadline), then stops as Group.Run
 // does. Run returns ErrAlreadyRunning when called a second time.
 func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
@@ -301,7 +308,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 				drainUntil = now.Add(5*s.cfg.Every + s.lease.RenewDeadline)
 				s.leave()
 			}
-			if len(s.Leading()) == 0 || !now.Before(drainUntil) {
+			if len(s.Leading()) == 0 || len(s.Members()) == 0 || !now.Before(drainUntil) {
 				break
 			}
 		}
