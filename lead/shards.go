@@ -28,7 +28,8 @@ const DefaultMaxReplicas = 16
 // ShardsConfig says what a Shards runs.
 type ShardsConfig struct {
 	// Name names the set of shards. The replicas' presence records are
-	// Name+"/member/0", Name+"/member/1", ... in the same store; it must
+	// Name+"-member-0", Name+"-member-1", ... in the same store (so Name
+	// follows the store's rules for names: a Kubernetes Lease's, say); it must
 	// not be the name of a shard.
 	Name string
 	// Shards are the shards to spread over the replicas; their names are
@@ -160,7 +161,7 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	}
 	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1}
 	for i := range cfg.MaxReplicas {
-		name := cfg.Name + "/member/" + strconv.Itoa(i)
+		name := cfg.Name + "-member-" + strconv.Itoa(i)
 		if err := store.ValidateName(name); err != nil {
 			return nil, fmt.Errorf("%w: ShardsConfig.Name %q: %w", ErrInvalidShards, cfg.Name, err)
 		}
@@ -345,8 +346,10 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	now := s.clock.Now()
-	if !s.readSlots(rctx, now) {
-		return // a look with holes would see members vanish
+	if err := s.readSlots(rctx, now); err != nil {
+		// A look with holes would see members vanish: none this time.
+		s.log.Warn("shards: cannot read the presence slots", "err", err)
+		return
 	}
 	s.mu.Lock()
 	s.keepSlotLocked(now)
@@ -399,6 +402,15 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 		select {
 		case <-e.Done():
 			delete(s.removing, name)
+		default:
+		}
+	}
+	for name, e := range s.electors {
+		select {
+		case <-e.Done():
+			// Stopped on its own (a write the store refused for good,
+			// logged by the Group): taken part in again if still assigned.
+			delete(s.electors, name)
 		default:
 		}
 	}
@@ -496,8 +508,9 @@ func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], leas
 }
 
 // readSlots reads every presence slot and notes, for each, when its
-// revision last changed. It reports whether every read answered.
-func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) bool {
+// revision last changed. It returns the first read's error, if one did
+// not answer (and notes nothing then).
+func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) error {
 	type got struct {
 		holder string
 		rev    lease.Revision
@@ -511,7 +524,7 @@ func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) bool {
 			res[i] = got{holder: rec.Holder, rev: rev, ok: true}
 		case errors.Is(err, store.ErrNotFound):
 		default:
-			return false
+			return fmt.Errorf("lead: shards: reading %q: %w", name, err)
 		}
 	}
 	s.mu.Lock()
@@ -526,7 +539,7 @@ func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) bool {
 			*p = slotSeen{holder: r.holder, rev: r.rev, at: now, ok: true}
 		}
 	}
-	return true
+	return nil
 }
 
 // liveLocked reports whether slot i's holder is live: its record changed
@@ -543,6 +556,13 @@ func (s *Shards[M]) liveLocked(i int, now time.Time) bool {
 func (s *Shards[M]) keepSlotLocked(now time.Time) {
 	if s.leaving {
 		return
+	}
+	if s.slotE != nil {
+		select {
+		case <-s.slotE.Done(): // stopped on its own: another slot
+			s.slotE, s.slot = nil, -1
+		default:
+		}
 	}
 	if s.slotE != nil {
 		if s.slotE.IsLeader() {

@@ -331,7 +331,7 @@ func TestNewShardsRefusesBadConfig(t *testing.T) {
 	}{
 		{"a shard twice", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x"}, {Name: "x"}}}},
 		{"a negative weight", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x", Weight: -1}}}},
-		{"a shard named as a slot", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "w/member/0"}}}},
+		{"a shard named as a slot", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "w-member-0"}}}},
 		{"too many replicas", lead.ShardsConfig{Name: "w", MaxReplicas: 2000}},
 		{"a negative Every", lead.ShardsConfig{Name: "w", Every: -time.Second}},
 	} {

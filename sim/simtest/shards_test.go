@@ -316,7 +316,7 @@ func (w *shardWorld) boot(rep *shardReplica) {
 	s, err := lead.NewShards[string](faultStore{w, inc}, w.cfg,
 		lead.WithIdentity(rep.id), lead.WithConfig(shardsConfig()), lead.WithLookupEnv(nil),
 		lead.WithObserver(func(c lead.Change) {
-			if strings.Contains(c.Term.Name, "/member/") {
+			if strings.Contains(c.Term.Name, "-member-") {
 				w.mu.Lock()
 				w.logf("%s (process %d): %v %s token %d (%v)", rep.id, inc.node.Gen, c.Kind, c.Term.Name, c.Term.Token, c.Reason)
 				w.mu.Unlock()
@@ -514,7 +514,7 @@ func runShards(t *testing.T, seed uint64, forge bool) (errs []string, trace []st
 		rep := w.reps[w.rng.IntN(len(w.reps))]
 		name := w.cfg.Shards[w.rng.IntN(shardsN)].Name
 		if w.rng.IntN(3) == 0 {
-			name = fmt.Sprintf("%s/member/%d", w.cfg.Name, w.rng.IntN(w.cfg.MaxReplicas))
+			name = fmt.Sprintf("%s-member-%d", w.cfg.Name, w.rng.IntN(w.cfg.MaxReplicas))
 		}
 		part := time.Duration(1+w.rng.IntN(8)) * time.Second
 		w.mu.Unlock()

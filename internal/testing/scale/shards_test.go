@@ -166,8 +166,10 @@ func runShards(b *testing.B, be backend, n int, window time.Duration) {
 		m := len(reps)
 		for {
 			total, ok := 0, true
+			var counts []int
 			for _, r := range reps {
 				c := len(r.s.Leading())
+				counts = append(counts, c)
 				total += c
 				ok = ok && c >= n/m && c <= (n+m-1)/m
 			}
@@ -175,7 +177,7 @@ func runShards(b *testing.B, be backend, n int, window time.Duration) {
 				return time.Since(from)
 			}
 			if time.Since(from) > limit {
-				b.Fatalf("not balanced over %d replicas after %v", m, limit)
+				b.Fatalf("not balanced over %d replicas after %v: they lead %v", m, limit, counts)
 			}
 			time.Sleep(20 * time.Millisecond) // a measurement's resolution
 		}
