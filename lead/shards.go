@@ -565,7 +565,7 @@ func (s *Shards[M]) keepSlotLocked(now time.Time) {
 		}
 	}
 	if s.slotE != nil {
-		if s.slotE.IsLeader() {
+		if s.holdsSlotLocked() {
 			return
 		}
 		if p := s.seen[s.slot]; p.holder != s.id && s.liveLocked(s.slot, now) {
@@ -593,8 +593,24 @@ func (s *Shards[M]) keepSlotLocked(now time.Time) {
 	}
 }
 
+// holdsSlotLocked reports whether this replica holds its presence slot
+// as the others see it: its elector leads it, or the record it last
+// accepted names it (a claim, on a store that may lose records, names
+// its holder a LeaseDuration before it leads on it; the others count it
+// from the record, and so must it). s.mu is held.
+func (s *Shards[M]) holdsSlotLocked() bool {
+	if s.slotE == nil {
+		return false
+	}
+	if s.slotE.IsLeader() {
+		return true
+	}
+	rec, ok := s.slotE.Record()
+	return ok && rec.Holder == s.id
+}
+
 // membersLocked returns the live members, sorted: the live holders of the
-// slots, this replica only while it leads its own. s.mu is held.
+// slots, this replica while it holds its own. s.mu is held.
 func (s *Shards[M]) membersLocked(now time.Time) []string {
 	var ms []string
 	for i, p := range s.seen {
@@ -602,7 +618,7 @@ func (s *Shards[M]) membersLocked(now time.Time) []string {
 			ms = append(ms, p.holder)
 		}
 	}
-	if s.slotE != nil && s.slotE.IsLeader() {
+	if s.holdsSlotLocked() {
 		ms = append(ms, s.id)
 	}
 	slices.Sort(ms)

@@ -38,7 +38,9 @@ import (
 //     held;
 //   - fewest moves: a replica that joins then, and one that leaves after,
 //     move no more shards (store holders that change) than the assignment
-//     needs, and balance again within shardsSettle.
+//     needs, and balance again within shardsSettle;
+//   - handovers: each shard moved then is released no longer than
+//     shardsGap before its next holder takes it, in the store.
 const (
 	shardsN        = 9
 	shardsFaultFor = time.Minute
@@ -47,6 +49,12 @@ const (
 	// LeaseDuration after the others follow them, and a move takes up to
 	// six Every (see lead's TestShardsBalanceAndMoveOnlyWhatIsNeeded).
 	shardsSettle = 3*3*time.Second + 12*500*time.Millisecond
+	// shardsGap: once the faults heal, a shard that moves is released
+	// and taken by a replica that follows it, which hears the release and
+	// swaps, or, when it has only just begun to follow, reads first: a
+	// handover plus a round trip, at most 100 ms at 20 ms each way, and
+	// the rest for the loops' scheduling.
+	shardsGap = 150 * time.Millisecond
 )
 
 func shardsConfig() lease.Config {
@@ -219,6 +227,12 @@ func (f faultStore) Watch(ctx context.Context, name string) (<-chan store.Event[
 		}
 	}()
 	return out, nil
+}
+
+// WatchCapabilities forwards the shared store's: the events are its own,
+// unchanged (a cut ends the stream).
+func (f faultStore) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf[string](f.w.shared)
 }
 
 // MayLoseRecords: the run loses records.
@@ -463,6 +477,46 @@ func fewestMoves(h map[string]string, members []string, n int) int {
 	return need
 }
 
+// watchGaps watches every shard in the shared store and returns a
+// function that stops watching and returns the longest time a shard was
+// released before someone held it again.
+func (w *shardWorld) watchGaps() func() time.Duration {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var worst time.Duration
+	var wg sync.WaitGroup
+	for _, sh := range w.cfg.Shards {
+		ch, err := w.shared.Watch(ctx, sh.Name)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		wg.Go(func() {
+			var freed time.Time
+			for ev := range ch {
+				switch {
+				case ev.Absent || ev.Record.Holder == "":
+					if freed.IsZero() {
+						freed = time.Now()
+					}
+				case !freed.IsZero():
+					mu.Lock()
+					worst = max(worst, time.Since(freed))
+					mu.Unlock()
+					w.mu.Lock()
+					w.logf("%s released %v before %s took it", sh.Name, time.Since(freed), ev.Record.Holder)
+					w.mu.Unlock()
+					freed = time.Time{}
+				}
+			}
+		})
+	}
+	return func() time.Duration {
+		cancel()
+		wg.Wait()
+		return worst
+	}
+}
+
 func changed(a, b map[string]string) int {
 	n := 0
 	for s, h := range a {
@@ -591,6 +645,10 @@ func runShards(t *testing.T, seed uint64, forge bool) (errs []string, trace []st
 		problems = append(problems, fmt.Sprintf("not balanced %v after the faults healed: %v", shardsSettle, err))
 	}
 
+	// From now on, each shard's time without a holder in the store is
+	// measured: a move is a handover.
+	gaps := w.watchGaps()
+
 	// A replica joins: only the shards needed move.
 	before := w.holders()
 	members := []string{"r0", "r1", "r2", "r3"}
@@ -617,6 +675,9 @@ func runShards(t *testing.T, seed uint64, forge bool) (errs []string, trace []st
 		problems = append(problems, fmt.Sprintf("r0 leaving moved %d shards, %d were needed", m, need))
 	}
 
+	if g := gaps(); g > shardsGap {
+		problems = append(problems, fmt.Sprintf("a moved shard went %v without a holder in the store, more than %v", g, shardsGap))
+	}
 	for _, rep := range w.reps {
 		w.stop(rep, false)
 	}
