@@ -377,3 +377,22 @@ func TestShardsUnsafeVariantsFail(t *testing.T) {
 		})
 	}
 }
+
+func TestShardsBalanceByWeight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 0)
+		r.cfg.Shards = []lead.Shard{{Name: "heavy", Weight: 4}, {Name: "l1"}, {Name: "l2"}, {Name: "l3"}, {Name: "l4"}}
+		r.start("a")
+		r.start("b")
+		time.Sleep(settleBound)
+		synctest.Wait()
+		_, who := r.holders()
+		load := map[string]int{}
+		for _, sh := range r.cfg.Shards {
+			load[who[sh.Name]] += max(sh.Weight, 1)
+		}
+		if want := map[string]int{"a": 4, "b": 4}; !maps.Equal(load, want) {
+			t.Errorf("loads %v (holders %v), want %v", load, who, want)
+		}
+	})
+}
