@@ -17,6 +17,10 @@
 //		return sendReminders(ctx)
 //	})
 //
+// Many elections in one process run in a [Group]; a [Shards] spreads a set
+// of them evenly over every live replica, moving only what a replica
+// joining or leaving requires.
+//
 // Every elector, follower or leader, can follow who leads with
 // [Elector.Leaders]: a channel of each change of holder, with the record and
 // its metadata (client-go's OnNewLeader).

@@ -17,3 +17,19 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 	defer e.mu.Unlock()
 	e.metadataFromReadsOnly = true
 }
+
+// ShardsVariant turns on an unsafe variant of s, which the shards tests
+// must catch: "body-outlives-term" (a shard's body keeps running after
+// its term, and the release does not wait for it), "campaign-all" (the
+// replica campaigns for every shard and releases none). Call it before
+// Run.
+func ShardsVariant[M any](s *Shards[M], variant string) {
+	switch variant {
+	case "body-outlives-term":
+		s.hook.bodyOutlivesTerm = true
+	case "campaign-all":
+		s.hook.campaignAll = true
+	default:
+		panic("unknown variant " + variant)
+	}
+}

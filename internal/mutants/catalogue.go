@@ -379,6 +379,34 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./lead"},
 			Tests:       "TestStop|TestSystemClock",
 		},
+		// ---- lead: shards ----
+		{
+			Name:        "lead-shards-body-outlives-term",
+			File:        "lead/shards.go",
+			Original:    "if lost, err := runInTerm(ctx, termCtx, t, body); err != nil && !lost {",
+			Replacement: "_ = termCtx\n\t\tif lost, err := false, body(fence.WithToken(ctx, t.Token), t); err != nil && !lost {",
+			Reason:      "a shard's body runs on a context that does not end with its term, and the release does not wait for it, so it runs beside the next holder's after a move",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-campaign-all",
+			File:        "lead/shards.go",
+			Original:    "mine := to == s.id || s.hook.campaignAll && !s.leaving",
+			Replacement: "mine := !s.leaving",
+			Reason:      "every replica campaigns for every shard and releases none, so the shards go to whoever asks first and never spread",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-assign-order-dependent",
+			File:        "lead/assign.go",
+			Original:    "ss := slices.Clone(shards)\n\tslices.SortFunc(ss, func(a, b Shard) int { return cmp.Compare(a.Name, b.Name) })",
+			Replacement: "set := make(map[string]Shard, len(shards))\n\tfor _, s := range shards {\n\t\tset[s.Name] = s\n\t}\n\tss := make([]Shard, 0, len(set))\n\tfor _, s := range set {\n\t\tss = append(ss, s)\n\t}",
+			Reason:      "the assignment depends on map order, so replicas with the same view compute different targets and campaign for the same shards, or for none",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestAssign|TestShards|TestSimShards",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",

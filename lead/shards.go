@@ -1,0 +1,626 @@
+package lead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/internal/nilarg"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+)
+
+// ErrInvalidShards is wrapped by NewShards' errors for a ShardsConfig it
+// cannot run.
+var ErrInvalidShards = errors.New("lead: invalid shards")
+
+// DefaultMaxReplicas is the number of presence slots of a Shards when
+// ShardsConfig.MaxReplicas is 0.
+const DefaultMaxReplicas = 16
+
+// ShardsConfig says what a Shards runs.
+type ShardsConfig struct {
+	// Name names the set of shards. The replicas' presence records are
+	// Name+"-member-0", Name+"-member-1", ... in the same store (so Name
+	// follows the store's rules for names: a Kubernetes Lease's, say); it must
+	// not be the name of a shard.
+	Name string
+	// Shards are the shards to spread over the replicas; their names are
+	// election names in the store, one each, and must be unique.
+	Shards []Shard
+	// MaxReplicas is how many replicas can take part at once: the number
+	// of presence slots (default DefaultMaxReplicas, at most 1024). A
+	// replica that finds every slot held waits, leading nothing, until
+	// one frees.
+	MaxReplicas int
+	// Every is how often a replica reads the presence records and
+	// rebalances (default the electors' RetryInterval). A replica releases
+	// a shard assigned elsewhere only once the assignment has said so for
+	// three Every (the receiver may see the change an Every later, and
+	// waits an Every of stable membership), so that the replica it goes
+	// to follows it by then and takes it the moment the release is heard.
+	Every time.Duration
+	// Refresh is how often a replica reads the holders of the shards it
+	// does not take part in, when membership does not change (default the
+	// electors' LeaseDuration); it reads them at once when membership
+	// changes.
+	Refresh time.Duration
+}
+
+// Shards runs a set of shards over every live replica: each replica makes
+// a Shards with the same ShardsConfig and runs it, and once membership is
+// stable each of M replicas leads ⌊N/M⌋ or ⌈N/M⌉ of N shards (with
+// weights, within the heaviest shard's weight of an even load, see
+// Shard). A replica joining or leaving moves only the shards needed to
+// restore the balance: each replica computes the same target assignment
+// from the live members and the shards' current holders, keeping shards
+// where they are while the balance allows; it campaigns only for the
+// shards assigned to it, and releases those it holds that are assigned
+// elsewhere, after the replica they go to has had time to follow them
+// (see ShardsConfig.Every), which takes each on the release it hears. A
+// replica campaigns for a shard once membership has not changed for an
+// Every, so that replicas that start together do not first take each
+// other's shards.
+//
+// Safety is each shard's election's, as in a Group: the assignment only
+// decides who campaigns and who releases, and replicas that disagree on it
+// (while membership settles) at worst both campaign, and one wins. A
+// shard's body runs only while this replica leads the shard, with the
+// term's fencing token.
+//
+// Membership lives in the same store, with no listing: a replica holds one
+// of MaxReplicas presence slots, each an election of its own (the first
+// it finds free, from one its identity picks), and reads the slots every Every. A slot whose
+// record has not changed for a LeaseDuration is taken for dead; a
+// replica that stops renewing its presence drops out after its lease. The
+// holders of the shards come from the replica's own electors and, for the
+// others, from reads (see ShardsConfig.Refresh). These reads are reported
+// to WithInstruments as reads of the names read, as the electors' are.
+//
+// Make one with NewShards; its methods are safe for concurrent use.
+type Shards[M any] struct {
+	st      store.Store[M]
+	g       *Group[M]
+	cfg     ShardsConfig
+	lease   lease.Config
+	id      string
+	clock   Clock
+	log     *slog.Logger
+	slots   []string
+	byName  map[string]Shard
+	timeout time.Duration
+	inst    Instruments // the electors' (WithInstruments): the looks' reads too
+
+	// hook, set by tests only, changes the behaviour for the tests of
+	// its unsafe variants.
+	hook shardsHook
+
+	mu       sync.Mutex
+	ran      bool
+	electors map[string]*Elector[M] // shards in the Group
+	removing map[string]*Elector[M] // removed, not done yet
+	since    map[string]shardMove   // shards held, assigned elsewhere: since when
+	holders  map[string]string      // last seen holder of each shard
+	seen     []slotSeen             // by slot
+	members  []string
+	target   map[string]string
+	refresh  time.Time // holders last read
+	slot     int       // this replica's slot, -1 if none
+	slotE    *Elector[M]
+	leaving  bool
+	stable   time.Time // since when membership has not changed
+}
+
+// shardsHook holds the unsafe variants the tests show fail.
+type shardsHook struct {
+	bodyOutlivesTerm bool // a shard's body keeps running after its term
+	campaignAll      bool // every replica campaigns for every shard
+}
+
+// shardMove is a shard held here and assigned to another: to whom, since
+// when.
+type shardMove struct {
+	to string
+	at time.Time
+}
+
+// slotSeen is what a replica last read of a presence slot.
+type slotSeen struct {
+	holder string
+	rev    lease.Revision
+	at     time.Time // when rev was first read
+	ok     bool
+}
+
+// NewShards returns the Shards of cfg kept in st. opts apply to every
+// election it runs (the presence slots and the shards), as NewGroup's do;
+// all of them run under one identity, this replica's (WithIdentity, or
+// the default). It returns an error wrapping ErrInvalidShards for a cfg
+// it cannot run, naming the field and the rule.
+func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Shards[M], error) {
+	if nilarg.IsNil(st) {
+		return nil, ErrNilStore
+	}
+	if cfg.MaxReplicas == 0 {
+		cfg.MaxReplicas = DefaultMaxReplicas
+	}
+	switch {
+	case cfg.MaxReplicas < 1 || cfg.MaxReplicas > 1024:
+		return nil, fmt.Errorf("%w: ShardsConfig.MaxReplicas is %d, must lie in [1, 1024]", ErrInvalidShards, cfg.MaxReplicas)
+	case cfg.Every < 0:
+		return nil, fmt.Errorf("%w: ShardsConfig.Every is %v, must not be negative", ErrInvalidShards, cfg.Every)
+	case cfg.Refresh < 0:
+		return nil, fmt.Errorf("%w: ShardsConfig.Refresh is %v, must not be negative", ErrInvalidShards, cfg.Refresh)
+	}
+	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1}
+	for i := range cfg.MaxReplicas {
+		name := cfg.Name + "-member-" + strconv.Itoa(i)
+		if err := store.ValidateName(name); err != nil {
+			return nil, fmt.Errorf("%w: ShardsConfig.Name %q: %w", ErrInvalidShards, cfg.Name, err)
+		}
+		s.slots = append(s.slots, name)
+	}
+	for i, sh := range cfg.Shards {
+		if err := store.ValidateName(sh.Name); err != nil {
+			return nil, fmt.Errorf("%w: ShardsConfig.Shards[%d]: %w", ErrInvalidShards, i, err)
+		}
+		if sh.Weight < 0 {
+			return nil, fmt.Errorf("%w: ShardsConfig.Shards[%d] (%q): Weight is %d, must not be negative", ErrInvalidShards, i, sh.Name, sh.Weight)
+		}
+		if _, dup := s.byName[sh.Name]; dup {
+			return nil, fmt.Errorf("%w: ShardsConfig.Shards[%d]: the name %q is there twice", ErrInvalidShards, i, sh.Name)
+		}
+		if slices.Contains(s.slots, sh.Name) {
+			return nil, fmt.Errorf("%w: ShardsConfig.Shards[%d]: %q is a presence slot of ShardsConfig.Name", ErrInvalidShards, i, sh.Name)
+		}
+		s.byName[sh.Name] = sh
+	}
+	cfg.Shards = slices.Clone(cfg.Shards)
+	// An elector made with opts resolves the identity, the clock, the
+	// logger and the timings as every election of the set will have them.
+	probe, err := newElector(s.slots[0], st, opts)
+	if err != nil {
+		return nil, err
+	}
+	all := append(slices.Clip(opts), WithIdentity(probe.id), WithClock(probe.clock))
+	g, err := NewGroup(st, all...)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Every == 0 {
+		cfg.Every = probe.cfg.RetryInterval
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = probe.cfg.LeaseDuration
+	}
+	s.g, s.cfg, s.lease, s.id, s.clock, s.log = g, cfg, probe.cfg, probe.id, probe.clock, probe.log
+	s.timeout = probe.cfg.BackendTimeout
+	s.inst = probe.instruments
+	s.seen = make([]slotSeen, len(s.slots))
+	return s, nil
+}
+
+// Config returns the ShardsConfig s runs, with its defaults filled in.
+func (s *Shards[M]) Config() ShardsConfig {
+	c := s.cfg
+	c.Shards = slices.Clone(c.Shards)
+	return c
+}
+
+// Identity returns this replica's identity: the holder of its presence
+// slot and of the shards it leads.
+func (s *Shards[M]) Identity() string { return s.id }
+
+// Elector returns the elector of shard name, if this replica takes part in
+// its election now (it is assigned here, or was and has not released it
+// yet): its Leaders, Term, Record and the rest work as on any elector.
+func (s *Shards[M]) Elector(name string) (*Elector[M], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.electors[name]
+	return e, ok
+}
+
+// Leading returns the names of the shards this replica leads now, sorted.
+func (s *Shards[M]) Leading() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for name, e := range s.electors {
+		if e.IsLeader() {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Members returns the replicas this replica saw live at its last look,
+// sorted: the holders of the presence slots it takes for live.
+func (s *Shards[M]) Members() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.members)
+}
+
+// Assignment returns the target assignment this replica computed last:
+// for each shard, the replica that should lead it.
+func (s *Shards[M]) Assignment() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.target))
+	for k, v := range s.target {
+		out[k] = v
+	}
+	return out
+}
+
+// Run takes part in the set until ctx ends: it holds a presence slot,
+// campaigns for the shards assigned to this replica and releases the
+// others, and runs fn (if not nil) in every term of a shard it leads, with
+// a context that ends with the term and carries its fencing token (as
+// Lead's). An error fn returns is logged; fn runs again in the shard's
+// next term.
+//
+// When ctx ends, the replica leaves: it releases its presence, hands the
+// shards it leads to the other live replicas, if any (as a move does,
+// for at most five Every plus a RenewDeadline), then stops as Group.Run
+// does. Run returns ErrAlreadyRunning when called a second time.
+func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: Shards.Run: ctx is nil", ErrNilArgument)
+	}
+	s.mu.Lock()
+	if s.ran {
+		s.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	s.ran = true
+	s.electors, s.removing, s.since, s.holders = map[string]*Elector[M]{}, map[string]*Elector[M]{}, map[string]shardMove{}, map[string]string{}
+	s.mu.Unlock()
+
+	gctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	var bodies sync.WaitGroup
+	done := make(chan error, 1)
+	go func() { done <- s.g.Run(gctx) }()
+
+	wake := make(chan struct{}, 1)
+	tick := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	var drainUntil time.Time
+	ctxDone := ctx.Done()
+	for {
+		s.step(gctx, fn, &bodies)
+		if ctxDone == nil {
+			now := s.clock.Now()
+			if drainUntil.IsZero() {
+				drainUntil = now.Add(5*s.cfg.Every + s.lease.RenewDeadline)
+				s.leave()
+			}
+			if len(s.Leading()) == 0 || len(s.Members()) == 0 || !now.Before(drainUntil) {
+				break
+			}
+		}
+		t := s.clock.AfterFunc(s.cfg.Every, tick)
+		select {
+		case <-wake:
+		case <-ctxDone:
+			t.Stop()
+			ctxDone = nil
+		}
+	}
+	stop()
+	err := <-done
+	bodies.Wait()
+	return err
+}
+
+// leave releases this replica's presence: from now on it is no member,
+// and every replica assigns its shards elsewhere.
+func (s *Shards[M]) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaving = true
+	if s.slotE != nil {
+		s.g.Remove(s.slots[s.slot])
+		s.slotE, s.slot = nil, -1
+	}
+}
+
+// step is one look: read the presence slots, keep this replica's own,
+// read the holders if due, compute the assignment and campaign or release
+// accordingly.
+func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.clock.Now()
+	if err := s.readSlots(rctx, now); err != nil {
+		// A look with holes would see members vanish: none this time.
+		s.log.Warn("shards: cannot read the presence slots", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.keepSlotLocked(now)
+	members := s.membersLocked(now)
+	changed := !slices.Equal(members, s.members)
+	s.members = members
+	if changed || s.stable.IsZero() {
+		s.stable = now
+	}
+	due := changed || now.Sub(s.refresh) >= s.cfg.Refresh
+	var others []string
+	if due {
+		for _, sh := range s.cfg.Shards {
+			if s.electors[sh.Name] == nil {
+				others = append(others, sh.Name)
+			}
+		}
+	}
+	s.mu.Unlock()
+	read := map[string]string{}
+	complete := true
+	for _, name := range others {
+		rec, _, err := s.get(rctx, name)
+		switch {
+		case err == nil:
+			read[name] = rec.Holder
+		case errors.Is(err, store.ErrNotFound):
+			read[name] = ""
+		default:
+			complete = false
+		}
+		if rctx.Err() != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, h := range read {
+		s.holders[name] = h
+	}
+	if due && complete {
+		s.refresh = now
+	}
+	for name, e := range s.electors {
+		if rec, ok := e.Record(); ok {
+			s.holders[name] = rec.Holder
+		}
+	}
+	for name, e := range s.removing {
+		select {
+		case <-e.Done():
+			delete(s.removing, name)
+		default:
+		}
+	}
+	for name, e := range s.electors {
+		select {
+		case <-e.Done():
+			// Stopped on its own (a write the store refused for good,
+			// logged by the Group): taken part in again if still assigned.
+			delete(s.electors, name)
+		default:
+		}
+	}
+	s.target = s.assignFor(members)
+	s.applyLocked(ctx, now, fn, bodies)
+}
+
+// assignFor is the assignment for members, with the holders seen.
+func (s *Shards[M]) assignFor(members []string) map[string]string {
+	return assign(s.cfg.Shards, members, s.holders)
+}
+
+// applyLocked campaigns for the shards assigned here and releases, after
+// the grace of three Every, those held here and assigned elsewhere. s.mu is
+// held.
+func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+	for _, sh := range s.cfg.Shards {
+		name := sh.Name
+		to := s.target[name]
+		mine := to == s.id || s.hook.campaignAll && !s.leaving
+		e := s.electors[name]
+		switch {
+		case mine && e == nil:
+			if s.removing[name] != nil || now.Sub(s.stable) < s.cfg.Every {
+				// Added again once the release is over; and only once
+				// membership has held for an Every, so that replicas
+				// starting together do not take each other's shards.
+				continue
+			}
+			e, err := s.g.Add(name)
+			if err != nil {
+				s.log.Warn("shards: cannot campaign", "shard", name, "err", err)
+				continue
+			}
+			s.electors[name] = e
+			delete(s.since, name)
+			if fn != nil {
+				bodies.Go(func() { s.runBodies(ctx, name, e, fn) })
+			}
+		case mine:
+			delete(s.since, name)
+		case e != nil:
+			if e.IsLeader() {
+				m, ok := s.since[name]
+				if !ok || m.to != to {
+					s.since[name] = shardMove{to: to, at: now}
+					continue
+				}
+				if now.Sub(m.at) < 3*s.cfg.Every {
+					continue
+				}
+			}
+			delete(s.since, name)
+			delete(s.electors, name)
+			s.removing[name] = e
+			s.g.Remove(name)
+		}
+	}
+}
+
+// runBodies runs fn in each term of shard name's elector e, until ctx
+// ends or e stops.
+func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], fn func(context.Context, string, Term) error) {
+	var last fence.Token
+	for {
+		t, termCtx, err := e.awaitTerm(ctx, last)
+		if err != nil {
+			return
+		}
+		last = t.Token
+		body := func(c context.Context, t Term) error { return fn(c, name, t) }
+		if s.hook.bodyOutlivesTerm {
+			// Unsafe variant: the body's context does not end with the
+			// term, and the release does not wait for it.
+			bodyCtx := fence.WithToken(ctx, t.Token)
+			if err := fn(bodyCtx, name, t); err != nil {
+				s.log.Warn("shards: body failed", "shard", name, "token", t.Token, "err", err)
+			}
+			continue
+		}
+		if lost, err := runInTerm(ctx, termCtx, t, body); err != nil && !lost {
+			s.log.Warn("shards: body failed", "shard", name, "token", t.Token, "err", err)
+		}
+	}
+}
+
+// get reads name for a look, and reports the read to the instruments.
+func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
+	began := s.clock.Now()
+	rec, rev, err := s.st.Get(ctx, name)
+	if s.inst != nil {
+		s.inst.StoreOp(name, OpRead, s.clock.Now().Sub(began), err)
+	}
+	return rec, rev, err
+}
+
+// readSlots reads every presence slot and notes, for each, when its
+// revision last changed. It returns the first read's error, if one did
+// not answer (and notes nothing then).
+func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) error {
+	type got struct {
+		holder string
+		rev    lease.Revision
+		ok     bool
+	}
+	res := make([]got, len(s.slots))
+	for i, name := range s.slots {
+		rec, rev, err := s.get(ctx, name)
+		switch {
+		case err == nil:
+			res[i] = got{holder: rec.Holder, rev: rev, ok: true}
+		case errors.Is(err, store.ErrNotFound):
+		default:
+			return fmt.Errorf("lead: shards: reading %q: %w", name, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range res {
+		p := &s.seen[i]
+		if !r.ok || r.holder == "" {
+			*p = slotSeen{}
+			continue
+		}
+		if !p.ok || p.rev != r.rev || p.holder != r.holder {
+			*p = slotSeen{holder: r.holder, rev: r.rev, at: now, ok: true}
+		}
+	}
+	return nil
+}
+
+// liveLocked reports whether slot i's holder is live: its record changed
+// within the last LeaseDuration plus Every. s.mu is held.
+func (s *Shards[M]) liveLocked(i int, now time.Time) bool {
+	p := s.seen[i]
+	return p.ok && now.Sub(p.at) < s.lease.LeaseDuration+s.cfg.Every
+}
+
+// keepSlotLocked keeps this replica in one presence slot: it gives up a
+// slot another live replica holds, and campaigns for the first slot not
+// held by a live replica when it has none, probing from a slot drawn from
+// its identity. s.mu is held.
+func (s *Shards[M]) keepSlotLocked(now time.Time) {
+	if s.leaving {
+		return
+	}
+	if s.slotE != nil {
+		select {
+		case <-s.slotE.Done(): // stopped on its own: another slot
+			s.slotE, s.slot = nil, -1
+		default:
+		}
+	}
+	if s.slotE != nil {
+		if s.holdsSlotLocked() {
+			return
+		}
+		if p := s.seen[s.slot]; p.holder != s.id && s.liveLocked(s.slot, now) {
+			s.g.Remove(s.slots[s.slot])
+			s.slotE, s.slot = nil, -1
+		}
+		return
+	}
+	// Replicas start probing at a slot of their own, so that replicas
+	// starting together rarely contend for one.
+	h := fnv.New32a()
+	h.Write([]byte(s.id))
+	first := int(h.Sum32() % uint32(len(s.slots)))
+	for k := range s.slots {
+		i := (first + k) % len(s.slots)
+		if s.liveLocked(i, now) && s.seen[i].holder != s.id {
+			continue
+		}
+		e, err := s.g.Add(s.slots[i])
+		if err != nil {
+			continue // still being released: another
+		}
+		s.slotE, s.slot = e, i
+		return
+	}
+}
+
+// holdsSlotLocked reports whether this replica holds its presence slot
+// as the others see it: its elector leads it, or the record it last
+// accepted names it (a claim, on a store that may lose records, names
+// its holder a LeaseDuration before it leads on it; the others count it
+// from the record, and so must it). s.mu is held.
+func (s *Shards[M]) holdsSlotLocked() bool {
+	if s.slotE == nil {
+		return false
+	}
+	if s.slotE.IsLeader() {
+		return true
+	}
+	rec, ok := s.slotE.Record()
+	return ok && rec.Holder == s.id
+}
+
+// membersLocked returns the live members, sorted: the live holders of the
+// slots, this replica while it holds its own. s.mu is held.
+func (s *Shards[M]) membersLocked(now time.Time) []string {
+	var ms []string
+	for i, p := range s.seen {
+		if p.holder != s.id && s.liveLocked(i, now) {
+			ms = append(ms, p.holder)
+		}
+	}
+	if s.holdsSlotLocked() {
+		ms = append(ms, s.id)
+	}
+	slices.Sort(ms)
+	return slices.Compact(ms)
+}

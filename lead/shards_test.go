@@ -1,0 +1,398 @@
+package lead_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenure-go/tenure/fence"
+	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
+	"github.com/tenure-go/tenure/store/memstore"
+)
+
+// shardRig is replicas of one Shards on one memstore, with the bodies
+// they run checked for overlap.
+type shardRig struct {
+	t       *testing.T
+	st      *memstore.Store[meta]
+	cfg     lead.ShardsConfig
+	reps    map[string]*shardRep
+	mu      sync.Mutex
+	running map[string]string // shard -> replica whose body runs
+	starts  map[string]int    // bodies started per shard
+	overlap []string
+	hook    func(*lead.Shards[meta])
+	cut     map[string]*atomic.Bool // replicas cut off from the store
+	noWatch bool                    // the replicas' stores hide Watch
+	moves   int                     // shards that passed from one holder to another, in the store
+	last    map[string]string       // each shard's last holder, in the store
+}
+
+// watchMoves counts, from the store's watch, the shards that pass from
+// one holder to another (through a release or not).
+func (r *shardRig) watchMoves(ctx context.Context) {
+	for _, sh := range r.cfg.Shards {
+		ch, err := r.st.Watch(ctx, sh.Name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		go func() {
+			for ev := range ch {
+				h := ev.Record.Holder
+				r.mu.Lock()
+				if h != "" && r.last[sh.Name] != "" && r.last[sh.Name] != h {
+					r.moves++
+				}
+				if h != "" {
+					r.last[sh.Name] = h
+				}
+				r.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// takeMoves returns the moves counted since the last call.
+func (r *shardRig) takeMoves() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.moves
+	r.moves = 0
+	return n
+}
+
+// cutStore is the store as one replica reaches it: every call fails while
+// cut is set.
+type cutStore struct {
+	*memstore.Store[meta]
+	cut *atomic.Bool
+}
+
+var errCut = errors.New("cut off from the store")
+
+// pollStore hides the store's watch; it keeps its records.
+type pollStore struct{ store.Store[meta] }
+
+func (pollStore) MayLoseRecords() bool { return false }
+
+func (c cutStore) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	if c.cut.Load() {
+		return lease.Record[meta]{}, 0, errCut
+	}
+	return c.Store.Get(ctx, name)
+}
+
+func (c cutStore) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if c.cut.Load() {
+		return lease.Record[meta]{}, 0, errCut
+	}
+	return c.Store.CompareAndSwap(ctx, name, expected, next)
+}
+
+type shardRep struct {
+	s      *lead.Shards[meta]
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newShardRig(t *testing.T, n int) *shardRig {
+	var shards []lead.Shard
+	for i := range n {
+		shards = append(shards, lead.Shard{Name: fmt.Sprintf("shard-%02d", i)})
+	}
+	r := &shardRig{
+		t: t, st: memstore.New[meta](), cfg: lead.ShardsConfig{Name: "work", Shards: shards, MaxReplicas: 8},
+		reps: map[string]*shardRep{}, running: map[string]string{}, starts: map[string]int{}, cut: map[string]*atomic.Bool{}, last: map[string]string{},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.watchMoves(ctx)
+	t.Cleanup(func() {
+		defer cancel()
+		for _, rep := range r.reps {
+			rep.cancel()
+			<-rep.done
+		}
+	})
+	return r
+}
+
+func (r *shardRig) start(id string) {
+	r.t.Helper()
+	r.cut[id] = new(atomic.Bool)
+	var st store.Store[meta] = cutStore{r.st, r.cut[id]}
+	if r.noWatch {
+		st = pollStore{st} // a watch would outlive a cut
+	}
+	s, err := lead.NewShards[meta](st, r.cfg, lead.WithIdentity(id), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if r.hook != nil {
+		r.hook(s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rep := &shardRep{s: s, cancel: cancel, done: make(chan error, 1)}
+	r.reps[id] = rep
+	go func() { rep.done <- s.Run(ctx, r.body(id)) }()
+}
+
+// body is a shard's work: it marks the shard as run by id until its
+// context ends.
+func (r *shardRig) body(id string) func(context.Context, string, lead.Term) error {
+	return func(ctx context.Context, shard string, t lead.Term) error {
+		if tok, ok := fence.FromContext(ctx); !ok || tok != t.Token {
+			r.t.Errorf("%s: body of %s: the context carries token %d (%v), the term %d", id, shard, tok, ok, t.Token)
+		}
+		r.mu.Lock()
+		if o, busy := r.running[shard]; busy {
+			r.overlap = append(r.overlap, fmt.Sprintf("%s runs %s while %s does", id, shard, o))
+		}
+		r.running[shard] = id
+		r.starts[shard]++
+		r.mu.Unlock()
+		<-ctx.Done()
+		r.mu.Lock()
+		if r.running[shard] == id {
+			delete(r.running, shard)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+func (r *shardRig) stop(id string) {
+	r.t.Helper()
+	rep := r.reps[id]
+	rep.cancel()
+	if err := <-rep.done; err != nil {
+		r.t.Errorf("%s: Run: %v", id, err)
+	}
+	delete(r.reps, id)
+}
+
+// holders counts, from the store, the shards each identity holds.
+func (r *shardRig) holders() (map[string]int, map[string]string) {
+	count, who := map[string]int{}, map[string]string{}
+	for _, sh := range r.cfg.Shards {
+		rec, _, err := r.st.Get(context.Background(), sh.Name)
+		if err == nil && rec.Holder != "" {
+			count[rec.Holder]++
+			who[sh.Name] = rec.Holder
+		}
+	}
+	return count, who
+}
+
+// settle lets virtual time pass, then checks that each replica holds
+// want shards, and that what each replica says it leads is what the store
+// says.
+func (r *shardRig) settle(want map[string]int) map[string]string {
+	r.t.Helper()
+	who, err := r.check(want, settleBound)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return who
+}
+
+// settleBound is how long after membership changes the rig expects the
+// shards to be balanced: the joiner's first look and presence, every
+// replica's next look, an Every of stable membership, the grace of three
+// Every before a release, and the handover, with an Every to spare (Every
+// is fastConfig's RetryInterval, 500 ms).
+const settleBound = 10 * 500 * time.Millisecond
+
+// crashBound is settleBound after a crash: a LeaseDuration (3 s) before
+// the presence is taken for dead, another before the shards' leases are.
+const crashBound = 2*3*time.Second + settleBound
+
+// check is settle's check after waiting d, reported.
+func (r *shardRig) check(want map[string]int, d time.Duration) (map[string]string, error) {
+	time.Sleep(d)
+	synctest.Wait()
+	count, who := r.holders()
+	var errs []error
+	if !maps.Equal(count, want) {
+		errs = append(errs, fmt.Errorf("holders in the store: %v, want %v", count, want))
+	}
+	for id, rep := range r.reps {
+		if got := len(rep.s.Leading()); got != want[id] {
+			errs = append(errs, fmt.Errorf("%s leads %d shards, want %d", id, got, want[id]))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.overlap) > 0 {
+		errs = append(errs, fmt.Errorf("bodies overlapped: %v", r.overlap))
+	}
+	return who, errors.Join(errs...)
+}
+
+func TestShardsBalanceAndMoveOnlyWhatIsNeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 12)
+		for _, id := range []string{"a", "b", "c"} {
+			r.start(id)
+		}
+		r.settle(map[string]int{"a": 4, "b": 4, "c": 4})
+		if m := r.takeMoves(); m != 0 {
+			t.Errorf("a fresh start moved %d shards, want none", m)
+		}
+
+		r.start("d")
+		r.settle(map[string]int{"a": 3, "b": 3, "c": 3, "d": 3})
+		if m := r.takeMoves(); m != 3 {
+			t.Errorf("a joiner moved %d shards, want 3", m)
+		}
+
+		r.stop("b")
+		r.settle(map[string]int{"a": 4, "c": 4, "d": 4})
+		if m := r.takeMoves(); m != 3 {
+			t.Errorf("a leaver moved %d shards, want its 3", m)
+		}
+		for _, id := range []string{"a", "c", "d"} {
+			r.stop(id)
+		}
+	})
+}
+
+func TestShardsHandOverWithoutAGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 6)
+		r.start("a")
+		r.settle(map[string]int{"a": 6})
+		// Watch the store for the gaps a move leaves: the time each
+		// shard spends released.
+		var mu sync.Mutex
+		freed := map[string]time.Time{}
+		var worst time.Duration
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for _, sh := range r.cfg.Shards {
+			ch, err := r.st.Watch(ctx, sh.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for ev := range ch {
+					mu.Lock()
+					if ev.Record.Holder == "" {
+						freed[sh.Name] = time.Now()
+					} else if at, ok := freed[sh.Name]; ok {
+						worst = max(worst, time.Since(at))
+						delete(freed, sh.Name)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		r.start("b")
+		r.settle(map[string]int{"a": 3, "b": 3})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(freed) > 0 || worst > 0 {
+			// memstore answers at once: a shard handed over is taken the
+			// instant its release is heard.
+			t.Errorf("shards went without a holder: longest gap %v, still free %v", worst, freed)
+		}
+	})
+}
+
+func TestShardsReplicaThatStopsRenewingDropsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 6)
+		r.noWatch = true
+		r.start("a")
+		r.start("b")
+		r.settle(map[string]int{"a": 3, "b": 3})
+		// b is cut off from the store for good: it renews nothing and
+		// releases nothing, as after a crash.
+		r.cut["b"].Store(true)
+		if _, err := r.check(map[string]int{"a": 6}, crashBound); err != nil {
+			t.Fatal(err)
+		}
+		r.stop("b")
+	})
+}
+
+func TestNewShardsRefusesBadConfig(t *testing.T) {
+	st := memstore.New[meta]()
+	for _, tt := range []struct {
+		name string
+		cfg  lead.ShardsConfig
+	}{
+		{"a shard twice", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x"}, {Name: "x"}}}},
+		{"a negative weight", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x", Weight: -1}}}},
+		{"a shard named as a slot", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "w-member-0"}}}},
+		{"too many replicas", lead.ShardsConfig{Name: "w", MaxReplicas: 2000}},
+		{"a negative Every", lead.ShardsConfig{Name: "w", Every: -time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := lead.NewShards[meta](st, tt.cfg); !errors.Is(err, lead.ErrInvalidShards) {
+				t.Fatalf("NewShards: %v, want ErrInvalidShards", err)
+			}
+		})
+	}
+}
+
+// TestShardsUnsafeVariantsFail shows that the checks above catch each
+// unsafe variant: a body that outlives its term, a replica that
+// campaigns for every shard.
+func TestShardsUnsafeVariantsFail(t *testing.T) {
+	for _, variant := range []string{"body-outlives-term", "campaign-all"} {
+		t.Run(variant, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newShardRig(t, 12)
+				r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+				var errs []error
+				for _, id := range []string{"a", "b", "c"} {
+					r.start(id)
+				}
+				if _, err := r.check(map[string]int{"a": 4, "b": 4, "c": 4}, settleBound); err != nil {
+					errs = append(errs, err)
+				}
+				if m := r.takeMoves(); m != 0 {
+					errs = append(errs, fmt.Errorf("a fresh start moved %d shards", m))
+				}
+				r.start("d")
+				if _, err := r.check(map[string]int{"a": 3, "b": 3, "c": 3, "d": 3}, settleBound); err != nil {
+					errs = append(errs, err)
+				}
+				if m := r.takeMoves(); m != 3 {
+					errs = append(errs, fmt.Errorf("a joiner moved %d shards, want 3", m))
+				}
+				if len(errs) == 0 {
+					t.Fatalf("the variant %s passed the checks", variant)
+				}
+				t.Logf("caught: %v", errors.Join(errs...))
+			})
+		})
+	}
+}
+
+func TestShardsBalanceByWeight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 0)
+		r.cfg.Shards = []lead.Shard{{Name: "heavy", Weight: 4}, {Name: "l1"}, {Name: "l2"}, {Name: "l3"}, {Name: "l4"}}
+		r.start("a")
+		r.start("b")
+		time.Sleep(settleBound)
+		synctest.Wait()
+		_, who := r.holders()
+		load := map[string]int{}
+		for _, sh := range r.cfg.Shards {
+			load[who[sh.Name]] += max(sh.Weight, 1)
+		}
+		if want := map[string]int{"a": 4, "b": 4}; !maps.Equal(load, want) {
+			t.Errorf("loads %v (holders %v), want %v", load, who, want)
+		}
+	})
+}
