@@ -163,9 +163,9 @@ type runner[M any] struct {
 	held       fsm.Action
 	holding    bool
 	drainTimer Timer
-	waitingEnd bool         // the machine stopped and over waits for the bodies
-	abandoned  bool         // given up on the machine: bodies outran the deadline while stopping
-	resigning  *resignation // the Resign in progress, if any
+	waitingEnd bool            // the machine stopped and over waits for the bodies
+	abandoned  bool            // given up on the machine: bodies outran the deadline while stopping
+	resigning  *resignation[M] // the Resign (or HandOver) in progress, if any
 
 	// The reads for MetadataChanges (metafeed.go): the oldest revision of
 	// the watch hints that came since the last read started (0: none);
@@ -484,7 +484,7 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		// Only asked for with fsm.Options.GuardedRelease, set when the
 		// store has a guard; never a plain swap instead (the helper
 		// fails when the guard is gone).
-		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
+		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration, Successor: a.Was.Successor}
 		r.startOp(a.Swap, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
 		})
@@ -674,5 +674,5 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 }
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
-	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
+	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration, Successor: rec.Successor}
 }
