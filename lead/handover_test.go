@@ -3,12 +3,16 @@ package lead_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenure-go/tenure/lead"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/memstore"
 )
 
@@ -180,6 +184,53 @@ func TestGroupMemberHandsOverAsALoneElectorDoes(t *testing.T) {
 		case ch := <-b.changes:
 			t.Fatalf("b: %v, want nothing", ch.Kind)
 		default:
+		}
+	})
+}
+
+// successorRace is a store on which the successor takes the named release
+// as soon as it is stored, unseen by the elector that handed over (no
+// watch; its next poll comes after the handover's ctx ends), so that the
+// handing elector falls back while the successor leads.
+type successorRace struct {
+	store.Store[meta]
+	successor string
+	fired     atomic.Bool
+}
+
+func (s *successorRace) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	rec, rev, err := s.Store.CompareAndSwap(ctx, name, expected, next)
+	if err == nil && next.Holder == "" && next.Successor == s.successor && s.fired.CompareAndSwap(false, true) {
+		took := rec
+		took.Holder, took.Successor, took.Token, took.LeaseDuration = s.successor, "", rec.Token+1, time.Minute
+		if _, _, err := s.Store.CompareAndSwap(ctx, name, rev, took); err != nil {
+			return rec, rev, fmt.Errorf("successorRace: the successor's acquire: %w", err)
+		}
+	}
+	return rec, rev, err
+}
+
+func (s *successorRace) MayLoseRecords() bool { return false }
+
+// The fallback swaps from the named release's revision: a successor that
+// took the lease as the handover timed out keeps it, and HandOver says the
+// handover happened.
+func TestHandOverFallbackNeverOverwritesTheSuccessor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &successorRace{Store: memstore.New[meta](), successor: "b"}
+		a := start(t, st, "a")
+		a.next(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if err := a.e.HandOver(ctx, "b"); err != nil {
+			t.Fatalf("HandOver = %v, want nil: b took the lease", err)
+		}
+		if !st.fired.Load() {
+			t.Fatal("the named release was never written")
+		}
+		rec, _, err := st.Store.Get(context.Background(), "job")
+		if err != nil || rec.Holder != "b" {
+			t.Fatalf("stored %+v, %v; want b's term, which the fallback must not overwrite", rec, err)
 		}
 	})
 }
