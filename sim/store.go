@@ -223,7 +223,7 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 		s.tl.AddStore(s.now, storeText(st.rev, next, s.nodes[by].id))
 	}
 	if next.Holder == "" {
-		s.chk.released(by)
+		s.chk.released(by, next.Successor)
 	}
 	s.broadcast(simEvent{lease: next, rev: st.rev})
 }

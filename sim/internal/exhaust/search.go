@@ -98,8 +98,10 @@ func (x *checker) transitions(w *world, out []tr) []tr {
 			out = append(out, tr{kind: trReconfigure, k: i})
 		}
 		if bg.Resigns > 0 && n.m.Leading(x.local(w, i)) {
-			// A plain resign (arg 0), or a handover naming node arg-1.
-			for j := 0; j <= len(w.nodes); j++ {
+			// A plain resign (arg 0), or a handover naming node arg-1,
+			// or (arg len(nodes)+1) an identity no node has: a
+			// successor that never comes.
+			for j := 0; j <= len(w.nodes)+1; j++ {
 				if j != i+1 {
 					out = append(out, tr{kind: trResign, k: i, arg: j})
 				}
