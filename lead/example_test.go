@@ -232,3 +232,37 @@ func ExampleGroup() {
 	// worker-1 leads tenant-c with token 1
 	// Run returned <nil>
 }
+
+// HandOver passes the lease to a chosen successor, a warm replica, say,
+// during a rolling update: the term ends and its bodies stop first, then
+// the release names the successor, which alone may take it at once.
+func ExampleElector_HandOver() {
+	st := memstore.New[struct{}]()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	elector := func(id string) *lead.Elector[struct{}] {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		go e.Run(ctx)
+		return e
+	}
+	old := elector("old-pod")
+	report := func(_ context.Context, t lead.Term) error {
+		fmt.Printf("%s leads with token %d\n", t.Identity, t.Token)
+		return nil
+	}
+	_ = old.Lead(ctx, report)
+
+	successor := elector("new-pod")
+	<-successor.Ready()
+	fmt.Println("handed over:", old.HandOver(ctx, "new-pod"))
+	_ = successor.Lead(ctx, report)
+	fmt.Println("old-pod leads:", old.IsLeader())
+	// Output:
+	// old-pod leads with token 1
+	// handed over: <nil>
+	// new-pod leads with token 2
+	// old-pod leads: false
+}
