@@ -174,12 +174,12 @@ func checkSuccessor(holder, successor string) error {
 	case successor == "":
 		return nil
 	case holder != "":
-		return fmt.Errorf("Successor %.64q is set while %.64q holds the lease; only a released record names a successor", successor, holder)
+		return fmt.Errorf("successor %.64q is set while %.64q holds the lease; only a released record names a successor", successor, holder)
 	case len(successor) > MaxHolderBytes:
-		return fmt.Errorf("Successor is %d bytes, the limit is %d", len(successor), MaxHolderBytes)
+		return fmt.Errorf("successor is %d bytes, the limit is %d", len(successor), MaxHolderBytes)
 	}
 	if err := ValidateName(successor); err != nil {
-		return fmt.Errorf("Successor: %w", err)
+		return fmt.Errorf("successor: %w", err)
 	}
 	return nil
 }
