@@ -118,6 +118,7 @@ type Change struct {
 type Elector[M any] struct {
 	name          string
 	id            string
+	priority      uint64 // WithPriority; 0: off
 	st            store.Store[M]
 	clock         Clock
 	stops         stopCounter // the clock, if it counts its stops; nil if not
@@ -288,6 +289,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		rand:          o.rand,
 		log:           o.logger.With("name", name, "identity", id),
 		releaseOnStop: o.releaseOnStop,
+		priority:      o.priority,
 		observers:     o.observers,
 		lossy:         lossy,
 		authentic:     store.WatchCapabilitiesOf(st).Authentic,

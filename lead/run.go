@@ -109,6 +109,13 @@ func (e *Elector[M]) start(ctx context.Context, l *loop[M], h host[M]) (*runner[
 	e.run = r
 	e.mu.Unlock()
 	l.post(r, msgBegin)
+	if e.priority > 0 {
+		r.ops.Add(1)
+		go func() {
+			defer r.ops.Done()
+			e.prefer(ctx, r.opCtx)
+		}()
+	}
 	return r, nil
 }
 
