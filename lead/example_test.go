@@ -266,3 +266,36 @@ func ExampleElector_HandOver() {
 	// new-pod leads with token 2
 	// old-pod leads: false
 }
+
+// WithPriority prefers a leader: a candidate of higher priority that
+// joins takes the lease over through a handover (HandOver), not a race.
+func ExampleWithPriority() {
+	st := memstore.New[struct{}]()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := lease.Config{LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
+		RetryInterval: 300 * time.Millisecond, BackendTimeout: time.Second, ErrorInterval: time.Second}
+	elector := func(id string, priority uint64) *lead.Elector[struct{}] {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithPriority(priority),
+			lead.WithConfig(cfg), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		go e.Run(ctx)
+		return e
+	}
+	report := func(_ context.Context, t lead.Term) error {
+		fmt.Printf("%s leads with token %d\n", t.Identity, t.Token)
+		return nil
+	}
+	spare := elector("spare-pod", 1)
+	_ = spare.Lead(ctx, report)
+
+	preferred := elector("preferred-pod", 5)
+	_ = preferred.Lead(ctx, report)
+	fmt.Println("spare-pod leads:", spare.IsLeader())
+	// Output:
+	// spare-pod leads with token 1
+	// preferred-pod leads with token 2
+	// spare-pod leads: false
+}
