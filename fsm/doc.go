@@ -29,7 +29,8 @@
 //	                        holder or token, no record, a rollback, or a
 //	                        record the machine refuses
 //	Leader    -> Expiring   no renewal within RenewDeadline, stop, or
-//	                        resign
+//	                        resign (a handover: a resign whose release
+//	                        names a successor)
 //	Expiring  -> Follower   released, taken by another, or surely expired
 //
 // After Stop the machine is stopping: a leader's term ends (Expiring), the
@@ -37,7 +38,10 @@
 // emits Done and has stopped ([Machine.Stopped]). After Resign a leader's
 // term ends and the lease is released as after Stop, but the machine goes
 // on as a Follower that starts no term until it has accepted a record held
-// by another node, or LeaseDuration has passed.
+// by another node, or LeaseDuration has passed. A Resign with a Successor
+// is a handover: the release names the successor (Lease.Successor), which
+// alone takes it as a free lease; every other node waits it out as a held
+// record, LeaseDuration from when it received it (openTo).
 //
 // # Safety
 //
@@ -113,6 +117,8 @@
 //     on its way; taken in, it brings back the history the store left.
 //   - showsRelease: only a readable released record (present, not corrupt,
 //     at a revision, no holder, in bounds) is free to take at once.
+//   - openTo: a release naming another successor is not free to this
+//     node: a read decides, and the node waits it out.
 //   - aboveAccepted: at or below a revision ever accepted (topRev), the
 //     event is old news, or was written before a rollback the node saw.
 //   - aboveEvents: at or below a revision another event showed and no
@@ -124,6 +130,8 @@
 //   - guarded: without the store checking the record at the write, a
 //     forged or stale release would be taken over.
 //   - showsRelease: the guard can vouch only for a readable release.
+//   - openTo: only a release free to this node; the guard checks the
+//     successor too, so a forged plain release fails against a named one.
 //   - aboveAccepted: a release at or below a revision ever accepted is old
 //     news, or from the history a rollback left.
 //   - aboveRenewals: a release older than a renewal heard and not settled

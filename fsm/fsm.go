@@ -48,6 +48,11 @@ type Lease struct {
 	Token         uint64
 	Transitions   uint64
 	LeaseDuration time.Duration
+	// Successor, on a released record, is the one identity that may take
+	// it over at once (lease.Record's Successor); every other node waits
+	// it out as a held record. A record with both a holder and a successor
+	// is out of bounds.
+	Successor string
 }
 
 // EventKind says what happened.
@@ -85,7 +90,9 @@ const (
 	// and stays in the election as a Follower that starts no term until
 	// it has accepted a record held by another node, or until
 	// LeaseDuration has passed, whichever comes first. A node that does
-	// not lead, or is stopping, ignores it.
+	// not lead, or is stopping, ignores it. With Successor set, the resign
+	// is a handover (ReasonHandedOver): the release names Successor, who
+	// alone may take it over at once.
 	Resign
 )
 
@@ -144,6 +151,10 @@ type Event struct {
 	Vouched bool
 	// Release asks a stopping leader to release the lease (Stop).
 	Release bool
+	// Successor names who the release that follows a Resign hands the
+	// lease to (Lease.Successor); "" (or the node's own identity) is a
+	// plain release.
+	Successor string
 	// Config holds the new timings (Reconfigure).
 	Config lease.Config
 	// Err is the error behind ReadFailed or SwapFailed, for the record.
@@ -231,6 +242,9 @@ const (
 	ReasonStopped
 	// ReasonResigned: the node resigned (Resign) and stays a follower.
 	ReasonResigned
+	// ReasonHandedOver: the node handed the lease over to a successor (a
+	// Resign with Successor) and stays a follower.
+	ReasonHandedOver
 )
 
 func (r Reason) String() string {
@@ -243,6 +257,8 @@ func (r Reason) String() string {
 		return "stopped"
 	case ReasonResigned:
 		return "resigned"
+	case ReasonHandedOver:
+		return "handed over"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
@@ -349,13 +365,15 @@ type Action struct {
 
 // InBounds reports whether l lies within the bounds of a stored record: its
 // LeaseDuration in [0, lease.MaxDuration] and positive while l has a
-// holder, its Token and Transitions at most lease.MaxToken. A Machine
+// holder, its Token and Transitions at most lease.MaxToken, a Successor
+// only while it has no holder. A Machine
 // refuses an observed Lease out of these bounds, as store.ValidateStored
 // does for whole records (which also checks the holder's spelling).
 func InBounds(l Lease) bool {
 	return l.LeaseDuration >= 0 && l.LeaseDuration <= lease.MaxDuration &&
 		(l.Holder == "" || l.LeaseDuration > 0) &&
-		l.Token <= lease.MaxToken && l.Transitions <= lease.MaxToken
+		l.Token <= lease.MaxToken && l.Transitions <= lease.MaxToken &&
+		(l.Successor == "" || l.Holder == "")
 }
 
 // Rand is a source of uniform numbers in [0, 1). *math/rand/v2.Rand is one.

@@ -111,7 +111,8 @@ func (m *Machine) news(ev Event) bool {
 	case ev.Revision < m.view.maxRev, ev.Revision == m.view.maxRev && m.view.seen:
 		return false
 	}
-	return !m.view.seen || ev.Corrupt || m.view.absent || ev.Lease.Holder != m.view.obs.Holder || ev.Lease.Token != m.view.obs.Token
+	return !m.view.seen || ev.Corrupt || m.view.absent || ev.Lease.Holder != m.view.obs.Holder || ev.Lease.Token != m.view.obs.Token ||
+		ev.Lease.Successor != m.view.obs.Successor
 }
 
 // renewal reports whether a watch event shows a renewal of the record the

@@ -65,6 +65,9 @@ type Machine struct {
 	// term's (yieldToken), is accepted first (observe clears it).
 	yieldUntil time.Duration
 	yieldToken uint64
+	// After a Resign with a Successor: the identity the release names
+	// (advanceExpiring), until the node follows again.
+	successor string
 }
 
 // New returns a Machine in state Follower. It issues its first read at the
@@ -216,7 +219,7 @@ func (m *Machine) Step(ev Event) []Action {
 	case Stop:
 		m.stop(ev.Release)
 	case Resign:
-		m.resign()
+		m.resign(ev.Successor)
 	case Reconfigure:
 		m.reconfigure(ev.Config)
 	}
@@ -291,12 +294,19 @@ func (m *Machine) stop(release bool) {
 // LeaseDuration has passed, unless it accepts a record held by another
 // node first (see observe), so that another candidate takes the released
 // lease over rather than this node taking it straight back. Delaying a
-// term never harms safety.
-func (m *Machine) resign() {
+// term never harms safety. With a successor (other than this node) the
+// release names it: a handover, which only the successor may take at
+// once (see openTo).
+func (m *Machine) resign(successor string) {
 	if m.state != Leader || m.stopping {
 		return
 	}
 	m.yieldUntil, m.yieldToken = sat(m.now, m.cfg.LeaseDuration), m.term.token
+	if successor != "" && successor != m.id {
+		m.successor = successor
+		m.stepDown(ReasonHandedOver)
+		return
+	}
 	m.stepDown(ReasonResigned)
 }
 
@@ -344,6 +354,7 @@ func (m *Machine) finish() {
 func (m *Machine) becomeFollower() {
 	m.state = Follower
 	m.again = false
+	m.successor = ""
 }
 
 // advanceFollower: a stopping follower finishes (once no swap is in
@@ -680,7 +691,7 @@ func (m *Machine) advanceExpiring() {
 		m.finish()
 	case (m.reached(m.nextOp) || m.again) && m.allowed():
 		next := m.view.obs
-		next.Holder = ""
+		next.Holder, next.Successor = "", m.successor
 		m.swap(Release, next)
 	case m.hints.news:
 		m.read(true)

@@ -186,9 +186,18 @@ func (m *Machine) stored(l Lease) bool {
 }
 
 // stealable reports whether the observed record is one the node waits out
-// before taking it over.
+// before taking it over: held, or released to another successor.
 func (m *Machine) stealable() bool {
-	return m.view.seen && !m.view.absent && m.view.obs.Holder != ""
+	return m.view.seen && !m.view.absent && !m.openTo(m.view.obs)
+}
+
+// openTo reports whether l, a readable record, is free for this node to
+// take at once: released, naming no successor or this node. A release
+// that names another is waited out as a held record is: only the named
+// successor takes it at once, and a successor that never comes costs the
+// others one lease.
+func (m *Machine) openTo(l Lease) bool {
+	return l.Holder == "" && (l.Successor == "" || l.Successor == m.id)
 }
 
 // patience is how long a follower waits out the observed record: the
@@ -218,7 +227,7 @@ func (m *Machine) acquireAt() time.Duration {
 		return Never
 	}
 	hold := max(m.view.holdUntil, m.yieldUntil)
-	if m.view.absent || m.view.obs.Holder == "" {
+	if m.view.absent || m.openTo(m.view.obs) {
 		return hold
 	}
 	return max(m.patienceEnds(), hold)

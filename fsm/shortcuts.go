@@ -17,7 +17,7 @@ import "github.com/tenure-go/tenure/lease"
 // event, so this costs no more than the budget's N.
 func (m *Machine) witnessed(ev Event) bool {
 	if !(m.authentic && m.following() && m.idle() && m.holdOver() &&
-		showsRelease(ev.Revision, ev.Lease, ev.Absent, ev.Corrupt) &&
+		showsRelease(ev.Revision, ev.Lease, ev.Absent, ev.Corrupt) && m.openTo(ev.Lease) &&
 		m.aboveAccepted(ev.Revision) && m.aboveEvents(ev.Revision)) {
 		return false
 	}
@@ -41,7 +41,7 @@ func (m *Machine) witnessed(ev Event) bool {
 // one swap per RetryInterval.
 func (m *Machine) takeHeardRelease() bool {
 	h, rev := m.hints.newsLease, m.hints.newsRev
-	if !(m.guarded && showsRelease(rev, h, m.hints.newsAbsent, m.hints.newsCorrupt) &&
+	if !(m.guarded && showsRelease(rev, h, m.hints.newsAbsent, m.hints.newsCorrupt) && m.openTo(h) &&
 		m.aboveAccepted(rev) && m.aboveRenewals(rev) && m.notBelowEvents(rev) &&
 		m.waitsOver() && m.tokenLeft(h)) {
 		return false

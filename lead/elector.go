@@ -65,6 +65,12 @@ var (
 	// LeaseDuration) and Run, or Resign, returned without waiting
 	// further. The error says how many bodies were still running.
 	ErrBodiesStillRunning = errors.New("lead: bodies of the ended term still running")
+	// ErrHandOverFailed: HandOver ended this elector's term, but the
+	// successor it named did not take the lease over in time (or could
+	// not be handed it). The error says what happened to the lease: given
+	// back to every candidate with a plain release, taken by another, or
+	// left to expire.
+	ErrHandOverFailed = errors.New("lead: handover failed")
 )
 
 // Term is one period of leadership.
@@ -112,6 +118,7 @@ type Change struct {
 type Elector[M any] struct {
 	name          string
 	id            string
+	priority      uint64 // WithPriority; 0: off
 	st            store.Store[M]
 	clock         Clock
 	stops         stopCounter // the clock, if it counts its stops; nil if not
@@ -155,13 +162,13 @@ type Elector[M any] struct {
 	runDone <-chan struct{}
 	// Conditions that keep this elector from leading while the store
 	// answers fine (see errLocked).
-	rollbackErr  error         // the last rollback seen, wrapping ErrRevisionRollback
-	holdUntil    time.Duration // rollbackErr stands until then (monotonic since epoch)
-	longWaitErr  error         // the last long wait reported, wrapping ErrLongWait
-	longUntil    time.Duration // longWaitErr stands until then (monotonic since epoch)
-	exhaustedErr error         // wraps store.ErrTokenExhausted once tokens ran out
-	leaders      leaderFeed[M] // see Leaders
-	resignReq    *resignation  // a Resign the loop has not taken yet
+	rollbackErr  error           // the last rollback seen, wrapping ErrRevisionRollback
+	holdUntil    time.Duration   // rollbackErr stands until then (monotonic since epoch)
+	longWaitErr  error           // the last long wait reported, wrapping ErrLongWait
+	longUntil    time.Duration   // longWaitErr stands until then (monotonic since epoch)
+	exhaustedErr error           // wraps store.ErrTokenExhausted once tokens ran out
+	leaders      leaderFeed[M]   // see Leaders
+	resignReq    *resignation[M] // a Resign (or HandOver) the loop has not taken yet
 	// releaseEarly: releases do not wait for the bodies of the ended term
 	// (the unsafe variant, for tests only).
 	releaseEarly bool
@@ -283,6 +290,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		rand:          o.rand,
 		log:           o.logger.With("name", name, "identity", id),
 		releaseOnStop: o.releaseOnStop,
+		priority:      o.priority,
 		observers:     o.observers,
 		lossy:         lossy,
 		authentic:     store.WatchCapabilitiesOf(st).Authentic,

@@ -232,3 +232,70 @@ func ExampleGroup() {
 	// worker-1 leads tenant-c with token 1
 	// Run returned <nil>
 }
+
+// HandOver passes the lease to a chosen successor, a warm replica, say,
+// during a rolling update: the term ends and its bodies stop first, then
+// the release names the successor, which alone may take it at once.
+func ExampleElector_HandOver() {
+	st := memstore.New[struct{}]()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	elector := func(id string) *lead.Elector[struct{}] {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		go e.Run(ctx)
+		return e
+	}
+	old := elector("old-pod")
+	report := func(_ context.Context, t lead.Term) error {
+		fmt.Printf("%s leads with token %d\n", t.Identity, t.Token)
+		return nil
+	}
+	_ = old.Lead(ctx, report)
+
+	successor := elector("new-pod")
+	<-successor.Ready()
+	fmt.Println("handed over:", old.HandOver(ctx, "new-pod"))
+	_ = successor.Lead(ctx, report)
+	fmt.Println("old-pod leads:", old.IsLeader())
+	// Output:
+	// old-pod leads with token 1
+	// handed over: <nil>
+	// new-pod leads with token 2
+	// old-pod leads: false
+}
+
+// WithPriority prefers a leader: a candidate of higher priority that
+// joins takes the lease over through a handover (HandOver), not a race.
+func ExampleWithPriority() {
+	st := memstore.New[struct{}]()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := lease.Config{LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
+		RetryInterval: 300 * time.Millisecond, BackendTimeout: time.Second, ErrorInterval: time.Second}
+	elector := func(id string, priority uint64) *lead.Elector[struct{}] {
+		e, err := lead.New("scheduler", st, lead.WithIdentity(id), lead.WithPriority(priority),
+			lead.WithConfig(cfg), lead.WithLookupEnv(nil))
+		if err != nil {
+			panic(err)
+		}
+		go e.Run(ctx)
+		return e
+	}
+	report := func(_ context.Context, t lead.Term) error {
+		fmt.Printf("%s leads with token %d\n", t.Identity, t.Token)
+		return nil
+	}
+	spare := elector("spare-pod", 1)
+	_ = spare.Lead(ctx, report)
+
+	preferred := elector("preferred-pod", 5)
+	_ = preferred.Lead(ctx, report)
+	fmt.Println("spare-pod leads:", spare.IsLeader())
+	// Output:
+	// spare-pod leads with token 1
+	// preferred-pod leads with token 2
+	// spare-pod leads: false
+}

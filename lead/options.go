@@ -31,6 +31,7 @@ type options struct {
 	tracer        Tracer
 	maxOps        int     // WithMaxStoreOps; 0 when not given
 	errs          []error // arguments the options could not take
+	priority      uint64  // WithPriority; 0: off
 }
 
 // refuse records that option took a nil argument.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/fsm"
+	"github.com/tenure-go/tenure/lease"
 )
 
 // Resign steps down and stays in the election. If this elector leads, its
@@ -41,27 +42,10 @@ func (e *Elector[M]) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Resign: ctx is nil", ErrNilArgument)
 	}
-	e.mu.Lock()
-	select {
-	case <-e.stopped:
-		e.mu.Unlock()
-		return fmt.Errorf("%w: Resign: %q", ErrStopped, e.name)
-	default:
+	q, err := e.stepDown("Resign", "")
+	if err != nil {
+		return err
 	}
-	t, r := e.leadingLocked(), e.run
-	if t == nil || r == nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: Resign: %q", ErrNotLeader, e.name)
-	}
-	// From now on the term is not led: the queries say so, and its work
-	// is cancelled, without waiting for the loop.
-	t.resigned = true
-	t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, fsm.ReasonResigned))
-	q := &resignation{token: t.term.Token, done: make(chan struct{})}
-	e.resignReq = q
-	e.notifyLocked()
-	e.mu.Unlock()
-	r.loop.post(r, msgResign)
 	select {
 	case <-q.done:
 		return q.err
@@ -70,15 +54,56 @@ func (e *Elector[M]) Resign(ctx context.Context) error {
 	}
 }
 
-// resignation is one call of Resign: the term it ends, and its outcome.
-type resignation struct {
-	token fence.Token
-	done  chan struct{}
-	err   error
+// stepDown ends the term this elector leads, for Resign (successor "") or
+// HandOver (op), and has the loop release the lease once the term's bodies
+// have returned, naming successor if any. It returns the resignation whose
+// done says when the release is over.
+func (e *Elector[M]) stepDown(op, successor string) (*resignation[M], error) {
+	e.mu.Lock()
+	select {
+	case <-e.stopped:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s: %q", ErrStopped, op, e.name)
+	default:
+	}
+	t, r := e.leadingLocked(), e.run
+	if t == nil || r == nil {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s: %q", ErrNotLeader, op, e.name)
+	}
+	// From now on the term is not led: the queries say so, and its work
+	// is cancelled, without waiting for the loop.
+	reason := fsm.ReasonResigned
+	if successor != "" {
+		reason = fsm.ReasonHandedOver
+	}
+	t.resigned, t.handedOver = true, successor != ""
+	t.cancel(fmt.Errorf("%w: %s", ErrLeadershipLost, reason))
+	q := &resignation[M]{op: op, token: t.term.Token, successor: successor, done: make(chan struct{})}
+	e.resignReq = q
+	e.notifyLocked()
+	e.mu.Unlock()
+	r.loop.post(r, msgResign)
+	return q, nil
+}
+
+// resignation is one call of Resign or HandOver: the term it ends, the
+// successor the release names, and its outcome.
+type resignation[M any] struct {
+	op        string
+	token     fence.Token
+	successor string
+	done      chan struct{}
+	err       error
+	// A HandOver's named release, once stored: its record and revision
+	// (handed false if the machine did not see it stored).
+	handed bool
+	named  lease.Record[M]
+	rev    lease.Revision
 }
 
 // finish tells Resign its outcome.
-func (q *resignation) finish(err error) {
+func (q *resignation[M]) finish(err error) {
 	q.err = err
 	close(q.done)
 }
@@ -97,11 +122,11 @@ func (r *runner[M]) resign() {
 		return
 	}
 	if token, _, ok := r.m.Term(); !ok || fence.Token(token) != q.token || r.stopping {
-		q.finish(fmt.Errorf("%w: Resign: %q: the term ended first", ErrNotLeader, e.name))
+		q.finish(fmt.Errorf("%w: %s: %q: the term ended first", ErrNotLeader, q.op, e.name))
 		return
 	}
 	r.resigning = q
-	r.step(fsm.Event{Kind: fsm.Resign})
+	r.step(fsm.Event{Kind: fsm.Resign, Successor: q.successor})
 }
 
 // settleResign tells the Resign in progress that it is over once the
@@ -112,6 +137,19 @@ func (r *runner[M]) settleResign() {
 		return
 	}
 	r.resigning = nil
+	if q.successor != "" {
+		// A handover: did the store take the release naming the
+		// successor? The machine's last answer says.
+		l, rev, absent, ok := r.m.Observed()
+		if ok && !absent && l.Holder == "" && l.Successor == q.successor && fence.Token(l.Token) == q.token {
+			e := r.e
+			e.mu.Lock()
+			if e.haveRec && e.rev == rev {
+				q.handed, q.named, q.rev = true, e.rec, rev
+			}
+			e.mu.Unlock()
+		}
+	}
 	q.finish(nil)
 }
 
@@ -123,9 +161,9 @@ func (r *runner[M]) endResign() {
 	q := e.resignReq
 	e.resignReq = nil
 	e.mu.Unlock()
-	for _, q := range []*resignation{q, r.resigning} {
+	for _, q := range []*resignation[M]{q, r.resigning} {
 		if q != nil {
-			q.finish(fmt.Errorf("%w: Resign: %q: Run returned before the step-down was over", ErrStopped, e.name))
+			q.finish(fmt.Errorf("%w: %s: %q: Run returned before the step-down was over", ErrStopped, q.op, e.name))
 		}
 	}
 	r.resigning = nil

@@ -109,6 +109,13 @@ func (e *Elector[M]) start(ctx context.Context, l *loop[M], h host[M]) (*runner[
 	e.run = r
 	e.mu.Unlock()
 	l.post(r, msgBegin)
+	if e.priority > 0 {
+		r.ops.Add(1)
+		go func() {
+			defer r.ops.Done()
+			e.prefer(ctx, r.opCtx)
+		}()
+	}
 	return r, nil
 }
 
@@ -167,9 +174,9 @@ type runner[M any] struct {
 	held       fsm.Action
 	holding    bool
 	drainTimer Timer
-	waitingEnd bool         // the machine stopped and over waits for the bodies
-	abandoned  bool         // given up on the machine: bodies outran the deadline while stopping
-	resigning  *resignation // the Resign in progress, if any
+	waitingEnd bool            // the machine stopped and over waits for the bodies
+	abandoned  bool            // given up on the machine: bodies outran the deadline while stopping
+	resigning  *resignation[M] // the Resign (or HandOver) in progress, if any
 
 	// The reads for MetadataChanges (metafeed.go): the oldest revision of
 	// the watch hints that came since the last read started (0: none);
@@ -494,7 +501,7 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		// Only asked for with fsm.Options.GuardedRelease, set when the
 		// store has a guard; never a plain swap instead (the helper
 		// fails when the guard is gone).
-		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration}
+		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration, Successor: a.Was.Successor}
 		r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
 			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
 		}))
@@ -687,5 +694,5 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 }
 
 func leaseOf[M any](rec lease.Record[M]) fsm.Lease {
-	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration}
+	return fsm.Lease{Holder: rec.Holder, Token: rec.Token, Transitions: rec.Transitions, LeaseDuration: rec.LeaseDuration, Successor: rec.Successor}
 }

@@ -37,19 +37,20 @@ import (
 
 // activeTerm is the term in progress, with the context that ends with it.
 type activeTerm struct {
-	term      Term
-	ctx       context.Context // the work's: base, checked (checkedContext), with the token
-	base      context.Context // cancelled when the term ends
-	cancel    context.CancelCauseFunc
-	epoch     time.Time     // the elector's epoch when the watchdog was last set
-	until     time.Duration // local belief deadline (monotonic since epoch)
-	confirmed time.Duration // last successful renewal sent
-	watchdog  Timer
-	unhook    func() bool // stops cancelling the term when Run's ctx ends
-	ended     fsm.Reason  // why Run's loop ended the term (0: it has not); under e.mu
-	resigned  bool        // Resign ended it: it is not led any more; under e.mu
-	bodies    termBodies  // the bodies running in it (runInTerm)
-	warned    bool        // bodies still running at its deadline were logged (Run's loop)
+	term       Term
+	ctx        context.Context // the work's: base, checked (checkedContext), with the token
+	base       context.Context // cancelled when the term ends
+	cancel     context.CancelCauseFunc
+	epoch      time.Time     // the elector's epoch when the watchdog was last set
+	until      time.Duration // local belief deadline (monotonic since epoch)
+	confirmed  time.Duration // last successful renewal sent
+	watchdog   Timer
+	unhook     func() bool // stops cancelling the term when Run's ctx ends
+	ended      fsm.Reason  // why Run's loop ended the term (0: it has not); under e.mu
+	resigned   bool        // Resign ended it: it is not led any more; under e.mu
+	handedOver bool        // the Resign was a HandOver; under e.mu
+	bodies     termBodies  // the bodies running in it (runInTerm)
+	warned     bool        // bodies still running at its deadline were logged (Run's loop)
 }
 
 // ---- Acquire ----
@@ -73,6 +74,10 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 		// elector will not lead on unless the store vouches for it.
 		Claim:    a.Swap == fsm.Acquire && a.Claim,
 		Metadata: meta,
+	}
+	if a.Swap == fsm.Release {
+		// A handover (HandOver): the release names the successor.
+		rec.Successor = a.Next.Successor
 	}
 	switch a.Swap {
 	case fsm.Renew:
@@ -180,6 +185,9 @@ func (e *Elector[M]) termEnded(t *activeTerm) (bool, fsm.Reason) {
 	default:
 	}
 	if t.resigned {
+		if t.handedOver {
+			return true, fsm.ReasonHandedOver
+		}
 		return true, fsm.ReasonResigned
 	}
 	return true, fsm.ReasonDeadline

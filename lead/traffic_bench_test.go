@@ -59,3 +59,16 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 		testcluster.ReportHandover(b, "memstore", hs)
 	}
 }
+
+// BenchmarkHandoverNamed measures, with the peer timings, the handover to
+// a named successor (Elector.HandOver) beside the handover after a plain
+// release, alternated in one run: p50 and p90 of each, from the stop or
+// the HandOver call to the successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says) of each.
+func BenchmarkHandoverNamed(b *testing.B) {
+	shared := memstore.New[meta]()
+	for b.Loop() {
+		plain, named := testcluster.MeasureNamedHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(testing.TB) store.Store[meta] { return shared })
+		testcluster.ReportNamedHandover(b, "memstore", plain, named)
+	}
+}

@@ -45,6 +45,15 @@ type Record[M any] struct {
 	// decide anything, and a record that says Claim wrongly changes nothing
 	// but what people are shown.
 	Claim bool
+	// Successor, on a released record (Holder ""), names the one identity
+	// that may take the lease over at once: a handover to a chosen
+	// successor (lead's Elector.HandOver). Every other candidate treats
+	// the record as held: it waits LeaseDuration, counted on its own clock
+	// from when it first saw the record, before taking it over, so a
+	// successor that never comes costs at most one lease. It is empty on a
+	// held record and on a plain release. Every store persists it, and a
+	// store's guarded swap (store.ReleaseGuard) checks it.
+	Successor string
 	// Metadata is typed data attached by the holder.
 	Metadata M
 }

@@ -41,6 +41,7 @@ func advSchedule(s *Cluster) []Fault {
 	add(f.MuteWatch, FaultMuteWatch)
 	add(f.ForgeRelease, FaultForgeRelease)
 	add(f.Resign, FaultResign)
+	add(f.HandOver, FaultHandOver)
 	if len(kinds) == 0 {
 		return []Fault{}
 	}
@@ -80,6 +81,8 @@ func advSchedule(s *Cluster) []Fault {
 			fl.Config = advConfig(s)
 		case FaultResign:
 			fl.AtLeader = true
+		case FaultHandOver:
+			fl.AtLeader, fl.Successor = true, drawSuccessor(s.rng.IntN, s.opt.Nodes)
 		case FaultForge:
 			fl.Record = forgedRecord(s)
 			fl.Dur = dur(u/15, 3*u)

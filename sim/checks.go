@@ -297,15 +297,33 @@ func (c *checker) periodic() {
 // final runs the checks at the end of the run.
 func (c *checker) final() { c.periodic() }
 
-// released is a release stored by node by: in calm times (no fault for
-// long enough that operations lost earlier have timed out), with a watching
-// store, some node leads within HandoverBound.
-func (c *checker) released(by int) {
+// released is a release stored by node by, naming successor ("" for
+// none): in calm times (no fault for long enough that operations lost
+// earlier have timed out), with a watching store, some node leads within
+// HandoverBound. A release naming a successor that is not a live node
+// (down, paused, cut off, or no node at all) is waited out by the others
+// as a held lease: the liveness check bounds it (LivenessBound from the
+// end of the last leader's belief).
+func (c *checker) released(by int, successor string) {
 	s := c.s
 	if s.opt.Store.NoWatch || s.opt.Faults.WatchChaos || c.active > 0 || s.now-c.calmFrom < c.settle || s.holding() || s.muted() {
 		return
 	}
+	if successor != "" && !s.live(successor) {
+		return
+	}
 	s.push(simEvent{at: s.now + c.handoverIn, kind: evHandover, node: int32(by), count: s.res.Terms, rev: lease.Revision(s.now), expected: s.store.rev})
+}
+
+// live reports whether a node with identity id is up, running and
+// connected.
+func (s *Cluster) live(id string) bool {
+	for _, n := range s.nodes {
+		if n.id == id && n.up && n.pausedUntil <= s.now && !n.reqCut && !n.respCut {
+			return true
+		}
+	}
+	return false
 }
 
 // muted reports whether some node's watch is silenced (FaultMuteWatch): a

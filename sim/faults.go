@@ -103,13 +103,21 @@ const (
 	// takes no term until it has seen another holder or a LeaseDuration
 	// has passed. A node that does not lead ignores it.
 	FaultResign
+	// FaultHandOver makes Node hand the lease over to Successor
+	// (fsm.Resign with a Successor, lead's Elector.HandOver): a leader
+	// steps down and releases naming Successor, which alone takes it at
+	// once. Successor may be a node that is down or cut off, or an
+	// identity no node has: the others then take the lease over once they
+	// have waited it out, within LivenessBound (and, in runtime mode,
+	// HandOver's fallback releases it to all sooner).
+	FaultHandOver
 )
 
 // lastFaultKind is the largest FaultKind.
-const lastFaultKind = FaultResign
+const lastFaultKind = FaultHandOver
 
 var faultNames = [...]string{"", "crash", "pause", "partition", "loss", "slow", "dataloss", "release", "reconfigure",
-	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease", "clockstop", "resign"}
+	"forge", "forgewatch", "rollback", "restore", "renewcut", "hold", "jitter", "mutewatch", "dataswap", "resend", "forgerelease", "clockstop", "resign", "handover"}
 
 // String returns the fault kind's name: crash, pause, partition, loss,
 // slow, dataloss, release, reconfigure.
@@ -162,6 +170,9 @@ type Fault struct {
 	// Mask is the set of nodes (bit i for node i) that receive a forged
 	// watch event, or whose watch a mutewatch silences.
 	Mask uint64
+	// Successor is who a FaultHandOver hands the lease to: an identity,
+	// that of a node or of none.
+	Successor string
 	// Released makes a forgewatch forge the release of the live lease
 	// (see FaultForgeWatch).
 	Released bool
@@ -195,6 +206,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("release n%d, back after %v", f.Node, f.Dur)
 	case FaultResign:
 		return fmt.Sprintf("n%d resigns", f.Node)
+	case FaultHandOver:
+		return fmt.Sprintf("n%d hands over to %s", f.Node, f.Successor)
 	case FaultReconfigure:
 		c := f.Config
 		return fmt.Sprintf("reconfigure n%d: L=%v R=%v I=%v J=%.2f T=%v", f.Node, ms(c.LeaseDuration), ms(c.RenewDeadline), ms(c.RetryInterval), c.RetryJitter, ms(c.BackendTimeout))
@@ -250,7 +263,7 @@ func (f Fault) muted() uint64 {
 // the leader).
 func (k FaultKind) Aimed() bool {
 	switch k {
-	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure, FaultClockStop, FaultResign:
+	case FaultCrash, FaultPause, FaultPartition, FaultRelease, FaultReconfigure, FaultClockStop, FaultResign, FaultHandOver:
 		return true
 	}
 	return false
@@ -272,7 +285,7 @@ func (s *Cluster) applyFault(i int) {
 	n := s.nodes[f.Node]
 	end := simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(f.Node), count: i}
 	c := &s.chk
-	if f.Kind != FaultRelease && f.Kind != FaultResign && f.Kind != FaultMuteWatch {
+	if f.Kind != FaultRelease && f.Kind != FaultResign && f.Kind != FaultHandOver && f.Kind != FaultMuteWatch {
 		// A graceful release (or a resign) is no fault: the handover it
 		// starts is checked. Nor is a silent watch: followers must notice
 		// it.
@@ -327,6 +340,10 @@ func (s *Cluster) applyFault(i int) {
 	case FaultResign:
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Resign})
+		}
+	case FaultHandOver:
+		if n.up && n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Resign, Successor: f.Successor})
 		}
 	case FaultReconfigure:
 		n.cfg = f.Config
@@ -456,6 +473,7 @@ func randomSchedule(s *Cluster) []Fault {
 	add(f.Reconfigure, FaultReconfigure)
 	add(f.MuteWatch, FaultMuteWatch)
 	add(f.Resign, FaultResign)
+	add(f.HandOver, FaultHandOver)
 	stops := clockStops(s)
 	if len(kinds) == 0 {
 		return append([]Fault{}, stops...)
@@ -495,6 +513,8 @@ func randomSchedule(s *Cluster) []Fault {
 			fl.Config = randomConfig(s)
 		case FaultResign:
 			fl.AtLeader = true
+		case FaultHandOver:
+			fl.AtLeader, fl.Successor = true, drawSuccessor(s.rng.IntN, s.opt.Nodes)
 		case FaultMuteWatch:
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 6*l))
 			if s.chance(0.5) {
@@ -545,4 +565,11 @@ func randomConfig(s *Cluster) lease.Config {
 		rho = s.opt.Rho
 	}
 	return draw.Config(s.rng, s.opt.Config, s.lossy || s.opt.Faults.adversarial(), rho)
+}
+
+// drawSuccessor draws the successor of a FaultHandOver among nodes nodes
+// (intn draws in [0, n)): a node's first identity, or now and then one no
+// node has (a successor that never comes).
+func drawSuccessor(intn func(int) int, nodes int) string {
+	return fmt.Sprintf("n%d", intn(nodes+1))
 }

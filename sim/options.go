@@ -147,6 +147,11 @@ type Faults struct {
 	// down, releases and stays in the election. Off in AllFaults and
 	// AdversaryFaults, so that their sweeps' seeds keep their schedules.
 	Resign bool
+	// HandOver makes the leader hand the lease over now and then
+	// (FaultHandOver) to a node, or to an identity no node has. Off in
+	// AllFaults and AdversaryFaults, so that their sweeps' seeds keep their
+	// schedules.
+	HandOver bool
 
 	// The adversary (adversary.go, targeted.go). While any of Forge,
 	// ForgeWatch, Rollback, Restore, Targeted, Jitter or Extreme is on, the
@@ -218,7 +223,7 @@ func (f *Faults) fields() []struct {
 		{"dataswap", &f.DataSwap}, {"resend", &f.Resend},
 		{"release", &f.Release}, {"reconfigure", &f.Reconfigure}, {"mute-watch", &f.MuteWatch},
 		{"clock-stop", &f.ClockStop}, {"clock-stop-hidden", &f.ClockStopHidden},
-		{"resign", &f.Resign},
+		{"resign", &f.Resign}, {"handover", &f.HandOver},
 	}
 }
 

@@ -228,7 +228,7 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 		s.tl.AddWrite(timeline.Write{At: s.now, Node: by, Rev: uint64(st.rev), Holder: next.Holder, Token: next.Token})
 	}
 	if next.Holder == "" {
-		s.chk.released(by)
+		s.chk.released(by, next.Successor)
 	}
 	s.broadcast(simEvent{lease: next, rev: st.rev})
 }

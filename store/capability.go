@@ -265,13 +265,16 @@ func WatchFuncVia[M any](ctx context.Context, w Watcher[M], name string, fn func
 // Released is what a guarded swap (ReleaseGuard) requires of the record it
 // replaces, besides its revision: no holder, and these fields. They are
 // the fields an elector builds its new term on (the token it goes above,
-// the transitions it counts on, the lease it remembers), so a swap that
-// succeeds proves that the record it replaced was exactly the released
-// one the elector was told of.
+// the transitions it counts on, the lease it remembers, the successor the
+// release names, "" for none), so a swap that succeeds proves that the
+// record it replaced was exactly the released one the elector was told
+// of: a forged event showing a release that names the elector, or names
+// nobody, cannot make it take over a release that names another.
 type Released struct {
 	Token         uint64
 	Transitions   uint64
 	LeaseDuration time.Duration
+	Successor     string
 }
 
 // ReleaseGuard is implemented by stores whose compare-and-swap can also
@@ -292,8 +295,8 @@ type ReleaseGuard[M any] interface {
 	GuardsReleases() bool
 	// CompareReleasedAndSwap stores next under name as CompareAndSwap
 	// does, and only if, in addition, the record stored at revision
-	// expected has no holder and was's Token, Transitions and
-	// LeaseDuration. When the revision matches but the record does not,
+	// expected has no holder and was's Token, Transitions, LeaseDuration
+	// and Successor. When the revision matches but the record does not,
 	// it returns an error wrapping ErrConflict with the record and
 	// revision found, as for a revision that does not match. It never
 	// creates a record: with expected 0 it writes nothing and returns an
@@ -337,5 +340,6 @@ func CompareReleasedAndSwap[M any](ctx context.Context, st Store[M], name string
 // expects, is the released record was describes (see ReleaseGuard). Stores
 // that check the guard in Go use it.
 func ReleasedAs[M any](r lease.Record[M], was Released) bool {
-	return r.Holder == "" && r.Token == was.Token && r.Transitions == was.Transitions && r.LeaseDuration == was.LeaseDuration
+	return r.Holder == "" && r.Token == was.Token && r.Transitions == was.Transitions && r.LeaseDuration == was.LeaseDuration &&
+		r.Successor == was.Successor
 }

@@ -137,7 +137,8 @@ func ValidateName(name string) error {
 // ValidateRecord checks the fields of a record about to be written: the
 // holder follows the rules of names but may be empty, LeaseDuration lies in
 // [0, lease.MaxDuration] and is positive while the record has a holder, and
-// Transitions is at most lease.MaxToken. A Token above lease.MaxToken is
+// Transitions is at most lease.MaxToken; Successor, set only on a released
+// record, follows the rules of holders. A Token above lease.MaxToken is
 // ErrTokenExhausted. What it accepts, ValidateStored accepts once stored.
 func ValidateRecord[M any](r lease.Record[M]) error {
 	if r.Token > lease.MaxToken {
@@ -162,6 +163,26 @@ func ValidateRecord[M any](r lease.Record[M]) error {
 	}
 	if r.LeaseDuration == 0 && r.Holder != "" {
 		return fmt.Errorf("%w: LeaseDuration is 0, must be > 0 while the record has a holder (%q)", ErrInvalidRecord, r.Holder)
+	}
+	if err := checkSuccessor(r.Holder, r.Successor); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return nil
+}
+
+// checkSuccessor checks a record's Successor against the rules of holders:
+// empty, or a valid holder on a released record.
+func checkSuccessor(holder, successor string) error {
+	switch {
+	case successor == "":
+		return nil
+	case holder != "":
+		return fmt.Errorf("successor %.64q is set while %.64q holds the lease; only a released record names a successor", successor, holder)
+	case len(successor) > MaxHolderBytes:
+		return fmt.Errorf("successor is %d bytes, the limit is %d", len(successor), MaxHolderBytes)
+	}
+	if err := ValidateName(successor); err != nil {
+		return fmt.Errorf("successor: %w", err)
 	}
 	return nil
 }
@@ -223,8 +244,9 @@ func ClockToken(now time.Time) uint64 {
 // ValidateStored checks a record read from a store, which anyone with
 // access to the store may have written: the holder follows the rules of
 // names (or is empty), LeaseDuration lies in [0, lease.MaxDuration] and is
-// positive while the record has a holder, and Token and Transitions are at
-// most lease.MaxToken. Every error wraps ErrCorruptRecord and names the
+// positive while the record has a holder, Token and Transitions are at
+// most lease.MaxToken, and Successor is empty or, on a released record,
+// follows the rules of holders. Every error wraps ErrCorruptRecord and names the
 // field and the rule. Electors refuse such a record: they report it and
 // never overwrite it or let it change what they wait for.
 func ValidateStored[M any](r lease.Record[M]) error {
@@ -250,6 +272,9 @@ func ValidateStored[M any](r lease.Record[M]) error {
 	}
 	if r.Transitions > lease.MaxToken {
 		bad("Transitions %d is above lease.MaxToken (%d)", r.Transitions, lease.MaxToken)
+	}
+	if err := checkSuccessor(r.Holder, r.Successor); err != nil {
+		bad("%v", err)
 	}
 	return errors.Join(errs...)
 }

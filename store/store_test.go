@@ -31,11 +31,20 @@ func TestValidateStored(t *testing.T) {
 		{"transitions past the bound", func(r *lease.Record[string]) { r.Transitions = 1<<64 - 1 }, "Transitions"},
 		{"control character in holder", func(r *lease.Record[string]) { r.Holder = "a\x1b[2J" }, "holder"},
 		{"holder too long", func(r *lease.Record[string]) { r.Holder = strings.Repeat("h", store.MaxHolderBytes+1) }, "holder"},
+		{"released, naming a successor", func(r *lease.Record[string]) { r.Holder, r.Successor = "", "b" }, ""},
+		{"held, naming a successor", func(r *lease.Record[string]) { r.Successor = "b" }, "only a released record names a successor"},
+		{"control character in successor", func(r *lease.Record[string]) { r.Holder, r.Successor = "", "b\x00" }, "successor"},
+		{"successor too long", func(r *lease.Record[string]) {
+			r.Holder, r.Successor = "", strings.Repeat("s", store.MaxHolderBytes+1)
+		}, "successor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ok
 			tt.edit(&r)
+			if err := store.ValidateRecord(r); (err == nil) != (tt.substr == "") || err != nil && !errors.Is(err, store.ErrInvalidRecord) && !errors.Is(err, store.ErrTokenExhausted) {
+				t.Errorf("ValidateRecord(%+v) = %v; want it to accept what ValidateStored accepts", r, err)
+			}
 			err := store.ValidateStored(r)
 			if tt.substr == "" {
 				if err != nil {

@@ -95,6 +95,6 @@ func withMeta[A, B any](r lease.Record[A], m B) lease.Record[B] {
 	return lease.Record[B]{
 		Holder: r.Holder, Token: r.Token, Transitions: r.Transitions,
 		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt,
-		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Metadata: m,
+		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Successor: r.Successor, Metadata: m,
 	}
 }

@@ -174,7 +174,7 @@ func (s *Store) decode(r lease.Record[[]byte]) (lease.Record[Endpoint], error) {
 	return lease.Record[Endpoint]{
 		Holder: r.Holder, Token: r.Token, Transitions: r.Transitions,
 		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt,
-		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Metadata: m,
+		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Successor: r.Successor, Metadata: m,
 	}, nil
 }
 

@@ -67,7 +67,7 @@ func (s *MapStore[M]) CompareAndSwap(ctx context.Context, name string, expected 
 	enc := lease.Record[[]byte]{
 		Holder: next.Holder, Token: next.Token, Transitions: next.Transitions,
 		AcquiredAt: next.AcquiredAt.Round(0), RenewedAt: next.RenewedAt.Round(0),
-		LeaseDuration: next.LeaseDuration, Claim: next.Claim, Metadata: meta,
+		LeaseDuration: next.LeaseDuration, Claim: next.Claim, Successor: next.Successor, Metadata: meta,
 	}
 	s.mu.Lock()
 	cur, ok := s.recs[name]
@@ -110,7 +110,7 @@ func (s *MapStore[M]) decode(r lease.Record[[]byte]) (lease.Record[M], error) {
 	return lease.Record[M]{
 		Holder: r.Holder, Token: r.Token, Transitions: r.Transitions,
 		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt,
-		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Metadata: m,
+		LeaseDuration: r.LeaseDuration, Claim: r.Claim, Successor: r.Successor, Metadata: m,
 	}, nil
 }
 

@@ -270,3 +270,14 @@ func TestRuntimeResignSweep(t *testing.T) {
 	faults.Resign = true
 	Check(t, Options[struct{}]{Faults: faults, Seeds: "1-40"})
 }
+
+// TestRuntimeHandOverSweep runs the sweep's faults with the leader handing
+// over now and then (Elector.HandOver, sim.FaultHandOver) to a node, up
+// or not, or to an identity no node has, seeds 1-20: the bodies of the
+// handed-over term end before its successor's start, a successor that
+// does not come is fallen back from, and every other check holds.
+func TestRuntimeHandOverSweep(t *testing.T) {
+	faults := sim.AllFaults()
+	faults.HandOver = true
+	Check(t, Options[struct{}]{Faults: faults, Seeds: "1-20"})
+}

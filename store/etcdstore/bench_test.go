@@ -286,3 +286,23 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 		b.ReportMetric(t.LeaderPerRenewal, "leader-req/renewal")
 	}
 }
+
+// BenchmarkHandoverNamed measures, with the peer timings, the handover to
+// a named successor (Elector.HandOver) beside the handover after a plain
+// release, alternated in one run: p50 and p90 of each, from the stop or
+// the HandOver call to the successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says) of each.
+func BenchmarkHandoverNamed(b *testing.B) {
+	e := testcluster.PackageEtcd(b)
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		plain, named := testcluster.MeasureNamedHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
+			st, err := etcdstore.New[meta](newClient(tb, e), etcdstore.WithPrefix(prefix))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		})
+		testcluster.ReportNamedHandover(b, "etcdstore", plain, named)
+	}
+}

@@ -224,6 +224,7 @@ func (s *Store[M]) decodeKV(name string, modRev int64, value []byte) (lease.Revi
 		LeaseDuration: r.LeaseDuration,
 		Transitions:   r.Transitions,
 		Claim:         r.Claim,
+		Successor:     r.Successor,
 	}
 	if err := store.ValidateStored(rec); err != nil {
 		return rev, lease.Record[M]{}, corrupt(name, err)
@@ -436,6 +437,7 @@ func swappedRecord[M any](next lease.Record[M], token uint64, m M) lease.Record[
 		LeaseDuration: next.LeaseDuration,
 		Transitions:   next.Transitions,
 		Claim:         next.Claim,
+		Successor:     next.Successor,
 		Metadata:      m,
 	}
 }

@@ -14,7 +14,9 @@ import (
 )
 
 // stored is the value of a record key: a JSON object with every field
-// present, save claim, which only a claim has (lease.Record's Claim).
+// present, save claim, which only a claim has (lease.Record's Claim), and
+// successor, which only a release naming one has (lease.Record's
+// Successor).
 // Pointers tell a missing field from a zero one.
 type stored struct {
 	Holder          *string `json:"holder"`
@@ -25,6 +27,7 @@ type stored struct {
 	Transitions     *uint64 `json:"transitions"`
 	Metadata        *[]byte `json:"metadata"` // the codec's bytes, base64 in JSON
 	Claim           *bool   `json:"claim,omitempty"`
+	Successor       *string `json:"successor,omitempty"`
 }
 
 // encodeRecord returns the value stored for rec with the codec's metadata
@@ -43,6 +46,10 @@ func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte
 	if rec.Claim {
 		claim = &rec.Claim
 	}
+	var successor *string
+	if rec.Successor != "" {
+		successor = &rec.Successor
+	}
 	return json.Marshal(stored{
 		Holder:          &rec.Holder,
 		Token:           &token,
@@ -52,6 +59,7 @@ func encodeRecord[M any](rec lease.Record[M], token uint64, meta []byte) ([]byte
 		Transitions:     &rec.Transitions,
 		Metadata:        &meta,
 		Claim:           claim,
+		Successor:       successor,
 	})
 }
 
@@ -100,6 +108,7 @@ func decodeRecord(value []byte) (lease.Record[struct{}], []byte, error) {
 		LeaseDuration: time.Duration(*s.LeaseDurationNs),
 		Transitions:   *s.Transitions,
 		Claim:         s.Claim != nil && *s.Claim,
+		Successor:     successorOf(s.Successor),
 	}, *s.Metadata, nil
 }
 
@@ -118,4 +127,12 @@ func parseCounter(value []byte) (uint64, error) {
 		return 0, fmt.Errorf("the token key holds %d, above lease.MaxToken (%d)", t, lease.MaxToken)
 	}
 	return t, nil
+}
+
+// successorOf is the successor a stored value names ("" for none).
+func successorOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

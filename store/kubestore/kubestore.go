@@ -348,6 +348,7 @@ func (s *Store[M]) decode(l *coordinationv1.Lease) (rec lease.Record[M], rev lea
 		LeaseDuration: d.rec.LeaseDuration,
 		Transitions:   d.rec.Transitions,
 		Claim:         d.rec.Claim,
+		Successor:     d.rec.Successor,
 	}
 	if d.meta {
 		if rec.Metadata, err = s.codec.Decode(d.rec.Metadata); err != nil {

@@ -54,6 +54,12 @@ const (
 	// the annotation) means no claim. Like Claim, it is for people: it
 	// never makes a Lease unreadable.
 	AnnotationClaim = AnnotationPrefix + "claim"
+	// AnnotationSuccessor is set only on a released record that names a
+	// successor (lease.Record's Successor), to its token in decimal, a
+	// colon and the successor's identity; other writes remove it. A token
+	// other than the record's (left by a writer that did not know the
+	// annotation) means none.
+	AnnotationSuccessor = AnnotationPrefix + "successor"
 )
 
 // FieldManager is the field manager Tenure names in its writes, as shown by
@@ -93,9 +99,13 @@ func encodeRecord[M any](r lease.Record[M], meta []byte) (encoded, error) {
 		AnnotationTransitions:    nil,
 		AnnotationRewrite:        nil,
 		AnnotationClaim:          nil,
+		AnnotationSuccessor:      nil,
 	}}
 	if r.Claim {
 		e.annotations[AnnotationClaim] = ptr(strconv.FormatUint(r.Token, 10))
+	}
+	if r.Successor != "" {
+		e.annotations[AnnotationSuccessor] = ptr(strconv.FormatUint(r.Token, 10) + ":" + r.Successor)
 	}
 	if utf8.Valid(meta) {
 		e.annotations[AnnotationMetadata] = ptr(string(meta))
@@ -231,6 +241,9 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	d.rec.Token = d.floor
 	d.rec.Metadata = meta
 	d.rec.Claim = hasToken && a[AnnotationClaim] == token
+	if succ, ok := strings.CutPrefix(a[AnnotationSuccessor], token+":"); ok && hasToken {
+		d.rec.Successor = succ
+	}
 	// The exact values count only while the spec still holds them rounded
 	// (someone else may have changed the spec and kept the annotations).
 	if exactDur > 0 && s.LeaseDurationSeconds != nil && int64(*s.LeaseDurationSeconds) == int64((exactDur+time.Second-1)/time.Second) {

@@ -88,3 +88,18 @@ func BenchmarkHandoverPaired(b *testing.B) {
 		testcluster.ReportPairedHandover(b, "client-go alone", floor, "kubestore", hs)
 	}
 }
+
+// BenchmarkHandoverNamed measures, with the peer timings, the handover to
+// a named successor (Elector.HandOver) beside the handover after a plain
+// release, alternated in one run: p50 and p90 of each, from the stop or
+// the HandOver call to the successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says) of each.
+func BenchmarkHandoverNamed(b *testing.B) {
+	e := newEnv(b, "bench-handover-named")
+	for b.Loop() {
+		plain, named := testcluster.MeasureNamedHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
+			return newStore[meta](tb, e.k.Client(tb), e.ns)
+		})
+		testcluster.ReportNamedHandover(b, "kubestore", plain, named)
+	}
+}

@@ -296,3 +296,16 @@ func peerStores(configure func(*pgxpool.Config)) func(testing.TB) store.Store[st
 		return st
 	}
 }
+
+// BenchmarkHandoverNamed measures, with the peer timings, the handover to
+// a named successor (Elector.HandOver) beside the handover after a plain
+// release, alternated in one run: p50 and p90 of each, from the stop or
+// the HandOver call to the successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says) of each.
+func BenchmarkHandoverNamed(b *testing.B) {
+	newStore := peerStores(func(c *pgxpool.Config) { c.MaxConns = 4 })
+	for b.Loop() {
+		plain, named := testcluster.MeasureNamedHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), newStore)
+		testcluster.ReportNamedHandover(b, "pgstore", plain, named)
+	}
+}

@@ -592,3 +592,23 @@ func BenchmarkHandoverPeerConfig(b *testing.B) {
 		testcluster.ReportHandover(b, "redisstore", hs)
 	}
 }
+
+// BenchmarkHandoverNamed measures, with the peer timings, the handover to
+// a named successor (Elector.HandOver) beside the handover after a plain
+// release, alternated in one run: p50 and p90 of each, from the stop or
+// the HandOver call to the successor leading. One op is
+// testcluster.Handovers (20 unless TENURE_HANDOVERS says) of each.
+func BenchmarkHandoverNamed(b *testing.B) {
+	srv := testcluster.PackageRedis(b)
+	prefix := uniquePrefix(b)
+	for b.Loop() {
+		plain, named := testcluster.MeasureNamedHandover(b, "handover", testcluster.PeerConfig(), testcluster.Handovers(b), func(tb testing.TB) store.Store[meta] {
+			st, err := redisstore.New[meta](srv.Client(tb), redisstore.WithPrefix(prefix))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return st
+		})
+		testcluster.ReportNamedHandover(b, "redisstore", plain, named)
+	}
+}

@@ -404,9 +404,13 @@ func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store
 		gateOn, seen, age, "born:" + escape(name),
 		claimArg(expected, next, s.gate != nil, ask),
 	}
-	if was != nil {
+	switch {
+	case was != nil:
 		// The guard's arguments (a plain swap, a renewal, sends none).
-		args = append(args, "1", strconv.FormatUint(was.Token, 10), strconv.FormatUint(was.Transitions, 10), strconv.FormatInt(int64(was.LeaseDuration), 10))
+		args = append(args, "1", strconv.FormatUint(was.Token, 10), strconv.FormatUint(was.Transitions, 10), strconv.FormatInt(int64(was.LeaseDuration), 10),
+			was.Successor, next.Successor)
+	case next.Successor != "":
+		args = append(args, "", "", "", "", "", next.Successor)
 	}
 	return keys, args, m, nil
 }
@@ -475,6 +479,7 @@ func (s *Store[M]) swapped(op, name string, expected lease.Revision, next lease.
 			RenewedAt:     edge.StoredTime(next.RenewedAt),
 			LeaseDuration: next.LeaseDuration,
 			Transitions:   next.Transitions,
+			Successor:     next.Successor,
 			Metadata:      m,
 		}
 		if c, _ := reply[5].(string); c == "1" {
@@ -484,8 +489,8 @@ func (s *Store[M]) swapped(op, name string, expected lease.Revision, next lease.
 			*vouched = true
 		}
 		return rec, lease.Revision(rev), nil
-	case status == "conflict" && len(reply) == 3+numFields:
-		r, err := rawFromReply(reply[1 : 2+numFields])
+	case status == "conflict" && len(reply) == 4+numFields:
+		r, err := rawFromReply(reply[1 : 3+numFields])
 		if err != nil {
 			return lease.Record[M]{}, 0, corrupt(name, err)
 		}
@@ -542,6 +547,7 @@ func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision,
 		LeaseDuration: p.duration,
 		Transitions:   p.transitions,
 		Claim:         p.claim,
+		Successor:     p.successor,
 	}
 	if err := store.ValidateStored(rec); err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)

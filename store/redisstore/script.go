@@ -37,6 +37,13 @@ const (
 	// It is for people, like Claim: the checksum does not cover it, and a
 	// hand edit of it changes nothing but what Claim says.
 	fClaim = "claim"
+	// fSuccessor, beside the fields above, is the revision of a release
+	// that names a successor (lease.Record's Successor), a colon and the
+	// successor's identity; absent, or another revision than the
+	// record's (a write that did not know the field), means none. Like
+	// claim the checksum does not cover it: a hand edit of it can only
+	// say who takes a released record at once, and the guard checks it.
+	fSuccessor = "successor"
 )
 
 // fieldNames lists the fields in order.
@@ -59,9 +66,12 @@ const sumPrefix = "tenure/1\x00"
 //	ARGV[14] the marker's field for the name: "born:" and the key's tag
 //	ARGV[15] "1": the record is a claim (field claim); "v": a claim unless
 //	         the gate vouches for the create; "": no claim
-//	ARGV[16] "1": the swap is guarded (store.ReleaseGuard; absent for a plain swap): it writes only
+//	ARGV[16] "1": the swap is guarded (store.ReleaseGuard; absent or "" for a plain swap): it writes only
 //	         over a released record with token ARGV[17], transitions
-//	         ARGV[18] and duration ARGV[19] (decimal), and never creates one
+//	         ARGV[18] and duration ARGV[19] (decimal) that names the
+//	         successor ARGV[20] ("" for none), and never creates one
+//	ARGV[21] the successor the record names (a release handed over;
+//	         absent or "" for none)
 //
 // Replies (nonce is the marker's, "" with the gate off):
 //
@@ -69,9 +79,10 @@ const sumPrefix = "tenure/1\x00"
 //	                               call, when go-redis retried it); v is "1"
 //	                               when the gate vouches for the create, c
 //	                               is "1" when the record is a claim
-//	{"conflict", <10 fields>, claim, nonce} the stored revision differs (or
-//	                               the stored record is not the guard's);
-//	                               claim is the stored claim field, or ""
+//	{"conflict", <10 fields>, claim, successor, nonce} the stored revision
+//	                               differs (or the stored record is not the
+//	                               guard's); claim and successor are the
+//	                               stored fields, or ""
 
 //	{"absent", nonce}              the record is absent and ARGV[1] ~= "0"
 //	                               or the swap is guarded
@@ -281,14 +292,18 @@ if kind ~= 'none' then
   local why = invalid(cur)
   if why then return {'corrupt', why} end
   local cclaim = redis.call('HGET', key, 'claim') or ''
+  local csucc = redis.call('HGET', key, 'successor') or ''
+  local named = ''
+  if string.sub(csucc, 1, #cur[1] + 1) == cur[1] .. ':' then named = string.sub(csucc, #cur[1] + 2) end
   if cur[2] == ARGV[2] then
     local c = '0'
     if cclaim == cur[1] then c = '1' end
     return {'ok', cur[1], cur[4], mnonce, '0', c}
   end
-  if cur[1] ~= ARGV[1] or ARGV[16] == '1' and (cur[3] ~= '' or cur[4] ~= ARGV[17] or cur[8] ~= ARGV[18] or cur[7] ~= ARGV[19]) then
+  if cur[1] ~= ARGV[1] or ARGV[16] == '1' and (cur[3] ~= '' or cur[4] ~= ARGV[17] or cur[8] ~= ARGV[18] or cur[7] ~= ARGV[19] or named ~= ARGV[20]) then
     table.insert(cur, 1, 'conflict')
     table.insert(cur, cclaim)
+    table.insert(cur, csucc)
     table.insert(cur, mnonce)
     return cur
   end
@@ -337,6 +352,15 @@ if ARGV[15] == '1' or ARGV[15] == 'v' and vouched ~= '1' then
 elseif cur then
   redis.call('HDEL', key, 'claim')
 end
+local succ = ARGV[21] or ''
+if succ ~= '' then
+  if claim ~= '1' then table.insert(msg, '0:') end
+  table.insert(args, 'successor')
+  table.insert(args, rev .. ':' .. succ)
+  table.insert(msg, #rev + 1 + #succ .. ':' .. rev .. ':' .. succ)
+elseif cur then
+  redis.call('HDEL', key, 'successor')
+end
 redis.call('HSET', key, unpack(args))
 if gate then
   redis.call('HSETNX', KEYS[2], ARGV[14], '1')
@@ -354,8 +378,8 @@ var (
 )
 
 // raw is a record as stored: the fields of the hash, in fieldNames order,
-// then the claim field ("" when absent).
-type raw [numFields + 1]string
+// then the claim field and the successor field ("" when absent).
+type raw [numFields + 2]string
 
 // sum writes into out the hex digits of the SHA-1 that the script stores in
 // the sum field: it covers every other field, so that a hash edited by hand
@@ -395,11 +419,12 @@ func rawFromMap(m map[string]string) (raw, error) {
 		r[i] = v
 	}
 	r[numFields] = m[fClaim]
+	r[numFields+1] = m[fSuccessor]
 	return r, nil
 }
 
 // rawFromReply builds a raw record from the fields of a script reply, the
-// claim field last.
+// claim and successor fields last.
 func rawFromReply(vals []any) (raw, error) {
 	var r raw
 	if len(vals) != len(r) {
@@ -409,8 +434,11 @@ func rawFromReply(vals []any) (raw, error) {
 		s, ok := v.(string)
 		if !ok {
 			f := fClaim
-			if i < numFields {
+			switch {
+			case i < numFields:
 				f = fieldNames[i]
+			case i > numFields:
+				f = fSuccessor
 			}
 			return r, fmt.Errorf("field %s: the script replied with a %T", f, v)
 		}
@@ -424,12 +452,13 @@ func rawFromReply(vals []any) (raw, error) {
 var errBadMessage = errors.New("malformed message")
 
 // rawFromMessage parses a published message: every field as its length in
-// decimal, a colon, and its bytes; the claim field last, only in the
-// message of a claim.
+// decimal, a colon, and its bytes; then the claim field, only in the
+// message of a claim or a release naming a successor (empty there), and
+// the successor field, only in the latter.
 func rawFromMessage(msg string) (raw, error) {
 	var r raw
-	for i := range numFields + 1 {
-		if i == numFields && msg == "" {
+	for i := range numFields + 2 {
+		if i >= numFields && msg == "" {
 			break
 		}
 		colon := strings.IndexByte(msg, ':')
@@ -460,6 +489,7 @@ type parsed struct {
 	transitions uint64
 	meta        string
 	claim       bool
+	successor   string
 }
 
 // parse checks the checksum and every field of r. Its errors say what is
@@ -497,6 +527,9 @@ func (r *raw) parse() (parsed, error) {
 	}
 	p.meta = r[8]
 	p.claim = r[numFields] == r[0]
+	if rest, ok := strings.CutPrefix(r[numFields+1], r[0]); ok && strings.HasPrefix(rest, ":") {
+		p.successor = rest[1:]
+	}
 	return p, nil
 }
 

@@ -59,12 +59,17 @@ func (r *raw) checksum() string {
 }
 
 // message is the message the script publishes for r: every field as its
-// length in decimal, a colon, and the field; the claim field only when set.
+// length in decimal, a colon, and the field; the claim field only when set
+// or followed by a successor field, which is set.
 func message(r raw) string {
 	var b strings.Builder
 	fields := r[:]
-	if r[numFields] == "" {
+	switch {
+	case r[numFields+1] != "":
+	case r[numFields] == "":
 		fields = r[:numFields]
+	default:
+		fields = r[:numFields+1]
 	}
 	for _, f := range fields {
 		b.WriteString(strconv.Itoa(len(f)))
@@ -98,7 +103,21 @@ func TestMessageRoundTrip(t *testing.T) {
 	if p, err := got.parse(); err != nil || !p.claim {
 		t.Fatalf("parse of a claim = %+v, %v; want claim", p, err)
 	}
-	for _, bad := range []string{"", "3:abc", msg + "x", claimMsg + "0:", "x:" + msg, "99999999999:a", "-1:" + msg} {
+	// A release naming a successor: an empty claim field, then the
+	// successor's, which counts only at the record's revision.
+	r[numFields], r[numFields+1] = "", r[0]+":next: one"
+	got, err = rawFromMessage(message(r))
+	if err != nil || got != r {
+		t.Fatalf("rawFromMessage of a named release = %q, %v; want %q", got, err, r)
+	}
+	if p, err := got.parse(); err != nil || p.successor != "next: one" || p.claim {
+		t.Fatalf("parse of a named release = %+v, %v; want successor %q", p, err, "next: one")
+	}
+	got[numFields+1] = "12:next"
+	if p, err := got.parse(); err != nil || p.successor != "" {
+		t.Fatalf("parse of a successor field of another revision = %+v, %v; want none", p, err)
+	}
+	for _, bad := range []string{"", "3:abc", msg + "x", claimMsg + "0:0:", "x:" + msg, "99999999999:a", "-1:" + msg} {
 		if _, err := rawFromMessage(bad); err == nil {
 			t.Errorf("rawFromMessage(%.40q) succeeded", bad)
 		}

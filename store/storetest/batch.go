@@ -63,6 +63,12 @@ func (e *env[M]) batchSetup() ([]store.Swap[M], []batchCase) {
 	_, xRev := e.swap(exhausted, 0, e.term("holder-a", 1))
 	twice := e.name("batch-twice")
 	w, wRev := e.swap(twice, 0, e.term("holder-a", 1))
+	naming := e.name("batch-naming")
+	nm, nmRev := e.swap(naming, 0, e.term("holder-a", 1))
+	named := e.name("batch-named")
+	nd, ndRev := e.swap(named, 0, e.term("holder-a", 1))
+	nd.Holder, nd.Successor = "", "holder-b"
+	_, ndRev = e.swap(named, ndRev, nd)
 
 	renew := func(r lease.Record[M]) lease.Record[M] {
 		r.RenewedAt = time.Now()
@@ -82,6 +88,8 @@ func (e *env[M]) batchSetup() ([]store.Swap[M], []batchCase) {
 		{Name: exhausted, Expected: xRev, Next: over},
 		{Name: twice, Expected: wRev, Next: renew(w)},
 		{Name: twice, Expected: wRev, Next: renew(w)},
+		{Name: naming, Expected: nmRev, Next: func() lease.Record[M] { r := nm; r.Holder, r.Successor = "", "holder-b"; return r }()},
+		{Name: named, Expected: ndRev, Next: e.term("holder-b", nd.Token+1)},
 	}
 	cases := []batchCase{
 		{"a renewal at the stored revision", "ok"},
@@ -94,6 +102,8 @@ func (e *env[M]) batchSetup() ([]store.Swap[M], []batchCase) {
 		{"a token above lease.MaxToken", "ErrTokenExhausted"},
 		{"the first of two swaps of one name", "ok"},
 		{"the second of two swaps of one name, from the same revision", "ErrConflict"},
+		{"a release naming a successor", "ok"},
+		{"a takeover of a release that named the taker", "ok"},
 	}
 	return swaps, cases
 }

@@ -339,6 +339,22 @@ func testFieldsRoundTrip[M any](e *env[M]) {
 	r.Claim = true
 	got, rev = e.swap(name, rev, r)
 	e.stored(name, got, rev)
+	// Successor round trips: a release naming a successor (the longest
+	// holder name allowed), the same release naming nobody, and the
+	// successor's term, which names none.
+	name = e.name("fields-successor")
+	got, rev = e.swap(name, 0, e.term("holder-a", 1))
+	for _, succ := range []string{"holder-b", strings.Repeat("s", store.MaxHolderBytes), ""} {
+		r = got
+		r.Holder, r.Claim, r.Successor = "", false, succ
+		got, rev = e.swap(name, rev, r)
+		e.stored(name, got, rev)
+	}
+	r = got
+	r.Successor = "holder-b"
+	got, rev = e.swap(name, rev, r)
+	got, rev = e.swap(name, rev, e.term("holder-b", got.Token+1))
+	e.stored(name, got, rev)
 }
 
 // endedContext is a context that has ended, and the error it ends with.

@@ -53,6 +53,7 @@ func testReleaseGuard[M any](e *env[M]) {
 		{"with a lower token", func(w *store.Released) { w.Token-- }},
 		{"with other transitions", func(w *store.Released) { w.Transitions++ }},
 		{"with another lease duration", func(w *store.Released) { w.LeaseDuration += time.Nanosecond }},
+		{"naming a successor the release does not name", func(w *store.Released) { w.Successor = "holder-b" }},
 	} {
 		w := was
 		c.change(&w)
@@ -72,6 +73,26 @@ func testReleaseGuard[M any](e *env[M]) {
 	}
 	e.written("CompareReleasedAndSwap", got, next)
 	e.stored(name, got, rev)
+
+	// A release naming a successor: the guard must name the same one.
+	named := e.name("guard-named")
+	held, heldRev = e.swap(named, 0, acquire)
+	release = held
+	release.Holder, release.Successor = "", "holder-c"
+	released, relRev = e.swap(named, heldRev, release)
+	was = store.Released{Token: released.Token, Transitions: released.Transitions, LeaseDuration: released.LeaseDuration}
+	for _, succ := range []string{"", "holder-b"} {
+		w := was
+		w.Successor = succ
+		what := fmt.Sprintf("CompareReleasedAndSwap(%q, %d, %+v) over a release naming %q", named, relRev, w, release.Successor)
+		got, gotRev, err := g.CompareReleasedAndSwap(e.ctx, named, relRev, w, next)
+		e.conflict(what, got, gotRev, err, released, relRev)
+		e.stored(named, released, relRev)
+	}
+	was.Successor = release.Successor
+	if _, _, err := g.CompareReleasedAndSwap(e.ctx, named, relRev, was, next); err != nil {
+		e.t.Errorf("CompareReleasedAndSwap(%q, %d, %+v) over the release naming %q: %v", named, relRev, was, release.Successor, err)
+	}
 
 	// Nothing stored under a name: a guarded swap creates nothing.
 	empty := e.name("guard-absent")

@@ -242,6 +242,29 @@ func (c *Electors[M]) Handover(id string) (Change, time.Duration) {
 	return next, next.At.Sub(stopping)
 }
 
+// HandOverTo has the leader id hand the lease over to successor
+// (Elector.HandOver) and returns the successor's Started change, with the
+// time from the call to it. It fails tb if HandOver fails or another
+// elector starts leading.
+func (c *Electors[M]) HandOverTo(id, successor string) (Change, time.Duration) {
+	c.tb.Helper()
+	c.mu.Lock()
+	n := c.nodes[id]
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	calling := time.Now()
+	if err := n.e.HandOver(ctx, successor); err != nil {
+		c.tb.Fatalf("%s: HandOver(%q) = %v", id, successor, err)
+	}
+	next := c.NextLeader(id)
+	if next.ID != successor {
+		c.tb.Fatalf("%s handed over to %s, but %s started leading", id, successor, next.ID)
+	}
+	c.takeStopped(id)
+	return next, next.At.Sub(calling)
+}
+
 // takeStopped drops the Stopped changes of id among those received and
 // not yet taken; the others stay, in order.
 func (c *Electors[M]) takeStopped(id string) {

@@ -214,6 +214,52 @@ func MeasureHandoverPaired[M any](tb testing.TB, name string, cfg lease.Config, 
 	return hs, floors
 }
 
+// MeasureNamedHandover measures, among three electors with cfg, n
+// handovers after a plain release (the leader stops, as MeasureHandover)
+// and n handovers to a named successor (the leader calls HandOver naming
+// the next follower), alternated, so that both meet the machine at the
+// same moments. Each Total runs from the stop or the HandOver call to the
+// successor's Started. It returns both, each sorted by Total.
+func MeasureNamedHandover[M any](tb testing.TB, name string, cfg lease.Config, n int, newStore func(tb testing.TB) store.Store[M]) (plain, named []Handover) {
+	tb.Helper()
+	c := NewElectors(tb, name, time.Minute, newStore)
+	ids := []string{"node-0", "node-1", "node-2"}
+	for _, id := range ids {
+		c.Start(id, cfg)
+	}
+	leader := c.NextLeader()
+	settle := func() {
+		t := time.NewTimer(cfg.MaxRetryInterval() + cfg.RetryInterval)
+		<-t.C
+	}
+	for range n {
+		settle()
+		next, took := c.Handover(leader.ID)
+		plain = append(plain, Handover{Total: took})
+		c.Start(leader.ID, cfg)
+		leader = next
+		settle()
+		succ := ids[(slices.Index(ids, leader.ID)+1)%len(ids)]
+		next, took = c.HandOverTo(leader.ID, succ)
+		named = append(named, Handover{Total: took})
+		leader = next
+	}
+	slices.SortFunc(plain, byTotal)
+	slices.SortFunc(named, byTotal)
+	return plain, named
+}
+
+// ReportNamedHandover reports MeasureNamedHandover's two sides: the p50
+// and p90 of plain's totals as p50-ms and p90-ms, of named's as
+// named-p50-ms and named-p90-ms.
+func ReportNamedHandover(b *testing.B, label string, plain, named []Handover) {
+	b.Helper()
+	b.Logf("%s: plain release: %s", label, HandoverReport(plain))
+	b.Logf("%s: named successor: %s", label, HandoverReport(named))
+	reportQuantiles(b, "", plain)
+	reportQuantiles(b, "named-", named)
+}
+
 // FloorSettle is how long a floor benchmark (the client library alone)
 // lets one handover's events and the loser's write pass before the next.
 const FloorSettle = 200 * time.Millisecond

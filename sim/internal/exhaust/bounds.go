@@ -27,6 +27,8 @@ func TestBounds() []Bound {
 			Budget: Budget{Rollbacks: 1, Faults: 1}},
 		{Name: "three-nodes", Nodes: 3, Horizon: 4, Config: c, MaxOrphans: 1,
 			Budget: Budget{Faults: 1}},
+		{Name: "two-nodes-handover", Nodes: 2, Horizon: 8, Config: c, MaxOrphans: 1,
+			Budget: Budget{Resigns: 1, Faults: 1}},
 	}
 }
 

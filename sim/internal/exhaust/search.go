@@ -98,7 +98,14 @@ func (x *checker) transitions(w *world, out []tr) []tr {
 			out = append(out, tr{kind: trReconfigure, k: i})
 		}
 		if bg.Resigns > 0 && n.m.Leading(x.local(w, i)) {
-			out = append(out, tr{kind: trResign, k: i})
+			// A plain resign (arg 0), or a handover naming node arg-1,
+			// or (arg len(nodes)+1) an identity no node has: a
+			// successor that never comes.
+			for j := 0; j <= len(w.nodes)+1; j++ {
+				if j != i+1 {
+					out = append(out, tr{kind: trResign, k: i, arg: j})
+				}
+			}
 		}
 		if bg.Stops > 0 {
 			out = append(out, tr{kind: trStop, k: i})
@@ -223,7 +230,11 @@ func (x *checker) do(w *world, t tr) {
 		x.step(w, t.k, fsm.Event{Kind: fsm.Reconfigure, Config: x.b.Config2})
 	case trResign:
 		fault(&bg.Resigns)
-		x.step(w, t.k, fsm.Event{Kind: fsm.Resign})
+		ev := fsm.Event{Kind: fsm.Resign}
+		if t.arg > 0 {
+			ev.Successor = nodeName(t.arg - 1)
+		}
+		x.step(w, t.k, ev)
 	case trCut:
 		fault(&bg.Cuts)
 		w.nodes[t.k].cutUntil = w.t + int32(x.b.MaxCut)
@@ -300,6 +311,9 @@ func (x *checker) describe(w *world, t tr) string {
 	case trReconfigure:
 		return fmt.Sprintf("RECONFIGURE n%d: L=%d R=%d", t.k, x.b.Config2.LeaseDuration/Tick, x.b.Config2.RenewDeadline/Tick)
 	case trResign:
+		if t.arg > 0 {
+			return fmt.Sprintf("n%d HANDS OVER to %s", t.k, nodeName(t.arg-1))
+		}
 		return fmt.Sprintf("n%d RESIGNS", t.k)
 	case trCut:
 		return fmt.Sprintf("n%d CUT OFF both ways for %d ticks", t.k, x.b.MaxCut)

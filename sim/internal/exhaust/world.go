@@ -366,7 +366,8 @@ func (x *checker) guardHolds(w *world, r *msg) bool {
 		return true
 	}
 	st, was := &w.st, r.was
-	return st.present && st.rec.Holder == "" && st.rec.Token == was.Token && st.rec.Transitions == was.Transitions && st.rec.LeaseDuration == was.LeaseDuration
+	return st.present && st.rec.Holder == "" && st.rec.Token == was.Token && st.rec.Transitions == was.Transitions && st.rec.LeaseDuration == was.LeaseDuration &&
+		st.rec.Successor == was.Successor
 }
 
 // write stores next as a new revision (forged: by the adversary, with no

@@ -679,6 +679,23 @@ func (h *harness[M]) applyFault(i int) {
 			}()
 		}
 		return
+	case sim.FaultHandOver:
+		// No disturbance, as for a resign. A successor that is not
+		// there makes HandOver fall back to a plain release.
+		h.noteFault(*f)
+		h.mu.Lock()
+		inc := n.cur
+		h.mu.Unlock()
+		if inc != nil {
+			go func() {
+				err := inc.e.HandOver(h.ctx, f.Successor)
+				if err != nil && !errors.Is(err, lead.ErrNotLeader) && !errors.Is(err, lead.ErrStopped) && !errors.Is(err, lead.ErrInvalidIdentity) &&
+					!errors.Is(err, lead.ErrBodiesStillRunning) && !errors.Is(err, lead.ErrHandOverFailed) && h.ctx.Err() == nil {
+					h.fail(sim.CheckRun, "%s: HandOver: %v", inc.id, err)
+				}
+			}()
+		}
+		return
 	case sim.FaultReconfigure:
 		h.noteFault(*f)
 		h.mu.Lock()

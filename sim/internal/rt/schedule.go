@@ -1,6 +1,7 @@
 package rt
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -31,6 +32,7 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 	add(f.Reconfigure, sim.FaultReconfigure)
 	add(f.MuteWatch, sim.FaultMuteWatch)
 	add(f.Resign, sim.FaultResign)
+	add(f.HandOver, sim.FaultHandOver)
 	out := []sim.Fault{}
 	if len(kinds) == 0 {
 		return out
@@ -68,6 +70,8 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 			fl.Dur = uniform(r, time.Second, 2*l)
 		case sim.FaultResign:
 			fl.AtLeader = true
+		case sim.FaultHandOver:
+			fl.AtLeader, fl.Successor = true, fmt.Sprintf("n%d", r.IntN(o.Nodes+1))
 		case sim.FaultReconfigure:
 			rho := 0.0
 			if f.Drift {
