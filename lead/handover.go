@@ -60,6 +60,19 @@ func (e *Elector[M]) HandOver(ctx context.Context, successor string) error {
 	if err != nil {
 		return err
 	}
+	if e.tracer == nil {
+		return e.handOver(ctx, q)
+	}
+	start := e.clock.Now()
+	err = e.handOver(ctx, q)
+	e.tracer.HandOver(Operation{Name: e.name, Op: OpHandOver, Token: uint64(q.token), LeaseDuration: q.named.LeaseDuration,
+		Start: start, End: e.clock.Now(), Outcome: OutcomeOf(err), Err: err})
+	return err
+}
+
+// handOver waits for q, the step down of HandOver, and then for the
+// successor to lead.
+func (e *Elector[M]) handOver(ctx context.Context, q *resignation[M]) error {
 	select {
 	case <-q.done:
 	case <-ctx.Done():
@@ -69,7 +82,7 @@ func (e *Elector[M]) HandOver(ctx context.Context, successor string) error {
 		return q.err
 	}
 	if !q.handed {
-		return fmt.Errorf("%w: %q: the release naming %q was not stored: the lease expired or was taken first", ErrHandOverFailed, e.name, successor)
+		return fmt.Errorf("%w: %q: the release naming %q was not stored: the lease expired or was taken first", ErrHandOverFailed, e.name, q.successor)
 	}
 	return e.awaitSuccessor(ctx, q)
 }

@@ -218,3 +218,54 @@ func TestGroupElectorsTellTheGroupsTracer(t *testing.T) {
 		}
 	})
 }
+
+// A HandOver is told to the Tracer once it ends, with the handed term's
+// token and its outcome: ok when the successor took the lease, an error
+// when it fell back to a plain release.
+func TestTracerIsToldOfEachHandOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		tr := &traceLog{}
+		a := start(t, st, "a", lead.WithTracer(tr))
+		first := a.next(t)
+		b := start(t, st, "b")
+		synctest.Wait()
+		if err := a.e.HandOver(context.Background(), "b"); err != nil {
+			t.Fatalf("HandOver = %v", err)
+		}
+		second := b.next(t)
+		synctest.Wait()
+		ops, _, _ := tr.snapshot()
+		var handed []lead.Operation
+		for _, o := range ops {
+			if o.Op == lead.OpHandOver {
+				handed = append(handed, o)
+			}
+		}
+		if len(handed) != 1 || handed[0].Token != uint64(first.Term.Token) || handed[0].Outcome != lead.OutcomeOK || handed[0].End.Before(handed[0].Start) {
+			t.Fatalf("handovers told %+v, want one of token %d, ok", handed, first.Term.Token)
+		}
+		// Now b hands over to nobody who is there: a's tracer is not
+		// b's, so hand back to a first, then from a to a ghost.
+		if err := b.e.HandOver(context.Background(), "a"); err != nil {
+			t.Fatalf("HandOver back = %v", err)
+		}
+		third := a.next(t)
+		for third.Kind != lead.Started {
+			third = a.next(t)
+		}
+		if err := a.e.HandOver(context.Background(), "ghost"); !errors.Is(err, lead.ErrHandOverFailed) {
+			t.Fatalf("HandOver to a ghost = %v, want ErrHandOverFailed", err)
+		}
+		ops, _, _ = tr.snapshot()
+		var last lead.Operation
+		for _, o := range ops {
+			if o.Op == lead.OpHandOver {
+				last = o
+			}
+		}
+		if last.Token != uint64(third.Term.Token) || last.Outcome != lead.OutcomeError || !errors.Is(last.Err, lead.ErrHandOverFailed) {
+			t.Fatalf("last handover told %+v, want token %d (above %d), error", last, third.Term.Token, second.Term.Token)
+		}
+	})
+}
