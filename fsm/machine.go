@@ -248,6 +248,12 @@ func (m *Machine) answer(ev Event) {
 		m.guardHeld()
 	}
 	v := m.observe(ev)
+	if ev.Kind == ReadDone && m.state == Follower && v == fresh {
+		if at, ok := m.confirmed(ev); ok {
+			// The write the hint announced existed when it arrived.
+			m.view.firstSeen = at
+		}
+	}
 	if m.state == Leader && m.termLost(ev, v) {
 		m.stepDown(ReasonLost)
 	}

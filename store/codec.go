@@ -85,6 +85,7 @@ func EncodeRecord[M any](c Codec[M], next lease.Record[M]) (lease.Record[[]byte]
 		LeaseDuration: next.LeaseDuration,
 		Transitions:   next.Transitions,
 		Claim:         next.Claim,
+		Stamp:         next.Stamp,
 		Metadata:      b,
 	}, m, nil
 }

@@ -168,6 +168,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 			LeaseDuration: next.LeaseDuration,
 			Transitions:   next.Transitions,
 			Claim:         next.Claim,
+			Stamp:         next.Stamp,
 			Metadata:      b,
 		}
 	} else {
@@ -450,6 +451,7 @@ func withMetadata[M any](r lease.Record[[]byte], m M) lease.Record[M] {
 		LeaseDuration: r.LeaseDuration,
 		Transitions:   r.Transitions,
 		Claim:         r.Claim,
+		Stamp:         r.Stamp,
 		Metadata:      m,
 	}
 }

@@ -21,7 +21,7 @@ import (
 // published messages and of the checksum.
 const (
 	fRev         = "rev"         // revision, decimal
-	fOp          = "op"          // nonce of the CompareAndSwap call that wrote this revision
+	fOp          = "op"          // nonce of the CompareAndSwap call that wrote this revision, then "." and the record's Stamp in base 36 if it has one
 	fHolder      = "holder"      // holder identity, "" when released
 	fToken       = "token"       // fencing token, decimal
 	fAcquired    = "acquired"    // AcquiredAt, RFC 3339 in UTC, "" for the zero time
@@ -457,6 +457,7 @@ type parsed struct {
 	transitions uint64
 	meta        string
 	claim       bool
+	stamp       uint64 // lease.Record's Stamp, kept in field op (see stampOf)
 }
 
 // parse checks the checksum and every field of r. Its errors say what is
@@ -494,7 +495,23 @@ func (r *raw) parse() (parsed, error) {
 	}
 	p.meta = r[8]
 	p.claim = r[numFields] == r[0]
+	p.stamp = stampOf(r[1])
 	return p, nil
+}
+
+// stampOf returns the Stamp kept in the op nonce op: the base-36 number
+// after its last dot, 0 if there is none (a record written without a
+// Stamp, or by hand). The checksum covers it, like every field of op.
+func stampOf(op string) uint64 {
+	i := strings.LastIndexByte(op, '.')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(op[i+1:], 36, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // decimal parses s as the script writes numbers: a canonical decimal (no
