@@ -160,7 +160,7 @@ func (m *Machine) NextWake() time.Duration {
 		if !m.req.pending {
 			at(m.pollAt())
 			if m.staleByHints() && m.reached(m.acquireAt()) {
-				at(m.nextOp) // the read before taking over (see takeOver)
+				at(max(m.nextOp, m.quietEnd())) // the read before taking over (see takeOver)
 			}
 			if t := m.acquireAt(); t > m.now && !m.TokensExhausted() {
 				at(t)
@@ -418,7 +418,11 @@ func (m *Machine) takeOver() bool {
 			// request was sent after the wait ended (a read that failed),
 			// the next one waits for the retry schedule: failing reads
 			// never loop.
-			if m.req.sentAt < m.acquireAt() || m.reached(m.nextOp) {
+			// While renewals are still heard (the quiet has not ended)
+			// the lease is being renewed: that read waits for the quiet
+			// to end, so that a wait counted from a renewal's receipt
+			// (confirmed) adds no read to the one per LeaseDuration.
+			if m.reached(m.quietEnd()) && (m.req.sentAt < m.acquireAt() || m.reached(m.nextOp)) {
 				m.read(false)
 				return true
 			}
