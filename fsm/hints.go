@@ -45,7 +45,8 @@ type hintTracker struct {
 	// The latest renewal hint, kept until a read settles it: a read that
 	// shows it (see confirmed) counts the follower's wait from its
 	// receipt.
-	proof heardProof
+	proof        heardProof
+	confirmedRev lease.Revision // the revision whose wait counts from a renewal's receipt (see quietWait)
 }
 
 // heardProof is a renewal hint that a read may confirm: its revision,
@@ -164,6 +165,14 @@ func (m *Machine) quietEnd() time.Duration {
 	}
 	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
 	return min(sat(m.hints.heardAt, silence), sat(m.hints.lastAnswer, m.cfg.LeaseDuration))
+}
+
+// quietWait reports whether a follower whose wait on the revision it
+// follows counts from a renewal's receipt (confirmed) holds back the read
+// before taking over: renewals of it are still heard, and the quiet has
+// not ended (quietEnd, at the latest LeaseDuration after the last answer).
+func (m *Machine) quietWait() bool {
+	return m.hints.confirmedRev != 0 && m.hints.confirmedRev == m.view.rev && !m.reached(m.quietEnd())
 }
 
 // pollAt is when a follower's scheduled read is due: its retry schedule,

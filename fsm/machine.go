@@ -160,7 +160,12 @@ func (m *Machine) NextWake() time.Duration {
 		if !m.req.pending {
 			at(m.pollAt())
 			if m.staleByHints() && m.reached(m.acquireAt()) {
-				at(max(m.nextOp, m.quietEnd())) // the read before taking over (see takeOver)
+				// The read before taking over (see takeOver).
+				if m.quietWait() {
+					at(m.quietEnd())
+				} else {
+					at(m.nextOp)
+				}
 			}
 			if t := m.acquireAt(); t > m.now && !m.TokensExhausted() {
 				at(t)
@@ -251,7 +256,7 @@ func (m *Machine) answer(ev Event) {
 	if ev.Kind == ReadDone && m.state == Follower && v == fresh {
 		if at, ok := m.confirmed(ev); ok {
 			// The write the hint announced existed when it arrived.
-			m.view.firstSeen = at
+			m.view.firstSeen, m.hints.confirmedRev = at, ev.Revision
 		}
 	}
 	if m.state == Leader && m.termLost(ev, v) {
@@ -418,11 +423,14 @@ func (m *Machine) takeOver() bool {
 			// request was sent after the wait ended (a read that failed),
 			// the next one waits for the retry schedule: failing reads
 			// never loop.
-			// While renewals are still heard (the quiet has not ended)
-			// the lease is being renewed: that read waits for the quiet
-			// to end, so that a wait counted from a renewal's receipt
-			// (confirmed) adds no read to the one per LeaseDuration.
-			if m.reached(m.quietEnd()) && (m.req.sentAt < m.acquireAt() || m.reached(m.nextOp)) {
+			// A wait counted from a renewal's receipt (confirmed) ends
+			// before the safety net's read: while renewals are still
+			// heard, that read waits for the quiet to end, so that it
+			// adds none to the one per LeaseDuration.
+			if m.quietWait() {
+				return false
+			}
+			if m.req.sentAt < m.acquireAt() || m.reached(m.nextOp) {
 				m.read(false)
 				return true
 			}

@@ -285,29 +285,24 @@ func TestTransitions(t *testing.T) {
 			{tick(9 * s), []Action{aRead()}, Follower},
 			{read(9*s+ms, other(4, 2), 10), nil, Follower},
 		}, renewals(10*s, 15*s, 100), []step{
-			// The wait is over, but renewals were heard within the
-			// silence: the read waits for the quiet to end, here the
-			// safety net (a lease after the last answer, 9s+1ms).
-			{tick(15*s + 1*ms), nil, Follower},
-			{tick(24*s + 1*ms - ns), nil, Follower},
-			{tick(24*s + 1*ms), []Action{aRead()}, Follower},
-			{watched(24*s+1*ms+500*ns, other(4, 2), 1000), nil, Follower},
+			{tick(15*s + 1*ms), []Action{aRead()}, Follower},
+			{watched(15*s+1*ms+500*ns, other(4, 2), 1000), nil, Follower},
 			// The store still holds revision 10, first read at 1ms, though
 			// renewals up to 102 were heard before the read was sent: the
 			// hints were forged, or the store went back and lost them
 			// while their writer may still believe it leads. Wait a lease.
-			{read(24*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 102, 39*s+2*ms, 15*s)}, Follower},
+			{read(15*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 102, 30*s+2*ms, 15*s)}, Follower},
 			// Hints no longer count as renewals: the follower polls, and
 			// forged renewals postpone no read. But each one that a read
 			// then contradicts is a rollback it cannot rule out: a forger
 			// delays the takeover until a lease after it stops.
-			{watched(25*s, other(4, 2), 2000), nil, Follower},
-			{tick(33*s + 1*ms), []Action{aRead()}, Follower},
-			{read(33*s+2*ms, other(4, 2), 10), []Action{contradicted(10, 2000, 48*s+2*ms, 15*s)}, Follower},
-			{tick(42*s + 1*ms), []Action{aRead()}, Follower},
-			{read(42*s+2*ms, other(4, 2), 10), nil, Follower},
-			{tick(48*s + 2*ms - ns), nil, Follower},
-			{tick(48*s + 2*ms), []Action{acquire(10, me(5, 3))}, Candidate},
+			{watched(16*s, other(4, 2), 2000), nil, Follower},
+			{tick(24*s + 2*ms), []Action{aRead()}, Follower},
+			{read(24*s+3*ms, other(4, 2), 10), []Action{contradicted(10, 2000, 39*s+3*ms, 15*s)}, Follower},
+			{tick(33*s + 3*ms), []Action{aRead()}, Follower},
+			{read(33*s+4*ms, other(4, 2), 10), nil, Follower},
+			{tick(39*s + 3*ms - ns), nil, Follower},
+			{tick(39*s + 3*ms), []Action{acquire(10, me(5, 3))}, Candidate},
 		})},
 		{"after a contradicted hint, a read showing a renewal makes hints count again", false, false, join(followOther(), renewals(1*s, 4*s, 11), []step{
 			// Renewals heard before the watch was lost still count.
@@ -1468,6 +1463,12 @@ func TestHeardRenewalConfirmedByReadStartsTheWait(t *testing.T) {
 		{"no stamp: from the read", false, heard(false, 0, 0, 30*s+501*ms)},
 		{"a stamp on the read only: from the read", false, heard(false, 0, 7, 30*s+501*ms)},
 		{"an authentic watch: from the renewal's receipt", true, heard(true, 0, 0, 17*s)},
+		{"renewals still heard: the read before a takeover waits for the quiet", true, join(heard(true, 0, 0, 17*s)[:5], []step{
+			{watched(16*s, other(4, 2), 12), nil, Follower},
+			{tick(17 * s), nil, Follower},
+			{tick(24*s + 500*ms), nil, Follower},
+			{tick(29*s + 500*ms), []Action{aRead()}, Follower},
+		})},
 		{"the read shows a newer revision: from the read", false, join(followOther(), []step{
 			{stamped(watched(2*s, other(4, 2), 11), 7), nil, Follower},
 			{tick(15*s + 500*ms), []Action{aRead()}, Follower},
