@@ -65,13 +65,13 @@ func config() lease.Config {
 // election is one trial's candidates, whatever runs them.
 type election struct {
 	mu       sync.Mutex
-	leader   string             // who leads now ("" before the first)
-	started  chan string        // a candidate started leading
-	armed    bool               // kill the leader after its next renewal lands
-	killedAt time.Time          // when it was killed
-	killed   chan struct{}      // closed when it was
+	leader   string                 // who leads now ("" before the first)
+	started  chan string            // a candidate started leading
+	armed    bool                   // kill the leader after its next renewal lands
+	killedAt time.Time              // when it was killed
+	killed   chan struct{}          // closed when it was
 	times    map[string][]time.Time // when each candidate sent its requests
-	kill     map[string]func() // stops a candidate without a release
+	kill     map[string]func()      // stops a candidate without a release
 }
 
 func newElection(ids []string) *election {
