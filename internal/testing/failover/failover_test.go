@@ -3,6 +3,7 @@ package failover_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -192,12 +193,13 @@ func report(b *testing.B, what string, ss []sample) {
 	}
 	slices.Sort(overs)
 	rate /= float64(len(ss))
-	q := func(p float64) time.Duration { return overs[min(len(overs)-1, int(p*float64(len(overs))))] }
+	// Nearest rank: the smallest sample at or above a fraction p of them.
+	q := func(p float64) time.Duration { return overs[max(0, int(math.Ceil(p*float64(len(overs))))-1)] }
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	med, p90, hi, lo := q(0.5), q(0.9), overs[len(overs)-1], overs[0]
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("%s: crash failover − L median %.1f ms, p90 %.1f ms, max %.1f ms, min %.1f ms (%d trials); follower requests %.2f/s; load %s",
-		what, ms(med), ms(p90), ms(hi), ms(lo), len(overs), rate, load)
+	b.Logf("%s: crash failover − L median %.1f ms, p90 %.1f ms, max %.1f ms, min %.1f ms (%d trials: %v); follower requests %.3f/s; load %s",
+		what, ms(med), ms(p90), ms(hi), ms(lo), len(overs), overs, rate, load)
 	b.ReportMetric(ms(med), "ms-median")
 	b.ReportMetric(ms(p90), "ms-p90")
 	b.ReportMetric(ms(hi), "ms-max")
