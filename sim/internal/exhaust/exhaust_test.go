@@ -134,8 +134,6 @@ func probeBounds() map[string]Bound {
 			Budget: Budget{Rollbacks: 1, Stops: 1, Faults: 2}},
 		"watch-authentic-rollback": {Name: "watch-authentic-rollback", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Authentic: true,
 			Budget: Budget{Rollbacks: 1, Faults: 1}},
-		"watch-authentic-crash-rollback": {Name: "watch-authentic-crash-rollback", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Authentic: true,
-			Budget: Budget{Crashes: 1, Rollbacks: 1, Faults: 2}},
 		"watch-losses": {Name: "watch-losses", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, MaxLatency: 1, WatchAtTick: true,
 			Budget: Budget{Losses: 1, Rollbacks: 1, Faults: 1}},
 	}
