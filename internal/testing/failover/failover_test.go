@@ -90,10 +90,11 @@ func (e *election) request(id string) {
 	e.mu.Unlock()
 }
 
-// rate is id's requests per second between from and to: one less than
-// their number over the time from the first to the last (a window's edges
-// would count a request per period more or less), or their number over
-// the window if there are fewer than two.
+// rate is id's requests per second between from and to: those after the
+// first burst (the requests within 50 ms of the first: a pool's ping and
+// the read it precedes) over the time from the first to the last (a
+// window's edges would count a period's requests more or less), or their
+// number over the window if all came in one burst.
 func (e *election) rate(id string, from, to time.Time) float64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -103,10 +104,14 @@ func (e *election) rate(id string, from, to time.Time) float64 {
 			in = append(in, t)
 		}
 	}
-	if len(in) < 2 {
+	burst := 0
+	for burst < len(in) && in[burst].Sub(in[0]) < 50*time.Millisecond {
+		burst++
+	}
+	if burst == len(in) {
 		return float64(len(in)) / to.Sub(from).Seconds()
 	}
-	return float64(len(in)-1) / in[len(in)-1].Sub(in[0]).Seconds()
+	return float64(len(in)-burst) / in[len(in)-1].Sub(in[0]).Seconds()
 }
 
 // renewed is called when id's renewal has landed: the armed crash kills
