@@ -84,6 +84,13 @@
 //     a watch that silently stops delivering degrades to polling; the
 //     driver reports a broken watch with WatchLost, and the follower polls
 //     until renewals are heard again.
+//   - The one thing a renewal hint may move is the start of a wait, and
+//     only once a read confirms it: a read that shows the revision and
+//     record of the latest renewal heard, on an authentic watch or with
+//     the same nonzero Event.Stamp, proves the write existed when the
+//     hint arrived, and the follower counts its wait from then. While
+//     renewals are still heard, the read before taking over such a
+//     wait's revision waits for the quiet to end.
 //   - A record out of bounds (see InBounds) or flagged Event.Corrupt is
 //     refused: none of its fields enters the state, a leader that meets it
 //     steps down, and nobody takes the lease over until the record is

@@ -141,6 +141,14 @@ type Event struct {
 	// too: a Lease out of bounds (see InBounds), or a record at Revision 0,
 	// counts as Corrupt.
 	Corrupt bool
+	// Stamp is the unpredictable value the store keeps with the record at
+	// Revision (ReadDone, Watched, SwapDone, SwapConflict): drawn afresh
+	// for every write, by the writer or the store, so that nobody can
+	// tell it before the write exists (see store.Stamped). 0 means the
+	// store keeps none. A follower whose read shows the revision and the
+	// stamp a renewal event carried counts its wait from that event's
+	// receipt (see docs/design.md, "Quiet followers").
+	Stamp uint64
 	// Vouched, on the SwapDone of a create (an acquire expecting no
 	// record), says that the store vouched that it lost no record during
 	// the created record's LeaseDuration before the create (see

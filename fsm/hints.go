@@ -41,6 +41,21 @@ type hintTracker struct {
 	distrust    bool           // an answer contradicted a renewal hint; none counts until a read shows progress
 	heardTop    lease.Revision // the newest revision any readable watch event showed, not yet settled by an answer
 	lastAnswer  time.Duration  // when the store last answered a read or a swap
+
+	// The latest renewal hint, kept until a read settles it: a read that
+	// shows it (see confirmed) counts the follower's wait from its
+	// receipt.
+	proof        heardProof
+	confirmedRev lease.Revision // the revision whose wait counts from a renewal's receipt (see quietWait)
+}
+
+// heardProof is a renewal hint that a read may confirm: its revision,
+// record and stamp, and when it arrived.
+type heardProof struct {
+	rev   lease.Revision
+	at    time.Duration
+	lease Lease
+	stamp uint64
 }
 
 // lost forgets the renewals heard when the watch is lost: the follower
@@ -51,7 +66,7 @@ func (h *hintTracker) lost() { h.heard, h.quietRev = false, 0 }
 // event as a renewal until a read shows the record move on (contradicted).
 func (h *hintTracker) distrustAll() {
 	h.heard, h.quietRev, h.heardMax, h.distrust = false, 0, 0, true
-	h.heardTop = 0
+	h.heardTop, h.proof = 0, heardProof{}
 }
 
 // hinted handles a watch event. Anyone who can publish on the store's
@@ -84,6 +99,7 @@ func (m *Machine) hinted(ev Event) {
 	if m.renewal(ev) {
 		m.hints.heard, m.hints.heardAt, m.hints.heardLease = true, m.now, ev.Lease
 		m.hints.quietRev, m.hints.quietSeq = ev.Revision, m.sent
+		m.hints.proof = heardProof{rev: ev.Revision, at: m.now, lease: ev.Lease, stamp: ev.Stamp}
 		return
 	}
 	if !m.news(ev) {
@@ -150,6 +166,14 @@ func (m *Machine) quietEnd() time.Duration {
 	}
 	silence := sat(m.cfg.MaxRetryInterval(), m.cfg.RetryInterval/2)
 	return min(sat(m.hints.heardAt, silence), sat(m.hints.lastAnswer, m.cfg.LeaseDuration))
+}
+
+// quietWait reports whether a follower whose wait on the revision it
+// follows counts from a renewal's receipt (confirmed) holds back the read
+// before taking over: renewals of it are still heard, and the quiet has
+// not ended (quietEnd, at the latest LeaseDuration after the last answer).
+func (m *Machine) quietWait() bool {
+	return m.hints.confirmedRev != 0 && m.hints.confirmedRev == m.view.rev && !m.reached(m.quietEnd())
 }
 
 // pollAt is when a follower's scheduled read is due: its retry schedule,
@@ -284,4 +308,19 @@ func (m *Machine) dropHint() {
 	if m.hints.news && m.req.seq > m.hints.newsSeq {
 		m.hints.news = false
 	}
+}
+
+// confirmed reports whether a follower's read, just accepted as a fresh
+// revision, shows the very write the latest renewal hint announced, so
+// that the write existed when the hint arrived: the revision and record
+// the hint showed, and either an authentic watch (only the store makes
+// events, after the write) or the same nonzero stamp (drawn afresh for
+// every write: a forger who sends a hint before the write exists guesses
+// 64 random bits). Its wait may then count from the hint's receipt, as
+// from an answer received then (at). The hint is used up either way.
+func (m *Machine) confirmed(ev Event) (at time.Duration, ok bool) {
+	p := m.hints.proof
+	m.hints.proof = heardProof{}
+	return p.at, p.rev != 0 && ev.Revision == p.rev && ev.Lease == p.lease && p.at <= m.now &&
+		(m.authentic || ev.Stamp != 0 && ev.Stamp == p.stamp)
 }

@@ -163,7 +163,12 @@ func (m *Machine) NextWake() time.Duration {
 		if !m.req.pending {
 			at(m.pollAt())
 			if m.staleByHints() && m.reached(m.acquireAt()) {
-				at(m.nextOp) // the read before taking over (see takeOver)
+				// The read before taking over (see takeOver).
+				if m.quietWait() {
+					at(m.quietEnd())
+				} else {
+					at(m.nextOp)
+				}
 			}
 			if t := m.acquireAt(); t > m.now && !m.TokensExhausted() {
 				at(t)
@@ -251,6 +256,12 @@ func (m *Machine) answer(ev Event) {
 		m.guardHeld()
 	}
 	v := m.observe(ev)
+	if ev.Kind == ReadDone && m.state == Follower && v == fresh {
+		if at, ok := m.confirmed(ev); ok {
+			// The write the hint announced existed when it arrived.
+			m.view.firstSeen, m.hints.confirmedRev = at, ev.Revision
+		}
+	}
 	if m.state == Leader && m.termLost(ev, v) {
 		m.stepDown(ReasonLost)
 	}
@@ -423,6 +434,13 @@ func (m *Machine) takeOver() bool {
 			// request was sent after the wait ended (a read that failed),
 			// the next one waits for the retry schedule: failing reads
 			// never loop.
+			// A wait counted from a renewal's receipt (confirmed) ends
+			// before the safety net's read: while renewals are still
+			// heard, that read waits for the quiet to end, so that it
+			// adds none to the one per LeaseDuration.
+			if m.quietWait() {
+				return false
+			}
 			if m.req.sentAt < m.acquireAt() || m.reached(m.nextOp) {
 				m.read(false)
 				return true

@@ -1426,3 +1426,67 @@ func TestUnreadableAnswerSettlesNoEvent(t *testing.T) {
 		{read(4*s+1*ms, other(4, 2), 10), []Action{contradicted(10, 11, 19*s+1*ms, 15*s)}, Follower},
 	}))
 }
+
+// stamped returns ev with the stamp of the write it shows.
+func stamped(ev Event, stamp uint64) Event {
+	ev.Stamp = stamp
+	return ev
+}
+
+// A follower that heard a renewal, and then read that very write (the
+// revision and record it showed, and on a store whose events may be
+// forged the same nonzero stamp), counts its wait from the renewal's
+// receipt: the write existed then. Otherwise the wait counts from the
+// read's answer. The renewal is heard at 2s, read after the silence at
+// 5s+1ms; the lease (15s) is taken over at 17s or at 20s+1ms.
+func TestHeardRenewalConfirmedByReadStartsTheWait(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryInterval = 9 * s // no poll between the steps: the silence is 13.5s
+	heard := func(authentic bool, heardStamp, readStamp uint64, takeOver time.Duration) []step {
+		steps := join(followOther(), []step{
+			{stamped(watched(2*s, other(4, 2), 11), heardStamp), nil, Follower},
+			{tick(15*s + 500*ms), []Action{aRead()}, Follower},
+			{stamped(read(15*s+501*ms, other(4, 2), 11), readStamp), nil, Follower},
+		})
+		if takeOver > 17*s {
+			steps = append(steps, step{tick(17 * s), nil, Follower})
+		}
+		return append(steps, step{tick(takeOver), []Action{acquire(11, me(5, 3))}, Candidate})
+	}
+	tests := []struct {
+		name      string
+		authentic bool
+		steps     []step
+	}{
+		{"the same stamp: from the renewal's receipt", false, heard(false, 7, 7, 17*s)},
+		{"another stamp: from the read", false, heard(false, 7, 8, 30*s+501*ms)},
+		{"no stamp: from the read", false, heard(false, 0, 0, 30*s+501*ms)},
+		{"a stamp on the read only: from the read", false, heard(false, 0, 7, 30*s+501*ms)},
+		{"an authentic watch: from the renewal's receipt", true, heard(true, 0, 0, 17*s)},
+		{"renewals still heard: the read before a takeover waits for the quiet", true, join(heard(true, 0, 0, 17*s)[:5], []step{
+			{watched(16*s, other(4, 2), 12), nil, Follower},
+			{tick(17 * s), nil, Follower},
+			{tick(24*s + 500*ms), nil, Follower},
+			{tick(29*s + 500*ms), []Action{aRead()}, Follower},
+		})},
+		{"the read shows a newer revision: from the read", false, join(followOther(), []step{
+			{stamped(watched(2*s, other(4, 2), 11), 7), nil, Follower},
+			{tick(15*s + 500*ms), []Action{aRead()}, Follower},
+			{stamped(read(15*s+501*ms, other(4, 2), 12), 7), nil, Follower},
+			{tick(17 * s), nil, Follower},
+			{tick(30*s + 501*ms), []Action{acquire(12, me(5, 3))}, Candidate},
+		})},
+		{"the read shows another record at the revision: from the read", true, join(followOther(), []step{
+			{watched(2*s, other(4, 2), 11), nil, Follower},
+			{tick(15*s + 500*ms), []Action{aRead()}, Follower},
+			{read(15*s+501*ms, other(4, 3), 11), nil, Follower},
+			{tick(17 * s), nil, Follower},
+			{tick(30*s + 501*ms), []Action{acquire(11, me(5, 4))}, Candidate},
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runSteps(t, Options{Identity: "me", Config: cfg, AuthenticWatch: tt.authentic}, tt.steps)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -123,6 +124,7 @@ type Elector[M any] struct {
 	clock         Clock
 	stops         stopCounter // the clock, if it counts its stops; nil if not
 	rand          fsm.Rand
+	stamps        io.Reader // draws each write's Stamp (crypto/rand: nobody may tell it in advance)
 	log           *slog.Logger
 	releaseOnStop bool
 	observers     []func(Change)
@@ -288,6 +290,7 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		clock:         o.clock,
 		stops:         stopsOf(o.clock),
 		rand:          o.rand,
+		stamps:        crand.Reader,
 		log:           o.logger.With("name", name, "identity", id),
 		releaseOnStop: o.releaseOnStop,
 		priority:      o.priority,

@@ -646,7 +646,7 @@ func (r *runner[M]) answered(kind fsm.EventKind, res result[M]) fsm.Event {
 		ev.Corrupt, ev.Err = true, fmt.Errorf("lead: record of %q at revision %d: %w", r.e.name, res.rev, err)
 		return ev
 	}
-	ev.Lease = leaseOf(res.rec)
+	ev.Lease, ev.Stamp = leaseOf(res.rec), res.rec.Stamp
 	return ev
 }
 

@@ -2,7 +2,9 @@ package lead
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -73,6 +75,7 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 		// For people only (see lease.Record's Claim): a create this
 		// elector will not lead on unless the store vouches for it.
 		Claim:    a.Swap == fsm.Acquire && a.Claim,
+		Stamp:    e.drawStamp(),
 		Metadata: meta,
 	}
 	if a.Swap == fsm.Release {
@@ -89,6 +92,18 @@ func (r *runner[M]) buildRecord(a fsm.Action) lease.Record[M] {
 		rec.AcquiredAt, rec.RenewedAt, rec.Metadata = last.AcquiredAt, last.RenewedAt, zero
 	}
 	return rec
+}
+
+// drawStamp draws the Stamp of a write: 64 bits nobody can tell before
+// the write (see lease.Record's Stamp), never 0. If the source fails, the
+// write carries no stamp (0), which only makes followers count their
+// waits from their reads.
+func (e *Elector[M]) drawStamp() uint64 {
+	var b [8]byte
+	if _, err := io.ReadFull(e.stamps, b[:]); err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 // startTerm opens the term the machine started: the context of its work,

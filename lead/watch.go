@@ -91,7 +91,7 @@ func (r *runner[M]) handleWatch(ev store.Event[M]) {
 		if checkStored(ev.Record, ev.Revision) != nil {
 			w.Corrupt = true
 		} else {
-			w.Lease, valid = leaseOf(ev.Record), true
+			w.Lease, w.Stamp, valid = leaseOf(ev.Record), ev.Record.Stamp, true
 		}
 	}
 	r.step(w)

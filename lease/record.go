@@ -54,6 +54,15 @@ type Record[M any] struct {
 	// held record and on a plain release. Every store persists it, and a
 	// store's guarded swap (store.ReleaseGuard) checks it.
 	Successor string
+	// Stamp is a random value the writer draws afresh for every write
+	// (lead draws 64 bits from crypto/rand), so that nobody can tell it
+	// before the write exists. A store that keeps it (and shows it with
+	// reads and watch events) lets a follower that heard a renewal on a
+	// watch anyone may publish on, and then read that very write, count
+	// its wait from the renewal's receipt (docs/design.md, "Quiet
+	// followers"). 0 means none; a store that does not keep it returns 0,
+	// which only makes followers count from their reads.
+	Stamp uint64
 	// Metadata is typed data attached by the holder.
 	Metadata M
 }

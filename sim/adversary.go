@@ -117,6 +117,7 @@ type adversary struct {
 	// Targeted faults (targeted.go).
 	armed     []int
 	hold      holdState
+	aheadCut  aheadCut
 	jitter    int
 	jitterP   float64
 	jitterMax int64
@@ -230,7 +231,7 @@ func (s *Cluster) applyAdv(i int, end *simEvent) {
 		c.active++
 		s.push(*end)
 	case FaultForgeWatch:
-		if f.Released && f.Window > 0 {
+		if (f.Released || f.Renewal) && f.Window > 0 {
 			s.adv.armed = append(s.adv.armed, i)
 			return
 		}
@@ -351,6 +352,7 @@ func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 		st.history = append(st.history, fsm.Lease{})
 	}
 	st.history = append(st.history, r)
+	s.stampWrite()
 	s.or.Forge(s.now, st.rev, orec(r))
 	if s.adv.forgedRev == nil {
 		s.adv.forgedRev = make(map[lease.Revision]bool)
@@ -413,7 +415,7 @@ func (s *Cluster) forgeWatch(f Fault, ahead lease.Revision) {
 		if f.Mask&(1<<n.idx) == 0 || !n.up {
 			continue
 		}
-		w := simEvent{kind: evWatch, node: int32(n.idx), gen: n.gen, lease: r, rev: rev, result: res, at: s.now + s.latency()}
+		w := simEvent{kind: evWatch, node: int32(n.idx), gen: n.gen, lease: r, rev: rev, stamp: s.store.stamp, result: res, at: s.now + s.latency()}
 		if !s.opt.Faults.WatchChaos {
 			w.at = max(w.at, n.watchLast)
 			n.watchLast = w.at
@@ -505,7 +507,7 @@ func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 		s.tracef(-1, "rollback: nothing to rewind to")
 		return
 	}
-	st.present, st.rec, st.rev = true, st.history[r0], r0
+	st.present, st.rec, st.rev, st.stamp = true, st.history[r0], r0, st.stampAt(r0)
 	s.or.Rollback(s.now, r0)
 	st.floor = st.restoredFloor(r0)
 	s.adv.corruptRev = 0
@@ -532,6 +534,7 @@ func (s *Cluster) restore() {
 	r := st.history[first]
 	r.Holder = ""
 	st.present, st.rec, st.rev = true, r, 1
+	st.stamp = s.newStamp()
 	s.or.Restore(s.now, 1, orec(r))
 	st.floor = st.restoredFloor(first)
 	s.adv.corruptRev = 0
@@ -619,6 +622,8 @@ func advString(f Fault) string {
 		switch {
 		case f.Released && f.Window > 0:
 			return fmt.Sprintf("within %v: at the leader's next renewal, a forged watch event showing the revision it will get released, to nodes %b (0: the followers)", ms(f.Window), f.Mask)
+		case f.Renewal && f.Window > 0:
+			return fmt.Sprintf("within %v: at the leader's next renewal, a forged watch event showing the renewal after it, to nodes %b (0: the followers); the leader is cut off for %v at the renewal after that", ms(f.Window), f.Mask, ms(f.Dur))
 		case f.Released:
 			return fmt.Sprintf("a forged watch event showing the live lease released at its revision, to nodes %b (0: the followers)", f.Mask)
 		}

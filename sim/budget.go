@@ -193,7 +193,7 @@ func (s *Cluster) advAction(n *node, a fsm.Action) {
 			}
 			n.adv.proposed = t
 		}
-		if len(s.adv.armed) > 0 {
+		if len(s.adv.armed) > 0 || s.adv.aheadCut.on {
 			s.trigger(n, a)
 		}
 	case fsm.Report:

@@ -61,6 +61,7 @@ type simEvent struct {
 	lease    fsm.Lease
 	rev      lease.Revision
 	absent   bool
+	stamp    uint64 // the record's stamp (StoreModel.Stamped)
 	// The store's marker (StoreModel.CreateGate): on a swap, the
 	// identity the node saw last and how long, by its clock, it has seen
 	// it; on a reply, the store's current identity.

@@ -45,7 +45,15 @@ const (
 	// cleared, at its revision, to the nodes in Mask (every node that does
 	// not lead if Mask is 0). With a Window as well, it waits up to Window
 	// for the leader to send a renewal and forges the release of the
-	// revision that renewal will be stored at.
+	// revision that renewal will be stored at. With Renewal and a Window
+	// instead, it waits for the leader to send a renewal and tells the
+	// followers, before the renewal after it is sent, that the stored
+	// record was renewed at the revision that one will be stored at (the
+	// stored record and its stamp: a forger knows everything but the
+	// stamp of a write yet to come); when the leader sends the renewal
+	// after that, it is cut off both ways for Dur, so that its last
+	// renewal lands at the forged revision and it believes it leads for
+	// RenewDeadline after sending it.
 	FaultForgeWatch
 	// FaultRollback rewinds the store by Revision revisions (Touch: to the
 	// first revision of the current term), as a replica failover or an AOF
@@ -176,6 +184,9 @@ type Fault struct {
 	// Released makes a forgewatch forge the release of the live lease
 	// (see FaultForgeWatch).
 	Released bool
+	// Renewal makes a forgewatch with a Window forge a renewal ahead of
+	// the leader (see FaultForgeWatch).
+	Renewal bool
 	// Hidden makes a clock stop one that nothing reveals on resume (see
 	// FaultClockStop).
 	Hidden bool

@@ -133,7 +133,7 @@ func (s *Cluster) boot(n *node) {
 		st := &s.store
 		n.watchLast = s.now + s.latency()
 		s.push(simEvent{at: n.watchLast, kind: evWatch, node: int32(n.idx), gen: n.gen,
-			lease: st.rec, rev: st.rev, absent: !st.present})
+			lease: st.rec, rev: st.rev, absent: !st.present, stamp: s.stampOf(st.stamp)})
 	}
 	s.step(n, fsm.Event{Kind: fsm.Tick})
 }
@@ -265,7 +265,7 @@ func (s *Cluster) reply(n *node, ev *simEvent) {
 		// from now attests less than it lived, never more.
 		n.markerID, n.markerSeen = ev.markerID, n.local(s.now)
 	}
-	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent}
+	e := fsm.Event{Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Stamp: s.stampOf(ev.stamp)}
 	switch {
 	case ev.result == resCorrupt && ev.opKind == opRead:
 		// As lead does: the store answered, with a record it cannot read.

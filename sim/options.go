@@ -357,6 +357,18 @@ type StoreModel struct {
 	// event shows the stored record released at its current revision. It
 	// must make two leaders (TestSimAuthenticWatchTrustingForgedEvents).
 	trustForged bool
+	// Stamped says that the store keeps with each record a stamp nobody
+	// can tell before the write (store.Stamped: a random value the writer
+	// draws for each write), and shows it with reads and watch events. A
+	// follower whose read shows the revision and stamp a renewal event
+	// carried counts its wait from that event's receipt. Forged events
+	// (Faults.ForgeWatch) carry the stored record's stamp at the
+	// revision they predict, never the stamp of a write yet to come.
+	Stamped bool
+	// predictableStamp, for the package's tests only, is the broken
+	// variant of Stamped: a write's stamp is its revision, which a forger
+	// can tell in advance (TestSimForgedRenewalPredictableStamp).
+	predictableStamp bool
 	// GuardedRelease says that the store guards swaps from a release
 	// (store.ReleaseGuard: pgstore, memstore): the nodes run with
 	// fsm.Options.GuardedRelease, and a follower takes over a release a

@@ -233,7 +233,7 @@ func (s *Cluster) dispatch(ev *simEvent) {
 		if ev.result != resCorrupt {
 			s.or.Deliver(n.onode(), s.now, ev.rev, orec(ev.lease), !ev.absent)
 		}
-		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Corrupt: ev.result == resCorrupt})
+		s.step(n, fsm.Event{Kind: fsm.Watched, Lease: ev.lease, Revision: ev.rev, Absent: ev.absent, Corrupt: ev.result == resCorrupt, Stamp: s.stampOf(ev.stamp)})
 	case evWork:
 		s.work(n, ev)
 	}

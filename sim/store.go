@@ -31,8 +31,13 @@ type simStore struct {
 	// raised past it (a forged token, seen by the node that proposed it or
 	// stored), the only way a token gets there.
 	ahead   map[uint64]int64
-	history []fsm.Lease    // history[rev] is what revision rev stored
-	lostAt  lease.Revision // counter at the last data loss
+	history []fsm.Lease // history[rev] is what revision rev stored
+	// The stamp of the record (StoreModel.Stamped), drawn afresh for
+	// every write (see newStamp), and stamps[rev] that of revision rev.
+	stamp    uint64
+	stamps   []uint64
+	stampSeq uint64
+	lostAt   lease.Revision // counter at the last data loss
 	// The server's identity as the create gate reads it (redisstore's
 	// ident: run_id, master_replid, evicted keys and the count of the
 	// commands that move data between keys and databases): every data
@@ -135,7 +140,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 	switch kind {
 	case opRead:
 		reply.result = resDone
-		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
+		reply.lease, reply.rev, reply.absent, reply.stamp = st.rec, st.rev, !st.present, st.stamp
 	case opSwap:
 		need := ev.lease.LeaseDuration
 		if s.opt.gateQuarter {
@@ -164,7 +169,7 @@ func (s *Cluster) storeRequest(ev *simEvent) {
 				s.tl.AddWrite(timeline.Write{At: s.now, Node: int(ev.node), Rev: uint64(ev.expected), Holder: ev.lease.Holder, Token: ev.lease.Token, Conflict: true})
 			}
 		}
-		reply.lease, reply.rev, reply.absent = st.rec, st.rev, !st.present
+		reply.lease, reply.rev, reply.absent, reply.stamp = st.rec, st.rev, !st.present, st.stamp
 	}
 	n := s.nodes[ev.node]
 	if n.respCut && n.gen == ev.gen || s.lost() {
@@ -218,6 +223,7 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 		st.history = append(st.history, fsm.Lease{})
 	}
 	st.history = append(st.history, next)
+	s.stampWrite()
 	s.or.Applied(s.now, snap, st.rev, orec(next), clk)
 	s.judged()
 	if s.tracing() {
@@ -230,7 +236,51 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 	if next.Holder == "" {
 		s.chk.released(by, next.Successor)
 	}
-	s.broadcast(simEvent{lease: next, rev: st.rev})
+	s.broadcast(simEvent{lease: next, rev: st.rev, stamp: st.stamp})
+}
+
+// stampWrite gives the write just stored at st.rev a stamp of its own.
+func (s *Cluster) stampWrite() {
+	st := &s.store
+	st.stamp = s.newStamp()
+	for lease.Revision(len(st.stamps)) < st.rev {
+		st.stamps = append(st.stamps, 0)
+	}
+	st.stamps = append(st.stamps[:st.rev], st.stamp)
+}
+
+// newStamp draws the stamp of a write at revision st.rev: a value nobody
+// outside the store can tell before the write, as the 64 random bits a
+// real writer draws (the adversary never guesses one: the 2^-64 a forger
+// has is not modelled). It is drawn from a stream of its own, so stamps
+// leave the rest of a seed's run as it was. With predictableStamp (the
+// broken variant) it is the revision, which a forger can tell.
+func (s *Cluster) newStamp() uint64 {
+	st := &s.store
+	if s.opt.Store.predictableStamp {
+		return uint64(st.rev)
+	}
+	st.stampSeq++
+	z := uint64(s.opt.Seed)*0x9e3779b97f4a7c15 + st.stampSeq*0xbf58476d1ce4e5b9
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31 | 1
+}
+
+// stampOf is the stamp a node is told: none unless the store keeps them.
+func (s *Cluster) stampOf(stamp uint64) uint64 {
+	if !s.opt.Store.Stamped {
+		return 0
+	}
+	return stamp
+}
+
+// stampAt returns the stamp revision rev was written with.
+func (st *simStore) stampAt(rev lease.Revision) uint64 {
+	if int(rev) >= len(st.stamps) {
+		return 0
+	}
+	return st.stamps[rev]
 }
 
 // tokenClock advances and returns the clock at which the store floors
@@ -293,7 +343,7 @@ func (s *Cluster) newMarker() {
 func (s *Cluster) loseData() {
 	st := &s.store
 	s.or.Lose(s.now)
-	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	st.present, st.rec, st.rev, st.stamp = false, fsm.Lease{}, 0, 0
 	if !s.opt.lossKeepsMarker && !s.opt.handDelete {
 		st.ident++ // a restart or a failover (FLUSHALL keeps it, and takes the marker)
 	}
@@ -323,7 +373,7 @@ func (s *Cluster) swapData() {
 		s.tracef(-1, "data swap: no copy taken yet")
 		return
 	}
-	st.present, st.rec, st.rev = false, fsm.Lease{}, 0
+	st.present, st.rec, st.rev, st.stamp = false, fsm.Lease{}, 0, 0
 	s.or.Lose(s.now)
 	st.marker = st.copy
 	if !s.opt.swapKeepsIdentity {
@@ -369,6 +419,9 @@ func (s *Cluster) broadcast(w simEvent) {
 			continue
 		}
 		w.node, w.gen = int32(n.idx), n.gen
+		if !s.opt.Store.Stamped {
+			w.stamp = 0
+		}
 		w.at = s.now + s.latency()
 		if !s.opt.Faults.WatchChaos {
 			// A watch stream is FIFO: later events never overtake.

@@ -20,12 +20,20 @@ package sim
 //     send a renewal, and tells the followers that the revision the
 //     renewal will be stored at is released: a follower that swapped from
 //     it without a guard would overwrite the renewal.
+//   - FaultForgeWatch with Renewal and a Window waits for the leader to
+//     send a renewal, and tells the followers that the renewal after it
+//     has landed, a retry pause before it is sent; the leader's renewal
+//     after that is cut off. A follower that counted its wait from the
+//     forged event, once a read shows the revision it predicted, would
+//     take over while the leader still believes.
 //   - FaultJitter draws a delay for each message on its own.
 //
 // A trigger acts once; a fault whose Window passes without its trigger
 // does nothing.
 
 import (
+	"time"
+
 	"github.com/tenure-go/tenure/fsm"
 	"github.com/tenure-go/tenure/lease"
 )
@@ -49,6 +57,11 @@ const (
 // trigger checks the armed faults against the action n is about to
 // perform.
 func (s *Cluster) trigger(n *node, a fsm.Action) {
+	if c := &s.adv.aheadCut; c.on && a.Kind == fsm.Swap && a.Swap == fsm.Renew && n.idx == c.node && n.gen == c.gen && a.Expected >= c.expected {
+		c.on = false
+		s.tracef(n.idx, "TARGETED: its renewal from the forged revision %d is cut off, with the leader, for %v", c.expected, time.Duration(c.d))
+		s.cut(n, c.fault, c.d)
+	}
 	armed := s.adv.armed
 	for j := 0; j < len(armed); j++ {
 		i := armed[j]
@@ -66,6 +79,10 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 				fired = true
 			}
 		case FaultForgeWatch:
+			if f.Renewal {
+				fired = s.forgeAhead(n, a, i)
+				break
+			}
 			if a.Kind == fsm.Swap && a.Swap == fsm.Renew && n.m.State() == fsm.Leader && s.store.present && s.store.rev == a.Expected {
 				s.tracef(n.idx, "TARGETED: its renewal is in flight; the followers are told that the revision it will get is released")
 				s.forgeWatch(f, 1)
@@ -95,6 +112,56 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 		}
 	}
 	s.adv.armed = armed
+}
+
+// aheadCut is the cut armed by a forged renewal ahead of the leader
+// (FaultForgeWatch with Renewal): the leader's renewal from revision
+// expected (or later) is cut off, with the leader, for d.
+type aheadCut struct {
+	on       bool
+	node     int
+	gen      uint32
+	expected lease.Revision
+	fault    int
+	d        int64
+}
+
+// forgeAhead fires fault i (FaultForgeWatch with Renewal) if n, leading,
+// is about to send a renewal from the stored revision E: it tells the
+// followers that the stored record was renewed at E+2, the revision of
+// the renewal after this one, with the stamp the store holds now, and
+// arms the cut of the renewal from E+2. It reports whether it fired.
+func (s *Cluster) forgeAhead(n *node, a fsm.Action, i int) bool {
+	st := &s.store
+	if a.Kind != fsm.Swap || a.Swap != fsm.Renew || n.m.State() != fsm.Leader || !st.present || st.rev != a.Expected || st.rec.Holder == "" {
+		return false
+	}
+	f := s.faults[i]
+	rev := st.rev + 2
+	stamp := st.stamp
+	if s.opt.Store.predictableStamp {
+		stamp = uint64(rev)
+	}
+	s.tracef(n.idx, "TARGETED: its renewal is in flight; the followers are told of the renewal after it, at revision %d", rev)
+	s.adv.backAt = s.now
+	s.adv.lookalikeAt = s.now
+	if s.adv.madeUp == nil {
+		s.adv.madeUp = make(map[lease.Revision][]fsm.Lease)
+	}
+	s.adv.madeUp[rev] = append(s.adv.madeUp[rev], st.rec)
+	for _, o := range s.nodes {
+		if o == n || !o.up || f.Mask != 0 && f.Mask&(1<<o.idx) == 0 {
+			continue
+		}
+		w := simEvent{kind: evWatch, node: int32(o.idx), gen: o.gen, lease: st.rec, rev: rev, stamp: stamp, at: s.now + s.latency()}
+		if !s.opt.Faults.WatchChaos {
+			w.at = max(w.at, o.watchLast)
+			o.watchLast = w.at
+		}
+		s.push(w)
+	}
+	s.adv.aheadCut = aheadCut{on: true, node: n.idx, gen: n.gen, expected: rev, fault: i, d: int64(f.Dur)}
+	return true
 }
 
 // quietRewind returns the revision a targeted rollback rewinds the store to

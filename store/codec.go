@@ -86,6 +86,7 @@ func EncodeRecord[M any](c Codec[M], next lease.Record[M]) (lease.Record[[]byte]
 		Transitions:   next.Transitions,
 		Claim:         next.Claim,
 		Successor:     next.Successor,
+		Stamp:         next.Stamp,
 		Metadata:      b,
 	}, m, nil
 }

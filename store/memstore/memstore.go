@@ -169,6 +169,7 @@ func (s *Store[M]) compareAndSwap(ctx context.Context, op, name string, expected
 			Transitions:   next.Transitions,
 			Claim:         next.Claim,
 			Successor:     next.Successor,
+			Stamp:         next.Stamp,
 			Metadata:      b,
 		}
 	} else {
@@ -452,6 +453,7 @@ func withMetadata[M any](r lease.Record[[]byte], m M) lease.Record[M] {
 		Transitions:   r.Transitions,
 		Claim:         r.Claim,
 		Successor:     r.Successor,
+		Stamp:         r.Stamp,
 		Metadata:      m,
 	}
 }

@@ -384,6 +384,11 @@ func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store
 		return nil, nil, m, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}
 	nonce := strconv.FormatUint(rand.Uint64(), 36)
+	if next.Stamp != 0 {
+		// The record keeps its Stamp in the nonce of the call that wrote
+		// it (field op), after a dot: see stampOf.
+		nonce += "." + strconv.FormatUint(next.Stamp, 36)
+	}
 	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
 	if s.gate != nil {
 		keys = append(keys, s.markerKey())
@@ -485,6 +490,7 @@ func (s *Store[M]) swapped(op, name string, expected lease.Revision, next lease.
 		if c, _ := reply[5].(string); c == "1" {
 			rec.Claim = true
 		}
+		rec.Stamp = next.Stamp
 		if v, _ := reply[4].(string); v == "1" && expected == 0 && s.gate != nil && vouched != nil {
 			*vouched = true
 		}
@@ -548,6 +554,7 @@ func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision,
 		Transitions:   p.transitions,
 		Claim:         p.claim,
 		Successor:     p.successor,
+		Stamp:         p.stamp,
 	}
 	if err := store.ValidateStored(rec); err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)

@@ -21,7 +21,7 @@ import (
 // published messages and of the checksum.
 const (
 	fRev         = "rev"         // revision, decimal
-	fOp          = "op"          // nonce of the CompareAndSwap call that wrote this revision
+	fOp          = "op"          // nonce of the CompareAndSwap call that wrote this revision, then "." and the record's Stamp in base 36 if it has one
 	fHolder      = "holder"      // holder identity, "" when released
 	fToken       = "token"       // fencing token, decimal
 	fAcquired    = "acquired"    // AcquiredAt, RFC 3339 in UTC, "" for the zero time
@@ -490,6 +490,7 @@ type parsed struct {
 	meta        string
 	claim       bool
 	successor   string
+	stamp       uint64 // lease.Record's Stamp, kept in field op (see stampOf)
 }
 
 // parse checks the checksum and every field of r. Its errors say what is
@@ -530,7 +531,23 @@ func (r *raw) parse() (parsed, error) {
 	if rest, ok := strings.CutPrefix(r[numFields+1], r[0]); ok && strings.HasPrefix(rest, ":") {
 		p.successor = rest[1:]
 	}
+	p.stamp = stampOf(r[1])
 	return p, nil
+}
+
+// stampOf returns the Stamp kept in the op nonce op: the base-36 number
+// after its last dot, 0 if there is none (a record written without a
+// Stamp, or by hand). The checksum covers it, like every field of op.
+func stampOf(op string) uint64 {
+	i := strings.LastIndexByte(op, '.')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(op[i+1:], 36, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // decimal parses s as the script writes numbers: a canonical decimal (no

@@ -132,6 +132,8 @@ func probeBounds() map[string]Bound {
 			Budget: Budget{Rollbacks: 1, Resigns: 1, Faults: 2}},
 		"watch-guarded-stop-rollback": {Name: "watch-guarded-stop-rollback", Nodes: 2, Horizon: 10, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Guarded: true,
 			Budget: Budget{Rollbacks: 1, Stops: 1, Faults: 2}},
+		"watch-authentic-rollback": {Name: "watch-authentic-rollback", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true, Authentic: true,
+			Budget: Budget{Rollbacks: 1, Faults: 1}},
 		"watch-losses": {Name: "watch-losses", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, MaxLatency: 1, WatchAtTick: true,
 			Budget: Budget{Losses: 1, Rollbacks: 1, Faults: 1}},
 	}
