@@ -90,11 +90,14 @@ chaos: backends kube
 		TENURE_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout 0 -run 'TestChaos$$' -v ./internal/testing/chaos/
 
 ## sim: long sweeps of the simulator: model mode (100,000 random schedules,
-## 25,000 of the adversary, 25,000 with forged releases and 25,000 with
-## resigns, 10,000 each on the gated and authentic-watch stores), runtime
-## mode (2,000 seeds of the real electors on memstore, and 2,000 with resigns)
-## and the exhaustive check's large bounds (sim/internal/exhaust)
+## 25,000 of the adversary, 25,000 each with forged releases, with forged
+## renewals ahead, with resigns and with handovers, 10,000 each on the
+## gated and authentic-watch stores), runtime mode (2,000 seeds of the real
+## electors on memstore, and 2,000 each with resigns and with handovers;
+## 400 of lead.Shards) and the exhaustive check's large bounds
+## (sim/internal/exhaust)
 sim:
-	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep|TestSimAuthenticWatchSweep|TestSimCreateGateSweep|TestSimForgedReleaseSweep|TestSimResignSweep' -v ./sim/
-	TENURE_SIM_SEEDS=1-2000 $(GO) test -count=1 -timeout 60m -run 'TestRuntimeSweep$$|TestRuntimeResignSweep' -v ./sim/simtest/
+	TENURE_SIM_SEEDS=1-100000 $(GO) test -count=1 -timeout 60m -run 'TestSimSeedSweep|TestSimAuthenticWatchSweep|TestSimCreateGateSweep|TestSimForgedReleaseSweep|TestSimResignSweep|TestSimHandOverSweep$$|TestSimForgedRenewal' -v ./sim/
+	TENURE_SIM_SEEDS=1-2000 $(GO) test -count=1 -timeout 60m -run 'TestRuntimeSweep$$|TestRuntimeResignSweep|TestRuntimeHandOverSweep' -v ./sim/simtest/
+	TENURE_SIM_SEEDS=1-400 $(GO) test -count=1 -timeout 60m -run 'TestSimShards$$' -v ./sim/simtest/
 	TENURE_EXHAUSTIVE=large $(GO) test -count=1 -timeout 60m -run 'TestExhaustive' -v ./sim/internal/exhaust/

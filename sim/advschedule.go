@@ -95,6 +95,10 @@ func advSchedule(s *Cluster) []Fault {
 				if s.chance(0.5) {
 					fl.Window = dur(u, 4*u)
 				}
+			case s.opt.Faults.ForgeRenewal && s.chance(0.4):
+				// The renewal after the leader's next one, ahead of it,
+				// then the leader cut off.
+				fl.Renewal, fl.Window, fl.Dur = true, dur(u, 4*u), dur(u/15, 2*u)
 			default:
 				fl.Record = forgedWatchRecord(s)
 				fl.Revision = forgedRevision(s.rng)

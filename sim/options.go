@@ -133,6 +133,14 @@ type Faults struct {
 	// threat model); it is off in AdversaryFaults, so that the seeds of
 	// the adversary's sweep keep their schedules.
 	ForgeRelease bool
+	// ForgeRenewal lets the forger on the watch channel (ForgeWatch) also
+	// forge renewals ahead: at the leader's next renewal, an event showing
+	// the renewal after it, its revision and record exact and the stamp
+	// the store held then, then the leader cut off (FaultForgeWatch with
+	// Renewal). A follower must count no wait from it (docs/design.md,
+	// "Quiet followers"). Off in AdversaryFaults, so that the seeds of the
+	// adversary's sweep keep their schedules.
+	ForgeRenewal bool
 	// ClockStop stops a node's process and its monotonic clock together
 	// for a while (a VM paused by its hypervisor, a system suspend): it
 	// resumes with its clock behind, and its second clock reveals the stop

@@ -691,16 +691,19 @@ func runShards(t *testing.T, seed uint64, forge bool) (errs []string, trace []st
 }
 
 // TestSimShards runs the shards scenario on seeds 1, 2, ... for the
-// simulator's budget (sim.DefaultBudget; TENURE_SIM_SEEDS picks seeds).
+// simulator's budget (sim.DefaultBudget; TENURE_SIM_SEEDS picks seeds and
+// ranges, as the other sweeps' do).
 func TestSimShards(t *testing.T) {
 	var seeds []uint64
-	if s := os.Getenv("TENURE_SIM_SEEDS"); s != "" {
-		for f := range strings.SplitSeq(s, ",") {
-			var n uint64
-			if _, err := fmt.Sscan(f, &n); err != nil {
-				t.Fatalf("TENURE_SIM_SEEDS: %v", err)
+	if s := os.Getenv(sim.EnvSeeds); s != "" {
+		ranges, err := sim.ParseSeeds(s)
+		if err != nil {
+			t.Fatalf("%s: %v", sim.EnvSeeds, err)
+		}
+		for _, r := range ranges {
+			for n := r.First; n <= r.Last && n >= r.First; n++ {
+				seeds = append(seeds, n)
 			}
-			seeds = append(seeds, n)
 		}
 	}
 	began := time.Now()
