@@ -113,3 +113,40 @@ func TestVerboseFollowerSaysAClaimIsNoLeader(t *testing.T) {
 		t.Errorf("the term's line is %q, want it to say a leads with token 8", lines[1])
 	}
 }
+
+// A release handed to a successor names it in every output of get,
+// watch and ls; a plain release names nobody.
+func TestGetWatchAndLsShowASuccessor(t *testing.T) {
+	o := &storeurl.Opener{}
+	const url = "memory://successor"
+	now := time.Now()
+	named := lease.Record[[]byte]{Token: 3, LeaseDuration: 15 * time.Second, AcquiredAt: now, RenewedAt: now, Successor: "cli-b", Metadata: []byte("{}")}
+	plain := named
+	plain.Successor = ""
+	putRaw(t, o, url, "named", named)
+	putRaw(t, o, url, "plain", plain)
+	for _, c := range []struct {
+		name  string
+		named bool
+	}{{"named", true}, {"plain", false}} {
+		code, out := inProcess(context.Background(), o, "get", "--store", url, c.name)
+		if got := strings.Contains(out.String(), "holder:       (none: released to cli-b, who may take it at once; others wait 15s)"); code != 0 || got != c.named {
+			t.Errorf("get %s: %d, shows the successor %v, want %v:\n%s", c.name, code, got, c.named, out)
+		}
+		code, out = inProcess(context.Background(), o, "get", "--store", url, "-o", "json", c.name)
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(out.String()), &fields); code != 0 || err != nil {
+			t.Fatalf("get -o json %s: %d %v %s", c.name, code, err, out)
+		}
+		if v, ok := fields["successor"]; ok != c.named || (ok && v != "cli-b") {
+			t.Errorf("get -o json %s: successor = %v (present %v), want cli-b only for the named release", c.name, v, ok)
+		}
+		if text := watchOnce(t, o, url, "text", c.name); strings.Contains(text, "successor=cli-b") != c.named {
+			t.Errorf("watch %s: %s", c.name, text)
+		}
+	}
+	code, out := inProcess(context.Background(), o, "ls", "--store", url)
+	if code != 0 || !strings.Contains(out.String(), "(released to cli-b)") || strings.Count(out.String(), "(released") != 2 {
+		t.Errorf("ls: %d\n%s", code, out)
+	}
+}

@@ -64,7 +64,8 @@ type recordJSON struct {
 	RenewedAt     *time.Time      `json:"renewedAt,omitempty"`
 	LeaseDuration string          `json:"leaseDuration"`
 	Transitions   uint64          `json:"transitions"`
-	Claim         bool            `json:"claim,omitempty"` // only a claim: its holder does not lead yet (lease.Record's Claim)
+	Claim         bool            `json:"claim,omitempty"`     // only a claim: its holder does not lead yet (lease.Record's Claim)
+	Successor     string          `json:"successor,omitempty"` // a release handed to this identity (lease.Record's Successor)
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 }
 
@@ -72,7 +73,7 @@ func toJSON(name string, rec lease.Record[rawMeta], rev lease.Revision) recordJS
 	j := recordJSON{
 		Name: name, Revision: uint64(rev), Holder: rec.Holder, Token: rec.Token,
 		LeaseDuration: rec.LeaseDuration.String(), Transitions: rec.Transitions, Metadata: rec.Metadata,
-		Claim: rec.Claim && rec.Held(),
+		Claim: rec.Claim && rec.Held(), Successor: rec.Successor,
 	}
 	if !rec.AcquiredAt.IsZero() {
 		t := rec.AcquiredAt.UTC()
@@ -103,6 +104,9 @@ func printRecord(w io.Writer, format, name string, rec lease.Record[rawMeta], re
 	holder := printable(rec.Holder)
 	if rec.Holder == "" {
 		holder = "(none: released)"
+		if rec.Successor != "" {
+			holder = fmt.Sprintf("(none: released to %s, who may take it at once; others wait %v)", printable(rec.Successor), rec.LeaseDuration)
+		}
 	}
 	if rec.Claim && rec.Held() {
 		holder += fmt.Sprintf(" (claim: does not lead yet; it takes the lease with a new token once this record has stood %v, unless another process takes it first)", rec.LeaseDuration)
@@ -283,6 +287,9 @@ Flags:
 			holder := printable(r.Holder)
 			if r.Holder == "" {
 				holder = "(released)"
+				if r.Successor != "" {
+					holder += " successor=" + printable(r.Successor)
+				}
 			}
 			if r.Claim && r.Held() {
 				holder += " claim=true" // its holder does not lead yet

@@ -48,6 +48,8 @@ func listRows(l []store.Listed[rawMeta], now time.Time) []listRow {
 		}
 		rec := x.Record
 		switch {
+		case !rec.Held() && rec.Successor != "":
+			r.Holder = "(released to " + printable(rec.Successor) + ")"
 		case !rec.Held():
 			r.Holder = "(released)"
 		default:

@@ -14,10 +14,13 @@ import (
 
 // Row is one name's line of the table, as the page receives it.
 type Row struct {
-	Name          string     `json:"name"`
-	Revision      uint64     `json:"revision"`
-	Holder        string     `json:"holder"`
-	Claim         bool       `json:"claim,omitempty"`
+	Name     string `json:"name"`
+	Revision uint64 `json:"revision"`
+	Holder   string `json:"holder"`
+	Claim    bool   `json:"claim,omitempty"`
+	// Successor names whom a release was handed to (lease.Record's
+	// Successor); "" on a held record and a plain release.
+	Successor     string     `json:"successor,omitempty"`
 	Token         uint64     `json:"token"`
 	AcquiredAt    *time.Time `json:"acquiredAt,omitempty"`
 	RenewedAt     *time.Time `json:"renewedAt,omitempty"`
@@ -129,7 +132,7 @@ func observe[M any](rec store.Event[M], maxMeta int) obs {
 	}
 	r := rec.Record
 	row := Row{
-		Revision: uint64(rec.Revision), Holder: r.Holder, Claim: r.Claim && r.Held(), Token: r.Token,
+		Revision: uint64(rec.Revision), Holder: r.Holder, Claim: r.Claim && r.Held(), Successor: r.Successor, Token: r.Token,
 		LeaseDuration: r.LeaseDuration.String(), Transitions: r.Transitions,
 	}
 	if !r.AcquiredAt.IsZero() {

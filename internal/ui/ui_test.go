@@ -114,6 +114,21 @@ func TestStateMarksAClaim(t *testing.T) {
 	}
 }
 
+// A release handed to a successor names it in its row.
+func TestStateNamesTheSuccessorOfARelease(t *testing.T) {
+	st := memstore.New[meta]()
+	ctx := context.Background()
+	if _, _, err := st.CompareAndSwap(ctx, "h", 0, lease.Record[meta]{Token: 1, LeaseDuration: time.Second, Successor: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, st, Config{})
+	s.refresh(ctx)
+	m, _ := getState(t, s)
+	if len(m.Rows) != 1 || m.Rows[0].Holder != "" || m.Rows[0].Successor != "n2" {
+		t.Fatalf("rows = %+v, want the release naming n2", m.Rows)
+	}
+}
+
 func TestStateEscapesMarkupFromTheStore(t *testing.T) {
 	const name = `<script>alert("name")</script>`
 	const holder = `<img src=x onerror=alert(1)>`

@@ -41,7 +41,7 @@ function rowElement(r) {
     holder.textContent = "unreadable: " + r.error;
   } else if (r.holder === "") {
     holder.classList.add("released");
-    holder.textContent = "(released)";
+    holder.textContent = r.successor ? "(released to " + r.successor + ")" : "(released)";
   } else {
     holder.textContent = r.holder;
     if (r.claim) {
