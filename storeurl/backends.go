@@ -116,6 +116,7 @@ func openPostgres[M any](ctx context.Context, u *url.URL, raw string) (Store[M],
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL: %w", ErrBadURL, display(raw), err)
 	}
+	cfg.ShouldPing = pgstore.ShouldPing(cfg.ShouldPing) // a follower's reads send no ping
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: PostgreSQL at %s: %w", ErrConnect, display(raw), err)

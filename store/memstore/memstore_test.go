@@ -27,7 +27,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return memstore.New[storetest.Meta]()
-	}, storetest.WithCorrupt(func(t *testing.T, st store.Store[storetest.Meta], name string) {
+	}, storetest.WithStamps[storetest.Meta](), storetest.WithCorrupt(func(t *testing.T, st store.Store[storetest.Meta], name string) {
 		ms, ok := st.(*memstore.Store[storetest.Meta])
 		if !ok {
 			t.Fatalf("the store is a %T", st)

@@ -47,15 +47,15 @@ func (s *Store[M]) buildBatchSQL() {
 	notify := strings.ReplaceAll(notifySQL(u, "$12"), "|| $1", "|| "+u+".name")
 	qualified := "t." + strings.ReplaceAll(columns, ", ", ", t.")
 	s.sqlBatch = `WITH ` + b + ` AS (
-	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::text[], $9::bytea[], $10::boolean[], $13::text[])
-		WITH ORDINALITY AS x(b_name, b_exp, b_holder, b_token, b_acquired, b_renewed, b_duration, b_transitions, b_metadata, b_claim, b_successor, b_i)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::text[], $9::bytea[], $10::boolean[], $13::text[], $14::text[])
+		WITH ORDINALITY AS x(b_name, b_exp, b_holder, b_token, b_acquired, b_renewed, b_duration, b_transitions, b_metadata, b_claim, b_successor, b_stamp, b_i)
 ),
 ` + u + ` AS (
 	UPDATE ` + t + ` AS t SET holder = ` + b + `.b_holder, token = ` + next + `,
 		revision = greatest(nextval($11::text::regclass), t.revision + 1, ` + sqlClockToken + `),
 		acquired_at = ` + b + `.b_acquired, renewed_at = ` + b + `.b_renewed, lease_duration_ns = ` + b + `.b_duration,
 		transitions = ` + b + `.b_transitions::numeric, metadata = ` + b + `.b_metadata, claim = ` + b + `.b_claim,
-		successor = ` + b + `.b_successor
+		successor = ` + b + `.b_successor, stamp = ` + b + `.b_stamp::numeric
 	FROM ` + b + `
 	WHERE t.name = ` + b + `.b_name AND t.revision = ` + b + `.b_exp AND ` + sqlValid + `
 		AND ` + next + ` <= ` + sqlMaxToken + `
@@ -140,7 +140,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 		acquired, renewed                   = make([]time.Time, 0, n), make([]time.Time, 0, n)
 		metadata                            = make([][]byte, 0, n)
 		claims                              = make([]bool, 0, n)
-		successors                          = make([]string, 0, n)
+		successors, stamps                  = make([]string, 0, n), make([]string, 0, n)
 		sent                                = make([]int, 0, n)
 	)
 	for _, i := range at {
@@ -166,6 +166,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 		metadata = append(metadata, enc.Metadata)
 		claims = append(claims, enc.Claim)
 		successors = append(successors, enc.Successor)
+		stamps = append(stamps, strconv.FormatUint(enc.Stamp, 10))
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
@@ -178,7 +179,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 		return
 	}
 	call := pgCall{sql: s.sqlBatch, name: s.nameBatch, row: newBatchRow, args: []any{
-		names, exps, holders, tokens, acquired, renewed, durations, transitions, metadata, claims, s.seqText, s.Channel(), successors}}
+		names, exps, holders, tokens, acquired, renewed, durations, transitions, metadata, claims, s.seqText, s.Channel(), successors, stamps}}
 	rows := make([]*batchRow, len(sent))
 	err := s.afterSchemaChange(ctx, func() error {
 		return s.retry(ctx, notExecuted, func() error {

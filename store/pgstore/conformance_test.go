@@ -40,7 +40,8 @@ func TestConformance(t *testing.T) {
 	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] {
 		return newStore(t, newPool(t))
-	}, storetest.WithReopen(reopen), storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt))
+	}, storetest.WithReopen(reopen), storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt),
+		storetest.WithStamps[storetest.Meta]())
 }
 
 // TestConformanceSharedTable runs the suite with every store on the default
@@ -53,5 +54,5 @@ func TestConformanceSharedTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		return st
-	})
+	}, storetest.WithStamps[storetest.Meta]())
 }

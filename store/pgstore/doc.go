@@ -24,7 +24,10 @@
 //		renewed_at        timestamptz NOT NULL,
 //		lease_duration_ns bigint NOT NULL,
 //		transitions       numeric(20,0) NOT NULL,  -- at most lease.MaxToken
-//		metadata          bytea NOT NULL           -- the codec's bytes
+//		metadata          bytea NOT NULL,          -- the codec's bytes
+//		claim             boolean NOT NULL DEFAULT false,
+//		successor         text NOT NULL DEFAULT '',
+//		stamp             numeric(20,0) NOT NULL DEFAULT 0 -- lease.Record.Stamp
 //	);
 //
 // Table and sequence names are always quoted as identifiers

@@ -39,7 +39,7 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 	err := s.afterSchemaChange(ctx, func() error {
 		return s.retry(ctx, connectionLost, func() error {
 			out = out[:0]
-			rows, err := s.pool.Query(ctx, sql, args...)
+			rows, err := s.pool.Query(forRead(ctx), sql, args...)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ func TestParseNotification(t *testing.T) {
 		{"the whole record", "r1:42:7:3:3000000000:1700000000000000:1700000001000000:6869:4:nodejob", true, "job", 42, true},
 		{"a holder with colons", "r1:42:7:3:3000000000:1:2::3:a:bjob:x", true, "job:x", 42, true},
 		{"a released record", "r1:42:7:3:3000000000:1:2::0:job", true, "job", 42, true},
+		{"a stamped record", "r1:42:7:3:3000000000:1:2:6869.18446744073709551615:4:nodejob", true, "job", 42, true},
+		{"a stamp without metadata", "r1:42:7:3:3000000000:1:2:.5:4:nodejob", true, "job", 42, true},
 		{"metadata that is not hex: read instead", "r1:42:7:3:3000000000:1:2:zz:4:nodejob", true, "job", 42, false},
 		{"times that are not numbers: read instead", "r1:42:7:3:3000000000:x:2::4:nodejob", true, "job", 42, false},
 		{"holder longer than what follows", "r1:42:7:3:3000000000:1:2::99:nodejob", false, "", 0, false},
@@ -46,6 +49,32 @@ func TestParseNotification(t *testing.T) {
 	if err != nil || rev != 42 || raw.Holder != "node" || raw.Token != 7 || raw.Transitions != 3 ||
 		raw.LeaseDuration != 3*time.Second || string(raw.Metadata) != "hi" || !raw.RenewedAt.Equal(time.UnixMicro(1700000001000000)) {
 		t.Fatalf("record %+v at %d, %v", raw, rev, err)
+	}
+	// A payload without a stamp (a writer that keeps none) is a record
+	// with Stamp 0; one with a stamp carries it; one whose stamp is no
+	// number parses and is refused when checked (the watcher reads the
+	// row instead).
+	for payload, want := range map[string]uint64{
+		"r1:42:7:3:3000000000:1:2:6869:4:nodejob":                      0,
+		"r1:42:7:3:3000000000:1:2:6869.18446744073709551615:4:nodejob": 1<<64 - 1,
+		"r1:42:7:3:3000000000:1:2:.81985529216486895:4:nodejob":        0x0123456789abcdef,
+	} {
+		_, _, r, _ := parseNotification(payload)
+		if raw, _, err := r.parse(); err != nil || raw.Stamp != want || (want == 0) != (r.stamp == nil) {
+			t.Errorf("parseNotification(%q): Stamp %d, %v; want %d", payload, raw.Stamp, err, want)
+		}
+	}
+	for _, payload := range []string{"r1:42:7:3:3000000000:1:2:6869.x:4:nodejob", "r1:42:7:3:3000000000:1:2:6869.-1:4:nodejob", "r1:42:7:3:3000000000:1:2:6869.18446744073709551616:4:nodejob"} {
+		_, _, r, _ := parseNotification(payload)
+		if _, _, err := r.parse(); err == nil {
+			t.Errorf("parseNotification(%q): a stamp that is no uint64 was accepted", payload)
+		}
+	}
+	// A listener that knows no stamp takes the metadata field for hex:
+	// the dot makes it drop the record and read the row, never take a
+	// wrong one.
+	if _, err := hex.DecodeString("6869.18446744073709551615"); err == nil {
+		t.Error("a stamped metadata field decodes as hex")
 	}
 	// A forged record out of bounds parses, and is refused when checked.
 	_, _, r, _ = parseNotification("r1:42:" + strings.Repeat("9", 30) + ":3:3000000000:1:2::4:nodejob")

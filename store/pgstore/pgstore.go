@@ -259,7 +259,7 @@ func (s *Store[M]) Channel() string {
 }
 
 // columns are the columns of a record.
-const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim, successor"
+const columns = "holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim, successor, stamp"
 
 // selected returns the columns of a record as row.dest reads them, from the
 // table or CTE named alias: the numbers as text, so that whatever a row
@@ -268,7 +268,7 @@ const columns = "holder, token, revision, acquired_at, renewed_at, lease_duratio
 func selected(alias string) string {
 	a := alias + "."
 	return a + "holder, " + a + "token::text, " + a + "revision::text, " + a + "acquired_at, " + a + "renewed_at, " +
-		a + "lease_duration_ns::text, " + a + "transitions::text, " + a + "metadata, " + a + "claim, " + a + "successor"
+		a + "lease_duration_ns::text, " + a + "transitions::text, " + a + "metadata, " + a + "claim, " + a + "successor, " + a + "stamp::text"
 }
 
 // The bounds of store.ValidateStored and store.MaxRevision, as SQL
@@ -319,7 +319,8 @@ const notifyMetadataMax = 2048
 
 // notifySQL returns the select list that announces the row of alias a
 // (its name in $1) on the channel in parameter ch, with one notification:
-// the whole record ("r1:" payload, see parseNotification) when its metadata
+// the whole record ("r1:" payload, see parseNotification; a nonzero
+// stamp follows the metadata after a dot) when its metadata
 // is small enough, its times finite and it is no claim and names no
 // successor (lease.Record's Claim and Successor, which the "r1:" payload
 // does not carry), otherwise
@@ -333,7 +334,7 @@ func notifySQL(a, ch string) string {
 	}
 	full := `'r1:' || ` + a + `.revision::text || ':' || ` + a + `.token::text || ':' || ` + a + `.transitions::text || ':' || ` +
 		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
-		`encode(` + a + `.metadata, 'hex') || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
+		`encode(` + a + `.metadata, 'hex') || CASE WHEN ` + a + `.stamp <> 0 THEN '.' || ` + a + `.stamp::text ELSE '' END || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
 	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax) +
 		` AND ` + a + `.claim IS NOT TRUE AND ` + a + `.successor = ''`
 	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) ELSE pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1) END`
@@ -365,10 +366,10 @@ func (s *Store[M]) buildSQL() {
 	// and only if this statement inserted it.
 	s.sqlCreate = `WITH ` + r + ` AS (SELECT nextval($9::text::regclass) AS rev),
 ` + w + ` AS (
-	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim, successor)
-	SELECT $1, $2, greatest($3::numeric, ` + sqlClockToken + `), ` + r + `.rev, $4, $5, $6, $7, $8, $11, $12 FROM ` + r + `
+	INSERT INTO ` + t + ` AS t (name, holder, token, revision, acquired_at, renewed_at, lease_duration_ns, transitions, metadata, claim, successor, stamp)
+	SELECT $1, $2, greatest($3::numeric, ` + sqlClockToken + `), ` + r + `.rev, $4, $5, $6, $7, $8, $11, $12, $13::numeric FROM ` + r + `
 	ON CONFLICT (name) DO UPDATE SET holder = t.holder
-	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata, t.claim, t.successor
+	RETURNING t.holder, t.token, t.revision, t.acquired_at, t.renewed_at, t.lease_duration_ns, t.transitions, t.metadata, t.claim, t.successor, t.stamp
 ),
 ` + n + ` AS (SELECT ` + notifySQL(w, "$10") + ` FROM ` + w + `, ` + r + ` WHERE ` + w + `.revision = ` + r + `.rev)
 SELECT coalesce(` + w + `.revision = ` + r + `.rev, false), ` + selected(w) + `, (SELECT count(*) FROM ` + n + `)
@@ -391,7 +392,7 @@ FROM ` + w + `, ` + r
 	s.sqlUpdate = `WITH ` + u + ` AS (
 	UPDATE ` + t + ` AS t SET holder = $3, token = ` + sqlNextToken + `,
 		revision = greatest(nextval($10::text::regclass), t.revision + 1, ` + sqlClockToken + `),
-		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9, claim = $16, successor = $18
+		acquired_at = $5, renewed_at = $6, lease_duration_ns = $7, transitions = $8, metadata = $9, claim = $16, successor = $18, stamp = $19::numeric
 	WHERE t.name = $1 AND t.revision = $2 AND ` + sqlValid + `
 		AND ` + sqlNextToken + ` <= ` + sqlMaxToken + `
 		AND ` + sqlReleased + `
@@ -406,7 +407,7 @@ SELECT false, ` + selected(c) + `, 0 FROM ` + c
 }
 
 // SchemaSQL returns the statements that create the Store's sequence and
-// table if they do not exist, and add the claim and successor columns to a
+// table if they do not exist, and add the claim, successor and stamp columns to a
 // table made before those columns existed, as Migrate runs them. Teams that manage their
 // own schema can run them (or their equivalent) instead.
 func (s *Store[M]) SchemaSQL() string {
@@ -439,18 +440,20 @@ func createSQL(table, seq pgx.Identifier, now time.Time) string {
 	transitions       numeric(20,0) NOT NULL CHECK (transitions BETWEEN 0 AND 18446744073709551615),
 	metadata          bytea NOT NULL,
 	claim             boolean NOT NULL DEFAULT false,
-	successor         text NOT NULL DEFAULT ''
+	successor         text NOT NULL DEFAULT '',
+	stamp             numeric(20,0) NOT NULL DEFAULT 0 CHECK (stamp BETWEEN 0 AND 18446744073709551615)
 );
 `
 }
 
-// addClaimSQL adds the claim and successor columns to a table made before
-// they existed.
+// addClaimSQL adds the claim, successor and stamp columns to a table made
+// before they existed (a row without a stamp reads as Stamp 0: none).
 // Migrate runs it only once the table is found to be the Store's
 // (checkTable): it never alters a table of someone else's.
 func addClaimSQL(table pgx.Identifier) string {
 	return "ALTER TABLE " + table.Sanitize() + " ADD COLUMN IF NOT EXISTS claim boolean NOT NULL DEFAULT false;\n" +
-		"ALTER TABLE " + table.Sanitize() + " ADD COLUMN IF NOT EXISTS successor text NOT NULL DEFAULT '';\n"
+		"ALTER TABLE " + table.Sanitize() + " ADD COLUMN IF NOT EXISTS successor text NOT NULL DEFAULT '';\n" +
+		"ALTER TABLE " + table.Sanitize() + " ADD COLUMN IF NOT EXISTS stamp numeric(20,0) NOT NULL DEFAULT 0;\n"
 }
 
 // lockKey is the advisory lock Migrate takes: one per table, so that
@@ -463,8 +466,8 @@ func (s *Store[M]) lockKey() int64 {
 }
 
 // Migrate creates the Store's sequence and table if they do not exist
-// (SchemaSQL shows the statements), and adds the claim and successor
-// columns to a table of the Store's made before they existed. It runs them in one
+// (SchemaSQL shows the statements), and adds the claim, successor and
+// stamp columns to a table of the Store's made before they existed. It runs them in one
 // transaction under a transaction-scoped advisory lock, so that processes
 // starting together do not race to create the same table. It is safe to
 // call at any time and changes nothing else that exists. It fails with an error wrapping ErrSchema
@@ -529,6 +532,7 @@ var tableColumns = []struct {
 	{"metadata", "bytea", "", "bytea"},
 	{"claim", "boolean NOT NULL DEFAULT false", "", "bool"},
 	{"successor", "text NOT NULL DEFAULT ''", "S", ""},
+	{"stamp", "numeric(20,0) NOT NULL DEFAULT 0", "N", ""},
 }
 
 // sqlTableColumns lists the relation that the table's name ($1) stands for
@@ -551,8 +555,8 @@ type querier interface {
 
 // checkTable returns the schema of the table the Store's statements use,
 // found through the search_path when the Store's table has no schema, and
-// whether its only lack is the claim or successor column, which Migrate
-// adds (a table made before those columns existed). It fails with ErrSchema, naming the table and each column that
+// whether its only lack is the claim, successor or stamp column, which
+// Migrate adds (a table made before those columns existed). It fails with ErrSchema, naming the table and each column that
 // is missing or of a type the Store cannot use, when the relation its
 // statements would use under the table's name cannot hold its records: a
 // table of someone else's of the same name, say, which CREATE TABLE IF NOT
@@ -603,7 +607,7 @@ func (s *Store[M]) checkTable(ctx context.Context, q querier) (schema string, no
 	for _, want := range tableColumns {
 		c, ok := cols[want.name]
 		switch {
-		case !ok && (want.name == "claim" || want.name == "successor"):
+		case !ok && (want.name == "claim" || want.name == "successor" || want.name == "stamp"):
 			noClaim = true
 		case !ok:
 			problems = append(problems, fmt.Sprintf("column %s is missing (the Store creates it %s)", want.name, want.created))
@@ -713,7 +717,7 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 		schema, noClaim, err = s.checkTable(ctx, s.pool)
 		if err == nil && noClaim {
 			t := s.table.Sanitize()
-			err = fmt.Errorf("%w: the table %s lacks the column claim or successor, which this version of the Store writes (a table made by an older one): "+
+			err = fmt.Errorf("%w: the table %s lacks the column claim, successor or stamp, which this version of the Store writes (a table made by an older one): "+
 				"add them with Migrate, or run %q (automatic creation is off)", ErrSchema, t, strings.TrimSpace(addClaimSQL(s.table)))
 		}
 		return err
@@ -733,7 +737,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	if expected == 0 {
 		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-			s.seqText, s.Channel(), enc.Claim, enc.Successor}}
+			s.seqText, s.Channel(), enc.Claim, enc.Successor, enc.Stamp}}
 	}
 	// No stored revision exceeds MaxInt64: a larger expected revision
 	// matches nothing, and neither does -1.
@@ -747,7 +751,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	}
 	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
-		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration), enc.Claim, g.Successor, enc.Successor}}
+		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration), enc.Claim, g.Successor, enc.Successor, enc.Stamp}}
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the
@@ -777,10 +781,11 @@ type row struct {
 	metadata    *[]byte
 	claim       *bool   // NULL (a notification's record, which has none) is false
 	successor   *string // NULL (likewise) is none
+	stamp       *string // NULL (a notification's record without one) is 0
 }
 
 func (r *row) dest() []any {
-	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata, &r.claim, &r.successor}
+	return []any{&r.holder, &r.token, &r.revision, &r.acquiredAt, &r.renewedAt, &r.durationNS, &r.transitions, &r.metadata, &r.claim, &r.successor, &r.stamp}
 }
 
 // rev returns the row's revision, or 0 when it is not one.
@@ -848,6 +853,9 @@ func (r *row) parse() (lease.Record[[]byte], lease.Revision, error) {
 	if r.successor != nil {
 		rec.Successor = *r.successor
 	}
+	if r.stamp != nil {
+		rec.Stamp = number("stamp", r.stamp, math.MaxUint64)
+	}
 	if r.metadata == nil {
 		bad("column metadata is NULL")
 	} else {
@@ -881,6 +889,7 @@ func (s *Store[M]) record(name string, r *row) (lease.Record[M], lease.Revision,
 		Transitions:   raw.Transitions,
 		Claim:         raw.Claim,
 		Successor:     raw.Successor,
+		Stamp:         raw.Stamp,
 		Metadata:      m,
 	}, rev, nil
 }
@@ -929,7 +938,7 @@ func (s *Store[M]) read(ctx context.Context, name string) (row, bool, error) {
 	found := true
 	err := s.afterSchemaChange(ctx, func() error {
 		return s.retry(ctx, connectionLost, func() error {
-			c, err := s.pool.Acquire(ctx)
+			c, err := s.pool.Acquire(forRead(ctx))
 			if err != nil {
 				return err
 			}

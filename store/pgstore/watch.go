@@ -210,8 +210,11 @@ func (c *listening[M]) Stream(ctx context.Context, f *watchutil.Feed[string, not
 
 // parseNotification reads a payload of the Store's channel: "REVISION:NAME",
 // or the whole record, "r1:REVISION:TOKEN:TRANSITIONS:LEASE_NS:ACQUIRED_US:
-// RENEWED_US:METADATA_HEX:HOLDER_BYTES:HOLDER" followed by the name (times
-// in microseconds since 1970, the metadata as it is stored). Anyone who may
+// RENEWED_US:METADATA_HEX[.STAMP]:HOLDER_BYTES:HOLDER" followed by the name
+// (times in microseconds since 1970, the metadata as it is stored, and a
+// nonzero lease.Record.Stamp in decimal after a dot; a payload without one
+// is a record without a stamp, 0). A listener that knows no stamp finds
+// the dot is no hex, drops the record and reads the row. Anyone who may
 // NOTIFY on the channel can send anything: ok is false for a payload that
 // is not one of these, and a record that is not well formed is dropped (r
 // is nil: a watcher reads the record). The record is only as good as a
@@ -233,12 +236,18 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 		holder, name := strings.Clone(f[8][:n]), f[8][n:]
 		acq, err := strconv.ParseInt(f[4], 10, 64)
 		ren, err2 := strconv.ParseInt(f[5], 10, 64)
-		meta, err3 := hex.DecodeString(f[6])
+		metaHex, stampText, stamped := strings.Cut(f[6], ".")
+		meta, err3 := hex.DecodeString(metaHex)
 		if err != nil || err2 != nil || err3 != nil {
 			return name, rev, nil, true
 		}
+		var stamp *string
+		if stamped {
+			stampText = strings.Clone(stampText)
+			stamp = &stampText
+		}
 		r := &row{
-			holder: &holder, token: &f[1], revision: &f[0], durationNS: &f[3], transitions: &f[2], metadata: &meta,
+			holder: &holder, token: &f[1], revision: &f[0], durationNS: &f[3], transitions: &f[2], metadata: &meta, stamp: stamp,
 			acquiredAt: pgtype.Timestamptz{Time: time.UnixMicro(acq), Valid: true},
 			renewedAt:  pgtype.Timestamptz{Time: time.UnixMicro(ren), Valid: true},
 		}

@@ -43,5 +43,5 @@ func TestConformance(t *testing.T) {
 	}
 	storetest.Run(t, func(t *testing.T) store.Store[storetest.Meta] { return open(t) },
 		storetest.WithReopen(func(t *testing.T) store.Store[storetest.Meta] { return open(t) }),
-		storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt))
+		storetest.WithDelete[storetest.Meta](del), storetest.WithCorrupt(corrupt), storetest.WithStamps[storetest.Meta]())
 }

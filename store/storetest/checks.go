@@ -355,6 +355,22 @@ func testFieldsRoundTrip[M any](e *env[M]) {
 	got, rev = e.swap(name, rev, r)
 	got, rev = e.swap(name, rev, e.term("holder-b", got.Token+1))
 	e.stored(name, got, rev)
+	if !e.md.stamps {
+		return
+	}
+	// Stamp round trips (WithStamps): every bit, on a create and on
+	// swaps, and 0 (none) after one.
+	name = e.name("fields-stamp")
+	r = e.term("holder-a", 1)
+	r.Stamp = 0xfedcba9876543210
+	got, rev = e.swap(name, 0, r)
+	e.stored(name, got, rev)
+	for _, stamp := range []uint64{1<<64 - 1, 0, 1, 1 << 63} {
+		r = got
+		r.Stamp = stamp
+		got, rev = e.swap(name, rev, r)
+		e.stored(name, got, rev)
+	}
 }
 
 // endedContext is a context that has ended, and the error it ends with.

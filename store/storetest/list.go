@@ -28,6 +28,14 @@ func WithoutList[M any]() Option[M] {
 	return func(md *metadata[M]) { md.noList = true }
 }
 
+// WithStamps says the store keeps lease.Record.Stamp (returns it from
+// swaps, Get and List as written): the check of the fields then writes
+// stamps and wants them back. A store without it may return 0 for every
+// stamp, which the suite then accepts.
+func WithStamps[M any]() Option[M] {
+	return func(md *metadata[M]) { md.stamps = true }
+}
+
 // listMeta are the characters that mean something in a LIKE pattern or a
 // glob (SCAN's MATCH), and the braces and percent of Redis keys: a listing
 // by a prefix holding one must match the character itself.

@@ -53,6 +53,7 @@ type metadata[M any] struct {
 	del       func(t *testing.T, name string)                    // WithDelete; nil without
 	corrupt   func(t *testing.T, st store.Store[M], name string) // WithCorrupt; nil without
 	noList    bool                                               // WithoutList
+	stamps    bool                                               // WithStamps
 }
 
 // metadataOf applies opts over the defaults for M: the suite's own values

@@ -294,10 +294,12 @@ func BenchmarkCrashFailover(b *testing.B) {
 				if err != nil {
 					tb.Fatal(err)
 				}
-				// pgx's own rule (a connection idle for a second is pinged
-				// when acquired), with each ping counted as a request.
-				cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
-					if p.IdleDuration > time.Second {
+				// pgstore.ShouldPing over pgx's own rule (a connection
+				// idle for a second is pinged when acquired, except for
+				// the Store's reads), with each ping counted as a request.
+				should := pgstore.ShouldPing(nil)
+				cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+					if should(ctx, p) {
 						e.request(id)
 						return true
 					}
