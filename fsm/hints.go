@@ -263,9 +263,12 @@ func (m *Machine) answered(ev Event) {
 		return
 	}
 	// A guarded swap that went through confirms the release it was
-	// guarded by: the store held it.
-	confirmed := (ev.Kind != SwapDone || m.req.guarded) && !m.hints.newsAbsent && !ev.Absent &&
-		(ev.Revision > m.hints.newsRev || ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease)
+	// guarded by: the store held it. Any swap's answer confirms the very
+	// record the hint showed at its revision: it is what the store stored
+	// there (the node's own write, whose event came before the reply).
+	same := ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease
+	confirmed := !m.hints.newsAbsent && !ev.Absent &&
+		((ev.Kind != SwapDone || m.req.guarded) && (ev.Revision > m.hints.newsRev || same) || ev.Kind == SwapDone && same && !ev.Corrupt)
 	after := m.req.seq > m.hints.newsSeq
 	if !confirmed && !after {
 		return // sent before the hint: a request follows

@@ -83,3 +83,18 @@ func TestSimHandOverToACrashedSuccessorIsWaitedOut(t *testing.T) {
 		}
 	}
 }
+
+// Two schedules of the handover sweep keep every check:
+//   - 1390: a restore takes the token floor back, and the store issues a
+//     node the token of its own earlier acquire, whose reply was lost,
+//     again. The judge takes the later write as the one its term rests
+//     on, so the overlap with the term the restore erased is excused
+//     (the erased history's rule), not judged from the earlier write.
+//   - 24380: the leader heard its own acquire's event before the reply;
+//     the reply, showing that very record, settles the event instead of
+//     leaving it unconfirmed, which muted the node's watch for a
+//     RetryInterval (100 hours in this config) and kept it from taking a
+//     release handed to it.
+func TestSimHandOverSeedsKeepEveryCheck(t *testing.T) {
+	replaySeeds(t, handOverOptions, 1390, 24380)
+}

@@ -42,22 +42,22 @@ func TestSimRestoreReusesTokensWithoutClockFloor(t *testing.T) {
 	}
 }
 
-// TestSimRestoreSeedKeepsTokensAboveTheFloor replays seed 7 of the restore
+// TestSimRestoreSeedKeepsTokensAboveTheFloor replays seed 16 of the restore
 // sweep, whose restore reuses a token unless the clock floor keeps new
 // tokens above every token issued before.
 func TestSimRestoreSeedKeepsTokensAboveTheFloor(t *testing.T) {
-	o := restoreOptions(7)
+	o := restoreOptions(16)
 	o.noClockFloor = true
 	res, err := RunSeed(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Violation == nil || res.Violation.Check != CheckTokens {
-		t.Fatalf("seed 7 without the clock floor: violation %v, want the tokens check's", res.Violation)
+		t.Fatalf("seed 16 without the clock floor: violation %v, want the tokens check's", res.Violation)
 	}
 	o.noClockFloor = false
 	if res, err = RunSeed(o); err != nil || res.Violation != nil {
-		t.Fatalf("seed 7 with the clock floor: %v, %v", err, res.Violation)
+		t.Fatalf("seed 16 with the clock floor: %v, %v", err, res.Violation)
 	}
 }
 

@@ -106,6 +106,7 @@ type termWrite struct {
 	token    uint64
 	erasures int  // the erasures recorded before it
 	last     Time // the last write of the term the store applied
+	rev      Rev  // the revision of that write
 	sn       Snapshot
 	ahead    bool // its token lay above the store's clock
 	ord      int  // its index in Oracle.terms
@@ -324,14 +325,33 @@ func (o *Oracle) Applied(at Time, sn Snapshot, rev Rev, stored Rec, clock uint64
 	if s.gen != sn.n.Gen {
 		return // an incarnation that is gone: its term can never be believed
 	}
-	for i := range s.writes {
+	// A write of a token the incarnation wrote before continues that
+	// term: a renewal, or the renewal that confirms an acquire whose
+	// outcome it did not learn, each from the term's last revision. But a
+	// write of that token from another revision, while the incarnation
+	// does not lead with it, starts a term of its own: the store issued
+	// the token again after a restore or rollback took its floor back (an
+	// acquire whose reply was lost, say, then another once the store went
+	// back), and that write is the one the new term rests on.
+	again := false
+	for i := len(s.writes) - 1; i >= 0; i-- {
 		if w := &s.writes[i]; w.token == stored.Token {
-			w.last = at
-			return
+			if sn.expected == w.rev || s.leading && s.cur.token == stored.Token {
+				w.last, w.rev = at, rev
+				return
+			}
+			again = true
+			break
 		}
 	}
 	ahead := clock != 0 && stored.Token > clock
-	s.writes = append(s.writes, termWrite{token: stored.Token, erasures: len(o.erased), last: at, sn: sn, ahead: ahead, ord: len(o.terms)})
+	s.writes = append(s.writes, termWrite{token: stored.Token, erasures: len(o.erased), last: at, rev: rev, sn: sn, ahead: ahead, ord: len(o.terms)})
+	if again {
+		// Its token was checked against every earlier term's when the
+		// incarnation first wrote it.
+		o.terms = append(o.terms, term{id: sn.n.ID, gen: sn.n.Gen, token: stored.Token, erasures: len(o.erased), ahead: ahead})
+		return
+	}
 	o.termOrder(sn.n, stored.Token, at, ahead)
 }
 
@@ -555,9 +575,10 @@ func (o *Oracle) started(n Node, s *inc, token uint64, at Time) {
 	o.termOrder(n, token, at, false)
 }
 
+// write returns the write that started s's latest term with token.
 func (s *inc) write(token uint64) (termWrite, bool) {
-	for _, w := range s.writes {
-		if w.token == token {
+	for i := len(s.writes) - 1; i >= 0; i-- {
+		if w := s.writes[i]; w.token == token {
 			return w, true
 		}
 	}
@@ -851,6 +872,7 @@ func (o *Oracle) AppendKey(b []byte) []byte {
 			u(uint64(w.erasures))
 			u(uint64(w.ord))
 			i(w.last)
+			u(uint64(w.rev))
 			u(uint64(w.sn.n.ID))
 			u(uint64(w.sn.n.Gen))
 			seq(w.sn.seq)
