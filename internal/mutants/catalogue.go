@@ -516,6 +516,15 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./store/redisstore"},
 			Tests:       "TestWatchHearsARecordPublishedOnTheNamesChannelAlone",
 		},
+		{
+			Name:        "redis-meta-reused-with-references",
+			File:        "store/redisstore/metacache.go",
+			Original:    "return plainJSON(reflect.TypeFor[M]())",
+			Replacement: "return true",
+			Reason:      "a watch hands out the metadata it decoded last again, slices and maps included, so what one receiver changes shows in the events of the next",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestHeardMetadataWithReferencesIsDecodedAnew",
+		},
 		// ---- redisstore: the Lua script, the create gate, capabilities ----
 		{
 			Name:        "redis-cas-ignores-revision",

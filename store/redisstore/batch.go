@@ -123,6 +123,13 @@ func batchOf(channel string) string {
 	return channel[:i] + batchChannelSuffix
 }
 
+// inBatch reports whether batch is the batch channel of the name's channel
+// ch (batchOf(ch) == batch, without making a string).
+func inBatch(ch, batch string) bool {
+	prefix, ok := strings.CutSuffix(batch, batchChannelSuffix)
+	return ok && strings.LastIndex(ch, "tenure:{") == len(prefix) && strings.HasPrefix(ch, prefix)
+}
+
 // batchEntries parses a batch message: batchHeader, then for each record
 // published its name's channel and the message that casScript would
 // publish on it, each as its length in decimal, a colon and its bytes. It

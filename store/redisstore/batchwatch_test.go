@@ -177,3 +177,38 @@ func TestWatchHearsARecordPublishedOnTheNamesChannelAlone(t *testing.T) {
 		t.Fatalf("event %+v after a replayed older record, want revision %d", ev, rev)
 	}
 }
+
+// A watch hands out the metadata of every heard record as its own value:
+// with references (a slice), a receiver that changes what it got changes
+// nothing a later event carries, though the encoding repeats.
+func TestHeardMetadataWithReferencesIsDecodedAnew(t *testing.T) {
+	srv := testcluster.PackageRedis(t)
+	st, err := redisstore.New[[]string](srv.Client(t), redisstore.WithPrefix(uniquePrefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := lease.Record[[]string]{Holder: "x", Token: 1, AcquiredAt: time.Now(), RenewedAt: time.Now(), LeaseDuration: time.Second, Metadata: []string{"m"}}
+	_, rev, err := st.CompareAndSwap(t.Context(), "n", 0, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.Watch(t.Context(), "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w
+	for range 2 {
+		next.RenewedAt = next.RenewedAt.Add(time.Second)
+		if _, rev, err = st.CompareAndSwap(t.Context(), "n", rev, next); err != nil {
+			t.Fatal(err)
+		}
+		ev := testcluster.NextEvent(t, w, eventTimeout)
+		if ev.Revision != rev {
+			t.Fatalf("event %+v, want revision %d", ev, rev)
+		}
+		if len(ev.Record.Metadata) != 1 || ev.Record.Metadata[0] != "m" {
+			t.Fatalf("metadata %q, want [m] (a receiver's change to an earlier event's shows)", ev.Record.Metadata)
+		}
+		ev.Record.Metadata[0] = "changed"
+	}
+}

@@ -303,24 +303,24 @@ func (s *subscription) heard(ctx context.Context, f *watchutil.Feed[watchKey, ms
 	if !batch {
 		return nil
 	}
-	type entry struct {
-		k watchKey
-		m string
-	}
-	var entries []entry
-	s.mu.Lock()
+	// An entry goes to the Hub as it is: the Hub hands it to the watches
+	// of its key, if any (a lookup here first would cost as much again).
+	var err error
 	batchEntries(payload, func(ch, m string) {
-		if sk, ok := s.channels[ch]; ok && batchOf(ch) == channel {
-			entries = append(entries, entry{sk.k, m})
+		key, ok := strings.CutSuffix(ch, channelSuffix)
+		if !ok || err != nil || !inBatch(ch, channel) {
+			return
+		}
+		r, bad := rawFromMessage(m)
+		k := watchKey{channel: ch, key: key}
+		switch {
+		case bad == nil:
+			f.Put(k, msg{raw: r, heard: true})
+		case s.watched(ch):
+			err = f.Reread(ctx, k)
 		}
 	})
-	s.mu.Unlock()
-	for _, e := range entries {
-		if err := s.put(ctx, f, e.k, e.m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // put hands on m, a message published on the channel of k.
@@ -332,6 +332,12 @@ func (s *subscription) put(ctx context.Context, f *watchutil.Feed[watchKey, msg]
 	}
 	f.Put(k, msg{raw: r, heard: true})
 	return nil
+}
+
+// watched reports whether the channel of a key is subscribed.
+func (s *subscription) watched(channel string) bool {
+	_, ok := s.key(channel)
+	return ok
 }
 
 // key returns the key whose channel is channel.

@@ -127,6 +127,7 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 		last     = offeredNothing // the kind of state offered last
 		lastRev  lease.Revision   // the highest revision offered
 		lastErrS string           // the text of the error offered last
+		meta     metaCache[M]     // the metadata heard last
 	)
 	next := func(ev store.Event[M]) (store.Event[M], bool) {
 		switch {
@@ -162,7 +163,7 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 				ev, _ := m.first.(store.Event[M])
 				return next(ev)
 			case m.heard:
-				rec, rev, err := s.decode(name, &m.raw)
+				rec, rev, err := s.decodeCached(name, &m.raw, &meta)
 				if err != nil {
 					return next(store.Event[M]{Err: err})
 				}
