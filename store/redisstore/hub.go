@@ -39,8 +39,12 @@ type Hub struct {
 	w           *watchutil.Hub[watchKey, msg]
 }
 
-// watchKey is one watched record: its channel and its key.
-type watchKey struct{ channel, key string }
+// watchKey is one watched record, by its channel: the Hub hashes it for
+// every record heard, so it holds no second string.
+type watchKey struct{ channel string }
+
+// key returns the key of the record.
+func (k watchKey) key() string { return strings.TrimSuffix(k.channel, channelSuffix) }
 
 // msg is one state of a watched record as the Hub learns it: a record
 // published on its channel (raw, when heard), the reply of an HGETALL
@@ -307,12 +311,11 @@ func (s *subscription) heard(ctx context.Context, f *watchutil.Feed[watchKey, ms
 	// of its key, if any (a lookup here first would cost as much again).
 	var err error
 	batchEntries(payload, func(ch, m string) {
-		key, ok := strings.CutSuffix(ch, channelSuffix)
-		if !ok || err != nil || !inBatch(ch, channel) {
+		if err != nil || !strings.HasSuffix(ch, channelSuffix) || !inBatch(ch, channel) {
 			return
 		}
 		r, bad := rawFromMessage(m)
-		k := watchKey{channel: ch, key: key}
+		k := watchKey{channel: ch}
 		switch {
 		case bad == nil:
 			f.Put(k, msg{raw: r, heard: true})
@@ -383,7 +386,7 @@ func (h *Hub) Reread(ctx context.Context, keys []watchKey, f *watchutil.Feed[wat
 		_, err := call(ctx, func() ([]redis.Cmder, error) {
 			return h.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, k := range batch {
-					cmds[i] = p.HGetAll(ctx, k.key)
+					cmds[i] = p.HGetAll(ctx, k.key())
 				}
 				return nil
 			})

@@ -76,7 +76,7 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 
 // watchKey is what the Hub watches for name.
 func (s *Store[M]) watchKey(name string) watchKey {
-	return watchKey{channel: s.channel(name), key: s.key(name)}
+	return watchKey{channel: s.channel(name)}
 }
 
 // satDouble returns 2*d, or the largest duration when that overflows.
