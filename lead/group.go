@@ -58,6 +58,12 @@ type Group[M any] struct {
 	// renewals are the leaders' renewals due together, sent in batches
 	// when the store batches swaps (groupbatch.go).
 	renewals renewals[M]
+	// clock is the default clock of the members no option gives one:
+	// one for all, so that its readings of the boot time (three system
+	// calls, at most one every bootEvery) are shared by the members'
+	// steps instead of made by each. Every member still counts the stops
+	// since its own Run began (Elector.seenStops).
+	clock *systemClock
 
 	mu      sync.Mutex
 	members map[string]*member[M]
@@ -131,7 +137,7 @@ func NewGroup[M any](st store.Store[M], opts ...Option) (*Group[M], error) {
 		return nil, fmt.Errorf("lead: NewGroup: the store is not usable: %w", err)
 	}
 	l := newLoop[M]()
-	g := &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}}
+	g := &Group[M]{st: st, opts: opts, loop: l, ops: opPool{max: maxOps}, wakes: wakeGrid[M]{loop: l}, members: map[string]*member[M]{}, clock: newSystemClock()}
 	if b := store.BatcherOf(st); b != nil {
 		g.renewals.b = b
 		g.renewals.batch = func(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M] {
@@ -162,8 +168,8 @@ func (g *Group[M]) Add(name string, opts ...Option) (*Elector[M], error) {
 	if err := g.usable("Add"); err != nil {
 		return nil, err
 	}
-	all := make([]Option, 0, len(g.opts)+len(opts))
-	all = append(append(all, g.opts...), opts...)
+	all := make([]Option, 0, 1+len(g.opts)+len(opts))
+	all = append(append(append(all, defaultClock(g.clock)), g.opts...), opts...)
 	e, err := newElector(name, g.st, all)
 	if err != nil {
 		return nil, err
@@ -374,6 +380,12 @@ func (g *Group[M]) forgetLocked(e *Elector[M]) {
 
 // errInGroup is what Run returns for an elector of a Group.
 var errInGroup = fmt.Errorf("%w: Run: the elector belongs to a Group, whose Run runs it", ErrAlreadyRunning)
+
+// defaultClock makes c the clock unless a later option sets one; it is
+// not an option that sets a clock (setsClock).
+func defaultClock(c Clock) Option {
+	return func(o *options) { o.clock = c }
+}
 
 // setsClock reports whether an option of opts sets a clock.
 func setsClock(opts []Option) bool {

@@ -525,6 +525,34 @@ func Catalogue() []Mutant {
 			Reason:      "a guarded swap goes through over a record that is not the released one it names",
 			Packages:    []string{"./store/memstore"},
 		},
+		// ---- redisstore: batch messages ----
+		{
+			Name:        "redis-batch-entry-wrong-name",
+			File:        "store/redisstore/batch.go",
+			Original:    "heard[#heard + 1] = #ch .. ':' .. ch .. #m .. ':' .. m",
+			Replacement: "local c = heard.last or ch; heard.last = ch; heard[#heard + 1] = #c .. ':' .. c .. #m .. ':' .. m",
+			Reason:      "a batch message names, for each record after the first, the channel of the record before it, so a watch is handed another name's record as its own",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestBatchedRecordsReachTheirOwnNamesWatches",
+		},
+		{
+			Name:        "redis-watch-batch-channel-only",
+			File:        "store/redisstore/hub.go",
+			Original:    "channels = append(channels, k.channel, k.channel+hearsBatchesSuffix)",
+			Replacement: "channels = append(channels, k.channel+hearsBatchesSuffix)",
+			Reason:      "a watch hears batch messages only, so it misses every record published on the name's channel alone (a single swap, a leader of a version without batch messages) and a follower stays on a stale view until it reads",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestWatchHearsARecordPublishedOnTheNamesChannelAlone",
+		},
+		{
+			Name:        "redis-meta-reused-with-references",
+			File:        "store/redisstore/metacache.go",
+			Original:    "return plainJSON(reflect.TypeFor[M]())",
+			Replacement: "return true",
+			Reason:      "a watch hands out the metadata it decoded last again, slices and maps included, so what one receiver changes shows in the events of the next",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestHeardMetadataWithReferencesIsDecodedAnew",
+		},
 		// ---- redisstore: the Lua script, the create gate, capabilities ----
 		{
 			Name:        "redis-cas-ignores-revision",

@@ -26,12 +26,35 @@ const maxScriptSwaps = 64
 //	KEYS     the record hash of each swap, then the dataset marker (with
 //	         the create gate only)
 //	ARGV[1]  "1": the create gate is on
-//	ARGV[2..] for each swap, the count of its arguments, then its
+//	ARGV[2]  the batch channel of the Store's prefix (see batchChannel)
+//	ARGV[3..] for each swap, the count of its arguments, then its
 //	         arguments, as casScript takes them
 //
 // It replies with one reply per swap, in order, each casScript's reply, or
 // {"error", message} for a swap whose commands failed.
+//
+// The records it writes are published together, as one message on the
+// batch channel (see batchMessage), which every Hub watching a name of the
+// prefix subscribes. A record is also published alone on its name's
+// channel, as casScript does, when that channel has a subscriber that
+// does not hear the batch channel: one that subscribed the name's channel
+// without its hears-batches channel (see hearsBatches), as a Hub of a
+// version without batch messages does.
 var batchScript = redis.NewScript(batchSource(casSource))
+
+// The batch channel and its messages.
+const (
+	// batchChannelSuffix follows the prefix in the batch channel's name.
+	batchChannelSuffix = "tenure:changes"
+	// hearsBatchesSuffix follows a name's channel in the name of the
+	// channel that a Hub subscribes with it, to say that it hears the
+	// batch channel too; nothing is published on it.
+	hearsBatchesSuffix = ":batched"
+	// batchHeader starts a batch message; it names the layout version.
+	batchHeader = "tenure-batch/1\x00"
+	// publishLine is casScript's publication of the record it wrote.
+	publishLine = "redis.call('PUBLISH', ARGV[3], table.concat(msg))"
+)
 
 // batchSource makes the batch script of the text of casScript: the part
 // from its first use of its keys or arguments on becomes a function of
@@ -42,16 +65,27 @@ func batchSource(cas string) string {
 	if i < 0 {
 		panic("redisstore: the compare-and-swap script has no line " + strconv.Quote(body))
 	}
+	j := strings.Index(cas, publishLine)
+	if j < i {
+		panic("redisstore: the compare-and-swap script has no line " + strconv.Quote(publishLine) + " after its body")
+	}
 	return cas[:i] + `
+local heard = {}
+local function publish(ch, m)
+  heard[#heard + 1] = #ch .. ':' .. ch .. #m .. ':' .. m
+  local n = redis.call('PUBSUB', 'NUMSUB', ch, ch .. '` + hearsBatchesSuffix + `')
+  if n[2] > n[4] then redis.call('PUBLISH', ch, m) end
+end
+
 local function one(KEYS, ARGV)
-` + cas[i:] + `
+` + cas[i:j] + "publish(ARGV[3], table.concat(msg))" + cas[j+len(publishLine):] + `
 end
 
 local gated = ARGV[1] == '1'
 local n = #KEYS
 if gated then n = n - 1 end
 local out = {}
-local at = 2
+local at = 3
 for i = 1, n do
   local keys = {KEYS[i]}
   if gated then keys[2] = KEYS[#KEYS] end
@@ -67,8 +101,56 @@ for i = 1, n do
     out[i] = {'error', tostring(r)}
   end
 end
+if #heard > 0 then
+  redis.call('PUBLISH', ARGV[2], '` + batchHeader + `' .. table.concat(heard))
+end
 return out
 `
+}
+
+// batchChannel is the channel of the batch messages of the Store's
+// prefix.
+func (s *Store[M]) batchChannel() string { return s.cfg.prefix + batchChannelSuffix }
+
+// batchOf returns the batch channel of the prefix of a name's channel (see
+// Channel): escaped, a name has no '{', so the last "tenure:{" starts its
+// key's own part.
+func batchOf(channel string) string {
+	i := strings.LastIndex(channel, "tenure:{")
+	if i < 0 {
+		return ""
+	}
+	return channel[:i] + batchChannelSuffix
+}
+
+// inBatch reports whether batch is the batch channel of the name's channel
+// ch (batchOf(ch) == batch, without making a string).
+func inBatch(ch, batch string) bool {
+	prefix, ok := strings.CutSuffix(batch, batchChannelSuffix)
+	return ok && strings.LastIndex(ch, "tenure:{") == len(prefix) && strings.HasPrefix(ch, prefix)
+}
+
+// batchEntries parses a batch message: batchHeader, then for each record
+// published its name's channel and the message that casScript would
+// publish on it, each as its length in decimal, a colon and its bytes. It
+// calls fn with each entry, in order, and reports whether the whole
+// message was well formed; it stops at the first entry that is not.
+func batchEntries(payload string, fn func(channel, msg string)) bool {
+	rest, ok := strings.CutPrefix(payload, batchHeader)
+	if !ok {
+		return false
+	}
+	for rest != "" {
+		var ch, m string
+		if ch, rest, ok = lengthPrefixed(rest); !ok {
+			return false
+		}
+		if m, rest, ok = lengthPrefixed(rest); !ok {
+			return false
+		}
+		fn(ch, m)
+	}
+	return true
 }
 
 // BatchesSwaps reports whether CompareAndSwapBatch sends a batch in one
@@ -119,7 +201,7 @@ type batched[M any] struct {
 func (s *Store[M]) swapBatch(ctx context.Context, swaps []store.Swap[M], out []store.SwapResult[M]) {
 	const op = "CompareAndSwap"
 	var keys []string
-	args := []any{""}
+	args := []any{"", s.batchChannel()}
 	var sent []batched[M]
 	var marker string
 	for i, sw := range swaps {

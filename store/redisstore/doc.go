@@ -22,7 +22,12 @@
 // whatever braces or colons it contains, and the escaping keeps a name from
 // closing its braces early, so no name can reach another name's key. Every
 // change is published on the channel <key>:changes, which carries the same
-// hash tag.
+// hash tag, except those of a batch ([Store.CompareAndSwapBatch]): they go
+// out together, as one message on the channel <prefix>tenure:changes, which
+// a [Hub] subscribes beside the names' channels. A batch publishes a record
+// on its name's channel too while that channel has a subscriber that has
+// not subscribed <key>:changes:batched, as a Hub does: one of a version
+// without batch messages, or a tool of your own.
 //
 // The hash holds the fields rev (the revision), op, holder, token, acquired,
 // renewed (RFC 3339, UTC), duration (nanoseconds), transitions, meta (the

@@ -39,15 +39,21 @@ type Hub struct {
 	w           *watchutil.Hub[watchKey, msg]
 }
 
-// watchKey is one watched record: its channel and its key.
-type watchKey struct{ channel, key string }
+// watchKey is one watched record, by its channel: the Hub hashes it for
+// every record heard, so it holds no second string.
+type watchKey struct{ channel string }
+
+// key returns the key of the record.
+func (k watchKey) key() string { return strings.TrimSuffix(k.channel, channelSuffix) }
 
 // msg is one state of a watched record as the Hub learns it: a record
-// published on its channel (raw), the reply of an HGETALL (read), or, for
-// the watch that starts, the event its Store read (first, a
-// store.Event[M]).
+// published on its channel (raw, when heard), the reply of an HGETALL
+// (read), or, for the watch that starts, the event its Store read (first,
+// a store.Event[M]). The raw record is held by value: a Hub hands on
+// thousands a second, and a pointer would cost each an allocation.
 type msg struct {
-	raw   *raw
+	raw   raw
+	heard bool
 	read  bool
 	hash  map[string]string
 	err   error // the HGETALL's error (a WRONGTYPE reply, say)
@@ -109,6 +115,7 @@ type subscription struct {
 
 	mu       sync.Mutex
 	channels map[string]subscribed // the keys subscribed, by channel
+	batches  map[string]int        // the batch channels subscribed, with their keys' count
 	seq      uint64                // the last barrier number handed out
 	pending  map[uint64][]watchKey
 }
@@ -120,20 +127,20 @@ type subscribed struct {
 	confirmed bool   // by that barrier, on this connection
 }
 
-// Connect opens a new subscription to the channel of every key, followed
-// by a barrier ping: once its answer arrives, Stream reports the keys
-// ready.
+// Connect opens a new subscription to the channels of every key (see
+// add), followed by a barrier ping: once its answer arrives, Stream
+// reports the keys ready.
 func (h *Hub) Connect(ctx context.Context, a watchutil.Attempt[watchKey, msg]) (watchutil.Conn[watchKey, msg], error) {
 	s := &subscription{
 		h: h, ps: h.client.Subscribe(ctx),
 		channels: make(map[string]subscribed, len(a.Keys)),
+		batches:  make(map[string]int),
 		pending:  make(map[uint64][]watchKey),
 	}
-	channels := make([]string, len(a.Keys))
+	channels := make([]string, 0, 2*len(a.Keys)+1)
 	s.mu.Lock()
-	for i, k := range a.Keys {
-		channels[i] = k.channel
-		s.channels[k.channel] = subscribed{k: k}
+	for _, k := range a.Keys {
+		channels = s.add(channels, k)
 	}
 	seq := s.mark(a.Keys...)
 	s.mu.Unlock()
@@ -151,6 +158,42 @@ func (h *Hub) Connect(ctx context.Context, a watchutil.Attempt[watchKey, msg]) (
 	return s, nil
 }
 
+// add records k as subscribed and appends to channels those to subscribe
+// for it: its channel, its hears-batches channel (which tells the batch
+// script that this subscriber hears the batch channel, so that it need not
+// publish the record on the name's channel too), and the batch channel of
+// its prefix if no key subscribed it yet. s.mu is held.
+func (s *subscription) add(channels []string, k watchKey) []string {
+	if sk, ok := s.channels[k.channel]; ok && sk.k == k {
+		return channels
+	}
+	s.channels[k.channel] = subscribed{k: k}
+	channels = append(channels, k.channel, k.channel+hearsBatchesSuffix)
+	if b := batchOf(k.channel); b != "" {
+		if s.batches[b]++; s.batches[b] == 1 {
+			channels = append(channels, b)
+		}
+	}
+	return channels
+}
+
+// drop forgets k and returns the channels to unsubscribe for it. s.mu is
+// held.
+func (s *subscription) drop(k watchKey) []string {
+	if sk, ok := s.channels[k.channel]; !ok || sk.k != k {
+		return nil
+	}
+	delete(s.channels, k.channel)
+	channels := []string{k.channel, k.channel + hearsBatchesSuffix}
+	if b := batchOf(k.channel); b != "" {
+		if s.batches[b]--; s.batches[b] <= 0 {
+			delete(s.batches, b)
+			channels = append(channels, b)
+		}
+	}
+	return channels
+}
+
 // mark hands out the next barrier, which confirms keys. s.mu is held.
 func (s *subscription) mark(keys ...watchKey) uint64 {
 	s.seq++
@@ -164,29 +207,30 @@ func (s *subscription) mark(keys ...watchKey) uint64 {
 	return s.seq
 }
 
-// Subscribe subscribes the channel of k, followed by a barrier. The
+// Subscribe subscribes the channels of k (see add), followed by a barrier. The
 // writes are the Hub's, not a watcher's: one watcher's cancelled context
 // must not break the connection of all; the client's WriteTimeout bounds
 // them.
 func (s *subscription) Subscribe(k watchKey) {
 	s.mu.Lock()
-	s.channels[k.channel] = subscribed{k: k}
+	channels := s.add(nil, k)
 	seq := s.mark(k)
 	s.mu.Unlock()
 	wctx := context.Background()
-	if s.ps.Subscribe(wctx, k.channel) != nil || s.ps.Ping(wctx, syncPrefix+strconv.FormatUint(seq, 10)) != nil {
+	if len(channels) > 0 && s.ps.Subscribe(wctx, channels...) != nil || s.ps.Ping(wctx, syncPrefix+strconv.FormatUint(seq, 10)) != nil {
 		// go-redis may have reconnected without the channel: start over
 		// on a new connection, which subscribes to every key.
 		_ = s.ps.Close()
 	}
 }
 
-// Unsubscribe unsubscribes the channel of k.
+// Unsubscribe unsubscribes the channels of k (those of its prefix with
+// the last key of the prefix).
 func (s *subscription) Unsubscribe(k watchKey) {
 	s.mu.Lock()
-	delete(s.channels, k.channel)
+	channels := s.drop(k)
 	s.mu.Unlock()
-	if s.ps.Unsubscribe(context.Background(), k.channel) != nil {
+	if len(channels) > 0 && s.ps.Unsubscribe(context.Background(), channels...) != nil {
 		_ = s.ps.Close()
 	}
 }
@@ -217,18 +261,7 @@ func (s *subscription) Stream(ctx context.Context, f *watchutil.Feed[watchKey, m
 		pinged = false
 		switch m := m.(type) {
 		case *redis.Message:
-			k, ok := s.key(m.Channel)
-			if !ok {
-				continue
-			}
-			r, err := rawFromMessage(m.Payload)
-			if err != nil {
-				// Not a record (anyone may publish): read it instead.
-				err = f.Reread(ctx, k)
-			} else {
-				f.Put(k, msg{raw: &r})
-			}
-			if err != nil {
+			if err := s.heard(ctx, f, m.Channel, m.Payload); err != nil {
 				return err
 			}
 		case *redis.Subscription:
@@ -255,6 +288,59 @@ func (s *subscription) Stream(ctx context.Context, f *watchutil.Feed[watchKey, m
 			}
 		}
 	}
+}
+
+// heard hands on a message received on channel: a record published on a
+// name's channel, or a batch message, whose entries each go to the
+// watches of the name whose channel the entry names, as if published on
+// it. A message that is not a record (anyone may publish) makes the Hub
+// read the record instead; a batch message not well formed is used up to
+// where it is not (its entries are hints like any message, which a lost
+// one would be too). Its error is that of such a read.
+func (s *subscription) heard(ctx context.Context, f *watchutil.Feed[watchKey, msg], channel, payload string) error {
+	if k, ok := s.key(channel); ok {
+		return s.put(ctx, f, k, payload)
+	}
+	s.mu.Lock()
+	batch := s.batches[channel] > 0
+	s.mu.Unlock()
+	if !batch {
+		return nil
+	}
+	// An entry goes to the Hub as it is: the Hub hands it to the watches
+	// of its key, if any (a lookup here first would cost as much again).
+	var err error
+	batchEntries(payload, func(ch, m string) {
+		if err != nil || !strings.HasSuffix(ch, channelSuffix) || !inBatch(ch, channel) {
+			return
+		}
+		r, bad := rawFromMessage(m)
+		k := watchKey{channel: ch}
+		switch {
+		case bad == nil:
+			f.Put(k, msg{raw: r, heard: true})
+		case s.watched(ch):
+			err = f.Reread(ctx, k)
+		}
+	})
+	return err
+}
+
+// put hands on m, a message published on the channel of k.
+func (s *subscription) put(ctx context.Context, f *watchutil.Feed[watchKey, msg], k watchKey, m string) error {
+	r, err := rawFromMessage(m)
+	if err != nil {
+		// Not a record (anyone may publish): read it instead.
+		return f.Reread(ctx, k)
+	}
+	f.Put(k, msg{raw: r, heard: true})
+	return nil
+}
+
+// watched reports whether the channel of a key is subscribed.
+func (s *subscription) watched(channel string) bool {
+	_, ok := s.key(channel)
+	return ok
 }
 
 // key returns the key whose channel is channel.
@@ -300,7 +386,7 @@ func (h *Hub) Reread(ctx context.Context, keys []watchKey, f *watchutil.Feed[wat
 		_, err := call(ctx, func() ([]redis.Cmder, error) {
 			return h.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, k := range batch {
-					cmds[i] = p.HGetAll(ctx, k.key)
+					cmds[i] = p.HGetAll(ctx, k.key())
 				}
 				return nil
 			})

@@ -144,10 +144,13 @@ func WithCreateGate(on bool) Option {
 type Store[M any] struct {
 	client redis.UniversalClient
 	codec  store.Codec[M]
-	cfg    config
-	hub    *Hub                                 // the watches' connection
-	gate   *gate                                // the create gate's marker as this Store saw it; nil: no gate
-	pipe   *batch.Runner[pipeCall, redis.Cmder] // Get's and CompareAndSwap's commands
+	// reuseMeta: a watch may hand out again the metadata it decoded
+	// last for the same encoding (see reusesMeta).
+	reuseMeta bool
+	cfg       config
+	hub       *Hub                                 // the watches' connection
+	gate      *gate                                // the create gate's marker as this Store saw it; nil: no gate
+	pipe      *batch.Runner[pipeCall, redis.Cmder] // Get's and CompareAndSwap's commands
 }
 
 var (
@@ -198,7 +201,7 @@ func NewWithCodec[M any](client redis.UniversalClient, codec store.Codec[M], opt
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	s := &Store[M]{client: client, cfg: cfg, codec: codec, hub: cfg.hub, gate: newGate(client, cfg), pipe: newPipe(client)}
+	s := &Store[M]{client: client, cfg: cfg, codec: codec, reuseMeta: reusesMeta(codec), hub: cfg.hub, gate: newGate(client, cfg), pipe: newPipe(client)}
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
@@ -242,7 +245,10 @@ func (s *Store[M]) Channel(name string) (string, error) {
 	return s.channel(name), nil
 }
 
-func (s *Store[M]) channel(name string) string { return s.key(name) + ":changes" }
+func (s *Store[M]) channel(name string) string { return s.key(name) + channelSuffix }
+
+// channelSuffix follows a name's key in the name of its channel.
+const channelSuffix = ":changes"
 
 // escape percent-encodes '%', '{' and '}'.
 func escape(name string) string {
@@ -541,6 +547,12 @@ func claimArg[M any](expected lease.Revision, next lease.Record[M], gate, ask bo
 // decode checks and converts a stored record: its fields must parse and
 // pass store.ValidateStored, and its metadata must decode.
 func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision, error) {
+	return s.decodeCached(name, r, nil)
+}
+
+// decodeCached is decode, with the metadata handed out again from c (nil:
+// none) when the Store reuses metadata and c holds the same encoding.
+func (s *Store[M]) decodeCached(name string, r *raw, c *metaCache[M]) (lease.Record[M], lease.Revision, error) {
 	p, err := r.parse()
 	if err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)
@@ -559,7 +571,10 @@ func (s *Store[M]) decode(name string, r *raw) (lease.Record[M], lease.Revision,
 	if err := store.ValidateStored(rec); err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)
 	}
-	if rec.Metadata, err = s.codec.Decode([]byte(p.meta)); err != nil {
+	if !s.reuseMeta {
+		c = nil
+	}
+	if rec.Metadata, err = s.decodeMeta(p.meta, c); err != nil {
 		return lease.Record[M]{}, 0, corrupt(name, err)
 	}
 	return rec, lease.Revision(p.rev), nil

@@ -461,21 +461,30 @@ func rawFromMessage(msg string) (raw, error) {
 		if i >= numFields && msg == "" {
 			break
 		}
-		colon := strings.IndexByte(msg, ':')
-		if colon < 1 || colon > 10 {
+		var ok bool
+		if r[i], msg, ok = lengthPrefixed(msg); !ok {
 			return r, errBadMessage
 		}
-		n, err := strconv.Atoi(msg[:colon])
-		if err != nil || n < 0 || n > len(msg)-colon-1 {
-			return r, errBadMessage
-		}
-		r[i] = msg[colon+1 : colon+1+n]
-		msg = msg[colon+1+n:]
 	}
 	if msg != "" {
 		return r, errBadMessage
 	}
 	return r, nil
+}
+
+// lengthPrefixed splits off the field that starts msg: its length in
+// decimal, a colon, and its bytes. It reports false when msg does not
+// start with one.
+func lengthPrefixed(msg string) (field, rest string, ok bool) {
+	colon := strings.IndexByte(msg, ':')
+	if colon < 1 || colon > 10 {
+		return "", msg, false
+	}
+	n, err := strconv.Atoi(msg[:colon])
+	if err != nil || n < 0 || n > len(msg)-colon-1 {
+		return "", msg, false
+	}
+	return msg[colon+1 : colon+1+n], msg[colon+1+n:], true
 }
 
 // parsed is a raw record checked and converted, metadata still encoded.

@@ -23,7 +23,10 @@ import (
 // waits for the server to confirm before it reads the record, so no change
 // falls between the two. Every CompareAndSwap publishes the whole new record
 // on that channel from inside its script, so a change costs the watcher no
-// extra round trip. A receiver that falls behind skips intermediate states
+// extra round trip; a batch of swaps publishes its records as one message
+// on the prefix's batch channel, which the Hub subscribes too, and whose
+// every record reaches the watches of its own name as if it had been
+// published on the name's channel. A receiver that falls behind skips intermediate states
 // and gets the latest, but never an older revision after a newer one, and
 // never holds up the other watches. A record that cannot be read arrives as
 // an event whose Err wraps [store.ErrCorruptRecord].
@@ -73,7 +76,7 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 
 // watchKey is what the Hub watches for name.
 func (s *Store[M]) watchKey(name string) watchKey {
-	return watchKey{channel: s.channel(name), key: s.key(name)}
+	return watchKey{channel: s.channel(name)}
 }
 
 // satDouble returns 2*d, or the largest duration when that overflows.
@@ -124,6 +127,7 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 		last     = offeredNothing // the kind of state offered last
 		lastRev  lease.Revision   // the highest revision offered
 		lastErrS string           // the text of the error offered last
+		meta     metaCache[M]     // the metadata heard last
 	)
 	next := func(ev store.Event[M]) (store.Event[M], bool) {
 		switch {
@@ -158,8 +162,8 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 			case m.first != nil:
 				ev, _ := m.first.(store.Event[M])
 				return next(ev)
-			case m.raw != nil:
-				rec, rev, err := s.decode(name, m.raw)
+			case m.heard:
+				rec, rev, err := s.decodeCached(name, &m.raw, &meta)
 				if err != nil {
 					return next(store.Event[M]{Err: err})
 				}
