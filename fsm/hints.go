@@ -23,8 +23,9 @@ type hintTracker struct {
 	newsLease   Lease
 	newsAbsent  bool
 	newsCorrupt bool
-	newsSeq     uint64        // requests sent when it arrived
-	muteUntil   time.Duration // hints are ignored until then (one was contradicted)
+	newsSeq     uint64         // requests sent when it arrived
+	newsBase    lease.Revision // the newest revision accepted when it arrived
+	muteUntil   time.Duration  // hints are ignored until then (one was contradicted)
 
 	// Renewal hints: watch events showing the record the node follows
 	// (same holder and token) at a newer revision. They make a follower
@@ -106,6 +107,7 @@ func (m *Machine) hinted(ev Event) {
 		return
 	}
 	m.hints.news, m.hints.newsRev, m.hints.newsLease, m.hints.newsAbsent, m.hints.newsCorrupt, m.hints.newsSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
+	m.hints.newsBase = m.view.maxRev
 	if ev.Absent {
 		m.hints.newsRev, m.hints.newsLease, m.hints.newsCorrupt = 0, Lease{}, false
 	}
@@ -274,7 +276,10 @@ func (m *Machine) answered(ev Event) {
 		return // sent before the hint: a request follows
 	}
 	m.hints.news = false
-	if !confirmed && (!m.hints.newsAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.view.maxRev)) {
+	// A record newer than every one accepted when an absence was heard may
+	// have been created since: it settles the absence, it does not
+	// contradict it.
+	if !confirmed && (!m.hints.newsAbsent || !ev.Absent && (ev.Kind == SwapDone || ev.Revision <= m.hints.newsBase)) {
 		m.hints.muteUntil = sat(m.now, m.cfg.RetryInterval)
 	}
 }
