@@ -7,9 +7,9 @@ var fsmSim = []string{"./fsm", "./sim", "./sim/internal/exhaust"}
 
 // Catalogue returns the deliberate unsafe changes that make mutants applies.
 // Each would let two nodes lead at once, reuse or lower a token, let a fence
-// accept a stale write, or run a term's body outside its term; one
-// breaks a promise the tests hold the code to (a forged event costs one
-// read).
+// accept a stale write, or run a term's body outside its term; a few
+// break a promise the tests hold the code to (a balance restored, a bound
+// on moves at once, a forged event costing one read).
 func Catalogue() []Mutant {
 	return []Mutant{
 		// ---- lease: timings planned from a budget ----
@@ -436,6 +436,24 @@ func Catalogue() []Mutant {
 			Reason:      "every replica campaigns for every shard and releases none, so the shards go to whoever asks first and never spread",
 			Packages:    []string{"./lead", "./sim/simtest"},
 			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-move-slot-kept",
+			File:        "lead/shards.go",
+			Original:    "if !s.hook.moveSlotKept {\n\t\t\t\tdelete(s.moving, name)\n\t\t\t}",
+			Replacement: "_ = s.hook.moveSlotKept",
+			Reason:      "a release that is over keeps its place among MaxMoves, so a replica stops moving shards once it has moved MaxMoves and the balance is never restored",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-moves-unbounded",
+			File:        "lead/shards.go",
+			Original:    "now.Sub(m.at) < 3*s.cfg.Every || len(s.moving) >= s.cfg.MaxMoves",
+			Replacement: "now.Sub(m.at) < 3*s.cfg.Every",
+			Reason:      "a replica releases every shard due to move at once, so a store queues hundreds of releases and takeovers and each move's time without a leader grows with the queue",
+			Packages:    []string{"./lead"},
+			Tests:       "TestShards",
 		},
 		{
 			Name:        "lead-shards-assign-order-dependent",
