@@ -25,6 +25,7 @@ type hintTracker struct {
 	newsCorrupt bool
 	newsSeq     uint64         // requests sent when it arrived
 	newsBase    lease.Revision // the newest revision accepted when it arrived
+	newsOwn     bool           // shown by the node's own write sent before it
 	muteUntil   time.Duration  // hints are ignored until then (one was contradicted)
 
 	// Renewal hints: watch events showing the record the node follows
@@ -107,7 +108,7 @@ func (m *Machine) hinted(ev Event) {
 		return
 	}
 	m.hints.news, m.hints.newsRev, m.hints.newsLease, m.hints.newsAbsent, m.hints.newsCorrupt, m.hints.newsSeq = true, ev.Revision, ev.Lease, ev.Absent, ev.Corrupt, m.sent
-	m.hints.newsBase = m.view.maxRev
+	m.hints.newsBase, m.hints.newsOwn = m.view.maxRev, false
 	if ev.Absent {
 		m.hints.newsRev, m.hints.newsLease, m.hints.newsCorrupt = 0, Lease{}, false
 	}
@@ -217,6 +218,12 @@ func (m *Machine) hear(rev lease.Revision) {
 // claimed (same revision and record), or a newer revision that someone else
 // wrote: the node's own successful write confirms nothing, or a forged event
 // claiming the next revision would be confirmed by the renewal it caused.
+// The event of the node's own write, come before its reply (the same
+// revision and record, the write sent before the event arrived), stays
+// news: a new leader renews at once, since a follower may have heard of
+// an acquire the store then rolls back (the simulator's adversary seed
+// 30275); the answer to that renewal, showing a newer revision of the
+// node's own, confirms it.
 // The hint is settled if the answer confirms it or if the request was sent
 // after the hint arrived; in that second case an answer that does not
 // confirm it proves it stale or forged, and hints are ignored for a
@@ -265,13 +272,15 @@ func (m *Machine) answered(ev Event) {
 		return
 	}
 	// A guarded swap that went through confirms the release it was
-	// guarded by: the store held it. Any swap's answer confirms the very
-	// record the hint showed at its revision: it is what the store stored
-	// there (the node's own write, whose event came before the reply).
+	// guarded by: the store held it.
 	same := ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease
-	confirmed := !m.hints.newsAbsent && !ev.Absent &&
-		((ev.Kind != SwapDone || m.req.guarded) && (ev.Revision > m.hints.newsRev || same) || ev.Kind == SwapDone && same && !ev.Corrupt)
 	after := m.req.seq > m.hints.newsSeq
+	if ev.Kind == SwapDone && !m.req.guarded && same && !ev.Corrupt && !after {
+		m.hints.newsOwn = true
+		return // the event of this very write: a renewal follows
+	}
+	confirmed := !m.hints.newsAbsent && !ev.Absent &&
+		(ev.Kind != SwapDone || m.req.guarded || m.hints.newsOwn) && (ev.Revision > m.hints.newsRev || same)
 	if !confirmed && !after {
 		return // sent before the hint: a request follows
 	}

@@ -529,6 +529,15 @@ func TestTransitions(t *testing.T) {
 			{watched(2*s+4*ms, me(5, 3), 12), nil, Leader},
 			{tick(4*s + 1*ms - ns), nil, Leader},
 		})},
+		{"the event of its own acquire, come before the answer, costs a new leader a renewal at once, and mutes nothing", false, false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},
+			{watched(1*ms+500*us, me(5, 3), 11), nil, Candidate},
+			{done(2*ms, me(5, 3), 11), []Action{started(5, 1*ms), renew(11, me(5, 3))}, Leader},
+			{done(3*ms, me(5, 3), 12), nil, Leader},
+			// Hints are not muted: the next news costs a renewal at once.
+			{watched(4*ms, other(6, 4), 13), []Action{renew(12, me(5, 3))}, Leader},
+		}},
 		{"an event during the acquire at another revision than the answer's costs a renewal", false, false, []step{
 			{tick(0), []Action{aRead()}, Follower},
 			{read(1*ms, released(4, 2), 10), []Action{acquire(10, me(5, 3))}, Candidate},

@@ -21,7 +21,8 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 // ShardsVariant turns on an unsafe variant of s, which the shards tests
 // must catch: "body-outlives-term" (a shard's body keeps running after
 // its term, and the release does not wait for it), "campaign-all" (the
-// replica campaigns for every shard and releases none). Call it before
+// replica campaigns for every shard and releases none), "move-slot-kept"
+// (a release that is over keeps its place among MaxMoves). Call it before
 // Run.
 func ShardsVariant[M any](s *Shards[M], variant string) {
 	switch variant {
@@ -29,6 +30,8 @@ func ShardsVariant[M any](s *Shards[M], variant string) {
 		s.hook.bodyOutlivesTerm = true
 	case "campaign-all":
 		s.hook.campaignAll = true
+	case "move-slot-kept":
+		s.hook.moveSlotKept = true
 	default:
 		panic("unknown variant " + variant)
 	}

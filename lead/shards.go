@@ -25,6 +25,10 @@ var ErrInvalidShards = errors.New("lead: invalid shards")
 // ShardsConfig.MaxReplicas is 0.
 const DefaultMaxReplicas = 16
 
+// DefaultMaxMoves is how many shards a replica releases at once when
+// ShardsConfig.MaxMoves is 0.
+const DefaultMaxMoves = 8
+
 // ShardsConfig says what a Shards runs.
 type ShardsConfig struct {
 	// Name names the set of shards. The replicas' presence records are
@@ -52,6 +56,13 @@ type ShardsConfig struct {
 	// electors' LeaseDuration); it reads them at once when membership
 	// changes.
 	Refresh time.Duration
+	// MaxMoves is how many shards a replica releases at once (default
+	// DefaultMaxMoves): the next is released as soon as one of them is.
+	// A store that serves hundreds of releases and takeovers at once
+	// queues them, and each move's time without a leader grows with the
+	// queue; a few at a time keep it near one handover, at the cost of a
+	// longer time to balance when many shards move.
+	MaxMoves int
 }
 
 // Shards runs a set of shards over every live replica: each replica makes
@@ -64,7 +75,8 @@ type ShardsConfig struct {
 // where they are while the balance allows; it campaigns only for the
 // shards assigned to it, and releases those it holds that are assigned
 // elsewhere, after the replica they go to has had time to follow them
-// (see ShardsConfig.Every), which takes each on the release it hears. A
+// (see ShardsConfig.Every) and a few at a time (ShardsConfig.MaxMoves),
+// which takes each on the release it hears. A
 // replica campaigns for a shard once membership has not changed for an
 // Every, so that replicas that start together do not first take each
 // other's shards.
@@ -106,6 +118,8 @@ type Shards[M any] struct {
 	ran      bool
 	electors map[string]*Elector[M] // shards in the Group
 	removing map[string]*Elector[M] // removed, not done yet
+	moving   map[string]bool        // of removing, those released while leading
+	moved    chan struct{}          // a release is over: release the next
 	since    map[string]shardMove   // shards held, assigned elsewhere: since when
 	holders  map[string]string      // last seen holder of each shard
 	seen     []slotSeen             // by slot
@@ -122,6 +136,7 @@ type Shards[M any] struct {
 type shardsHook struct {
 	bodyOutlivesTerm bool // a shard's body keeps running after its term
 	campaignAll      bool // every replica campaigns for every shard
+	moveSlotKept     bool // a release that is over keeps its place among MaxMoves
 }
 
 // shardMove is a shard held here and assigned to another: to whom, since
@@ -151,6 +166,9 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	if cfg.MaxReplicas == 0 {
 		cfg.MaxReplicas = DefaultMaxReplicas
 	}
+	if cfg.MaxMoves == 0 {
+		cfg.MaxMoves = DefaultMaxMoves
+	}
 	switch {
 	case cfg.MaxReplicas < 1 || cfg.MaxReplicas > 1024:
 		return nil, fmt.Errorf("%w: ShardsConfig.MaxReplicas is %d, must lie in [1, 1024]", ErrInvalidShards, cfg.MaxReplicas)
@@ -158,8 +176,10 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 		return nil, fmt.Errorf("%w: ShardsConfig.Every is %v, must not be negative", ErrInvalidShards, cfg.Every)
 	case cfg.Refresh < 0:
 		return nil, fmt.Errorf("%w: ShardsConfig.Refresh is %v, must not be negative", ErrInvalidShards, cfg.Refresh)
+	case cfg.MaxMoves < 0:
+		return nil, fmt.Errorf("%w: ShardsConfig.MaxMoves is %d, must not be negative", ErrInvalidShards, cfg.MaxMoves)
 	}
-	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1}
+	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1, moved: make(chan struct{}, 1)}
 	for i := range cfg.MaxReplicas {
 		name := cfg.Name + "-member-" + strconv.Itoa(i)
 		if err := store.ValidateName(name); err != nil {
@@ -283,7 +303,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 		return ErrAlreadyRunning
 	}
 	s.ran = true
-	s.electors, s.removing, s.since, s.holders = map[string]*Elector[M]{}, map[string]*Elector[M]{}, map[string]shardMove{}, map[string]string{}
+	s.electors, s.removing, s.moving, s.since, s.holders = map[string]*Elector[M]{}, map[string]*Elector[M]{}, map[string]bool{}, map[string]shardMove{}, map[string]string{}
 	s.mu.Unlock()
 
 	gctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -314,11 +334,18 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 			}
 		}
 		t := s.clock.AfterFunc(s.cfg.Every, tick)
-		select {
-		case <-wake:
-		case <-ctxDone:
-			t.Stop()
-			ctxDone = nil
+	wait:
+		for {
+			select {
+			case <-wake:
+				break wait
+			case <-s.moved:
+				s.moveMore(gctx, fn, &bodies)
+			case <-ctxDone:
+				t.Stop()
+				ctxDone = nil
+				break wait
+			}
 		}
 	}
 	stop()
@@ -398,13 +425,7 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 			s.holders[name] = rec.Holder
 		}
 	}
-	for name, e := range s.removing {
-		select {
-		case <-e.Done():
-			delete(s.removing, name)
-		default:
-		}
-	}
+	s.pruneRemovingLocked()
 	for name, e := range s.electors {
 		select {
 		case <-e.Done():
@@ -418,14 +439,40 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 	s.applyLocked(ctx, now, fn, bodies)
 }
 
+// moveMore releases the next shards due to move, once releases are over,
+// with the assignment of the last look: no store request but the releases.
+func (s *Shards[M]) moveMore(ctx context.Context, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneRemovingLocked()
+	if s.target != nil {
+		s.applyLocked(ctx, s.clock.Now(), fn, bodies)
+	}
+}
+
+// pruneRemovingLocked forgets the removed electors that are done. s.mu is
+// held.
+func (s *Shards[M]) pruneRemovingLocked() {
+	for name, e := range s.removing {
+		select {
+		case <-e.Done():
+			if !s.hook.moveSlotKept {
+				delete(s.moving, name)
+			}
+			delete(s.removing, name)
+		default:
+		}
+	}
+}
+
 // assignFor is the assignment for members, with the holders seen.
 func (s *Shards[M]) assignFor(members []string) map[string]string {
 	return assign(s.cfg.Shards, members, s.holders)
 }
 
 // applyLocked campaigns for the shards assigned here and releases, after
-// the grace of three Every, those held here and assigned elsewhere. s.mu is
-// held.
+// the grace of three Every, those held here and assigned elsewhere, at
+// most MaxMoves of them at once. s.mu is held.
 func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
 	for _, sh := range s.cfg.Shards {
 		name := sh.Name
@@ -459,9 +506,17 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 					s.since[name] = shardMove{to: to, at: now}
 					continue
 				}
-				if now.Sub(m.at) < 3*s.cfg.Every {
+				if now.Sub(m.at) < 3*s.cfg.Every || len(s.moving) >= s.cfg.MaxMoves {
 					continue
 				}
+				s.moving[name] = true
+				go func() {
+					<-e.Done()
+					select {
+					case s.moved <- struct{}{}:
+					default:
+					}
+				}()
 			}
 			delete(s.since, name)
 			delete(s.electors, name)

@@ -31,6 +31,7 @@ type shardRig struct {
 	overlap []string
 	hook    func(*lead.Shards[meta])
 	cut     map[string]*atomic.Bool // replicas cut off from the store
+	slow    *slowReleases           // when set, every replica's store
 	noWatch bool                    // the replicas' stores hide Watch
 	moves   int                     // shards that passed from one holder to another, in the store
 	last    map[string]string       // each shard's last holder, in the store
@@ -130,6 +131,9 @@ func (r *shardRig) start(id string) {
 	var st store.Store[meta] = cutStore{r.st, r.cut[id]}
 	if r.noWatch {
 		st = pollStore{st} // a watch would outlive a cut
+	}
+	if r.slow != nil {
+		st = r.slow
 	}
 	s, err := lead.NewShards[meta](st, r.cfg, lead.WithIdentity(id), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
 	if err != nil {
@@ -306,6 +310,83 @@ func TestShardsHandOverWithoutAGap(t *testing.T) {
 	})
 }
 
+// slowReleases is a memstore on which every release (a swap to no
+// holder) takes releaseTime; it counts the most releases in flight at
+// once.
+type slowReleases struct {
+	st       *memstore.Store[meta]
+	mu       sync.Mutex
+	inFlight int
+	most     int
+}
+
+const releaseTime = 50 * time.Millisecond
+
+func (s *slowReleases) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	return s.st.Get(ctx, name)
+}
+
+func (s *slowReleases) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if next.Holder != "" {
+		return s.st.CompareAndSwap(ctx, name, expected, next)
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	time.Sleep(releaseTime)
+	return s.st.CompareAndSwap(ctx, name, expected, next)
+}
+
+func (s *slowReleases) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	return s.st.Watch(ctx, name)
+}
+
+// movesAtOnce starts a with 12 shards and b beside it with MaxMoves 2,
+// releases slowed to releaseTime, and returns the most releases in flight
+// at once and what kept the two from balancing within settleBound.
+func movesAtOnce(t *testing.T, variant string) (int, error) {
+	r := newShardRig(t, 12)
+	r.cfg.MaxMoves = 2
+	r.slow = &slowReleases{st: r.st}
+	if variant != "" {
+		r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+	}
+	r.start("a")
+	if _, err := r.check(map[string]int{"a": 12}, settleBound); err != nil {
+		return 0, err
+	}
+	r.start("b")
+	_, err := r.check(map[string]int{"a": 6, "b": 6}, settleBound)
+	r.slow.mu.Lock()
+	most := r.slow.most
+	r.slow.mu.Unlock()
+	for _, id := range []string{"a", "b"} {
+		r.stop(id)
+	}
+	return most, err
+}
+
+// A replica releases at most MaxMoves shards at once, and the next as soon
+// as one is released: six moves, two at a time, of releases that take
+// 50 ms each, balance within the bound of moves all at once.
+func TestShardsReleaseAtMostMaxMovesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		most, err := movesAtOnce(t, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most != 2 {
+			t.Errorf("at most %d releases were in flight at once, want MaxMoves (2)", most)
+		}
+	})
+}
+
 func TestShardsReplicaThatStopsRenewingDropsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newShardRig(t, 6)
@@ -334,6 +415,7 @@ func TestNewShardsRefusesBadConfig(t *testing.T) {
 		{"a shard named as a slot", lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "w-member-0"}}}},
 		{"too many replicas", lead.ShardsConfig{Name: "w", MaxReplicas: 2000}},
 		{"a negative Every", lead.ShardsConfig{Name: "w", Every: -time.Second}},
+		{"a negative MaxMoves", lead.ShardsConfig{Name: "w", MaxMoves: -1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := lead.NewShards[meta](st, tt.cfg); !errors.Is(err, lead.ErrInvalidShards) {
@@ -376,6 +458,17 @@ func TestShardsUnsafeVariantsFail(t *testing.T) {
 			})
 		})
 	}
+	// A finished release that keeps its place among MaxMoves stops the
+	// moves once MaxMoves have been made.
+	t.Run("move-slot-kept", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			_, err := movesAtOnce(t, "move-slot-kept")
+			if err == nil {
+				t.Fatal("the variant move-slot-kept passed the checks")
+			}
+			t.Logf("caught: %v", err)
+		})
+	})
 }
 
 func TestShardsBalanceByWeight(t *testing.T) {

@@ -20,7 +20,7 @@ func ExampleRunSeed() {
 	fmt.Printf("seed %d: violation %v; %d events, %d terms, %d fenced writes accepted, %d refused\n",
 		res.Seed, res.Err(), res.Events, res.Terms, res.FenceAccepted, res.FenceRejected)
 	// Output:
-	// seed 42: violation <nil>; 5160 events, 8 terms, 255 fenced writes accepted, 0 refused
+	// seed 42: violation <nil>; 5239 events, 8 terms, 288 fenced writes accepted, 1 refused
 }
 
 // A run whose clocks drift past what the timings tolerate makes two
@@ -68,7 +68,7 @@ func ExampleCluster_WriteTimeline() {
 	// faults (1):
 	//      20.000s  crash n1 for 10s (new identity: false) [aimed at the leader]
 	//
-	// checks: OK: every check held (347 events, 2 terms, 24 fenced writes accepted, 0 refused)
+	// checks: OK: every check held (348 events, 2 terms, 23 fenced writes accepted, 0 refused)
 }
 
 // Check sweeps seeds from a test and fails it, with the seed, the

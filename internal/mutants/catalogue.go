@@ -7,7 +7,9 @@ var fsmSim = []string{"./fsm", "./sim", "./sim/internal/exhaust"}
 
 // Catalogue returns the deliberate unsafe changes that make mutants applies.
 // Each would let two nodes lead at once, reuse or lower a token, let a fence
-// accept a stale write, or run a term's body outside its term.
+// accept a stale write, or run a term's body outside its term; a few
+// break a promise the tests hold the code to (a balance restored, a bound
+// on moves at once, a forged event costing one read).
 func Catalogue() []Mutant {
 	return []Mutant{
 		// ---- lease: timings planned from a budget ----
@@ -233,11 +235,20 @@ func Catalogue() []Mutant {
 			// found two leaders (adversary seed 30275).
 			Name:        "fsm-own-write-confirms-hint",
 			File:        "fsm/hints.go",
-			Original:    "\tconfirmed := (ev.Kind != SwapDone || m.req.guarded) && !m.hints.newsAbsent && !ev.Absent &&\n\t\t(ev.Revision > m.hints.newsRev || ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease)\n\tafter := m.req.seq > m.hints.newsSeq\n",
-			Replacement: "\tafter := m.req.seq > m.hints.newsSeq\n\tsame := ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease\n\tconfirmed := !m.hints.newsAbsent && !ev.Absent &&\n\t\t((ev.Kind != SwapDone || m.req.guarded) && (ev.Revision > m.hints.newsRev || same) ||\n\t\t\tev.Kind == SwapDone && !after && same)\n",
+			Original:    "\t\tm.hints.newsOwn = true\n\t\treturn // the event of this very write: a renewal follows",
+			Replacement: "\t\tm.hints.newsOwn = true\n\t\tm.hints.news = false\n\t\treturn // the event of this very write: a renewal follows",
 			Reason:      "a node's own write confirms a hint that arrived while it was in flight, so a new leader skips the renewal at once that a follower which only heard of its rolled-back acquire needs to see",
 			Packages:    fsmSim,
-			Tests:       "TestSimAdversary|TestSimSeed",
+			Tests:       "TestTransitions|TestSimAdversary|TestSimSeed",
+		},
+		{
+			Name:        "fsm-hint-confirmed-by-revision-alone",
+			File:        "fsm/hints.go",
+			Original:    "\tsame := ev.Revision == m.hints.newsRev && ev.Corrupt == m.hints.newsCorrupt && ev.Lease == m.hints.newsLease\n",
+			Replacement: "\tsame := ev.Revision == m.hints.newsRev\n",
+			Reason:      "an answer showing a hinted event's revision with another record confirms the event, so a forged event is never found out: hints stay live and every further forgery costs the follower a read, and a new leader does not renew at once after an event showed another record at its acquire's revision",
+			Packages:    []string{"./fsm"},
+			Tests:       "TestTransitions",
 		},
 		{
 			// Undoes the fix merged for make sim's seed 8014.
@@ -425,6 +436,24 @@ func Catalogue() []Mutant {
 			Reason:      "every replica campaigns for every shard and releases none, so the shards go to whoever asks first and never spread",
 			Packages:    []string{"./lead", "./sim/simtest"},
 			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-move-slot-kept",
+			File:        "lead/shards.go",
+			Original:    "if !s.hook.moveSlotKept {\n\t\t\t\tdelete(s.moving, name)\n\t\t\t}",
+			Replacement: "_ = s.hook.moveSlotKept",
+			Reason:      "a release that is over keeps its place among MaxMoves, so a replica stops moving shards once it has moved MaxMoves and the balance is never restored",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestShards|TestSimShards",
+		},
+		{
+			Name:        "lead-shards-moves-unbounded",
+			File:        "lead/shards.go",
+			Original:    "now.Sub(m.at) < 3*s.cfg.Every || len(s.moving) >= s.cfg.MaxMoves",
+			Replacement: "now.Sub(m.at) < 3*s.cfg.Every",
+			Reason:      "a replica releases every shard due to move at once, so a store queues hundreds of releases and takeovers and each move's time without a leader grows with the queue",
+			Packages:    []string{"./lead"},
+			Tests:       "TestShards",
 		},
 		{
 			Name:        "lead-shards-assign-order-dependent",

@@ -533,7 +533,8 @@ func runShards(t *testing.T, seed uint64, forge bool) (errs []string, trace []st
 		t: t, seed: seed, start: time.Now(), shared: memstore.New[string](),
 		rng: rand.New(rand.NewPCG(seed, 39)), oracles: map[string]*oracle.Oracle{}, bodies: map[*shardBody]struct{}{},
 	}
-	w.cfg = lead.ShardsConfig{Name: "shards", MaxReplicas: 8}
+	// A replica moves one, two or (the default) eight shards at once.
+	w.cfg = lead.ShardsConfig{Name: "shards", MaxReplicas: 8, MaxMoves: []int{1, 2, 0}[seed%3]}
 	for i := range shardsN {
 		w.cfg.Shards = append(w.cfg.Shards, lead.Shard{Name: fmt.Sprintf("shard-%d", i)})
 	}

@@ -111,8 +111,9 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // (its Run's ctx ends) and it reports the time to balance over two, and
 // joins again for the time to balance over three. Each move's time
 // without a leader is from the old term's end (Stopped, before the
-// release) to the new one's start (Started), p50 and p99. Run it with
-// -benchtime 1x; pick a backend with -bench 'Shards/redis'.
+// release) to the new one's start (Started), p50 and p99.
+// TENURE_SHARDS_MOVES sets ShardsConfig.MaxMoves (default its default).
+// Run it with -benchtime 1x; pick a backend with -bench 'Shards/redis'.
 func BenchmarkShards(b *testing.B) {
 	n := 1000
 	if s := os.Getenv("TENURE_SHARDS_N"); s != "" {
@@ -122,18 +123,26 @@ func BenchmarkShards(b *testing.B) {
 		}
 		n = v
 	}
+	moves := 0
+	if s := os.Getenv("TENURE_SHARDS_MOVES"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatalf("TENURE_SHARDS_MOVES: %v", err)
+		}
+		moves = v
+	}
 	window := envDuration(b, "TENURE_SCALE_WINDOW", 30*time.Second)
 	for _, be := range append(backends(), kubeBackend()) {
 		b.Run(be.name, func(b *testing.B) {
 			for range b.N {
-				runShards(b, be, n, window)
+				runShards(b, be, n, moves, window)
 			}
 		})
 	}
 }
 
-func runShards(b *testing.B, be backend, n int, window time.Duration) {
-	cfg := lead.ShardsConfig{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
+func runShards(b *testing.B, be backend, n, moves int, window time.Duration) {
+	cfg := lead.ShardsConfig{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano()), MaxMoves: moves}
 	for i := range n {
 		cfg.Shards = append(cfg.Shards, lead.Shard{Name: fmt.Sprintf("%s-%d", cfg.Name, i)})
 	}
