@@ -444,6 +444,11 @@ func (h *harness[M]) boot(n *rnode[M]) {
 	// until the answer comes (or the operation's timeout passes), and a
 	// leader's term must still end by its deadline (the watchdog's timer).
 	lying := !crowded && !pipelined && seed&24 == 24
+	// Half of all incarnations (by their seed again) prefer to lead
+	// (lead.WithPriority, node i with priority i+1): they advertise, and a
+	// leader that sees a higher priority advertised hands its lease over
+	// to it, under the same faults.
+	preferred := seed&32 != 0
 	base := []lead.Option{
 		lead.WithIdentity(n.id),
 		lead.WithConfig(cfg),
@@ -459,6 +464,9 @@ func (h *harness[M]) boot(n *rnode[M]) {
 		lead.WithLogger(slog.New(logHandler[M]{h, inc})),
 		lead.WithObserver(h.observer(inc)),
 		lead.WithObserver(func(lead.Change) { h.stall(n) }),
+	}
+	if preferred {
+		own = append(own, lead.WithPriority(uint64(n.idx+1)))
 	}
 	var decoys [][]lead.Option
 	if crowded || pipelined {
