@@ -244,18 +244,36 @@ func (s *Shards[M]) Identity() string { return s.id }
 func (s *Shards[M]) Elector(name string) (*Elector[M], bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.electors[name]
-	return e, ok
+	if e, ok := s.electors[name]; ok {
+		return e, true
+	}
+	if e, ok := s.removing[name]; ok && !isDone(e) {
+		return e, true // removed, still stepping down
+	}
+	return nil, false
 }
 
-// Leading returns the names of the shards this replica leads now, sorted.
+// isDone reports whether e has stopped.
+func isDone[M any](e *Elector[M]) bool {
+	select {
+	case <-e.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Leading returns the names of the shards this replica leads now, sorted:
+// those it is releasing too, until their terms end.
 func (s *Shards[M]) Leading() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for name, e := range s.electors {
-		if e.IsLeader() {
-			out = append(out, name)
+	for _, m := range []map[string]*Elector[M]{s.electors, s.removing} {
+		for name, e := range m {
+			if e.IsLeader() {
+				out = append(out, name)
+			}
 		}
 	}
 	slices.Sort(out)
@@ -454,13 +472,11 @@ func (s *Shards[M]) moveMore(ctx context.Context, fn func(context.Context, strin
 // held.
 func (s *Shards[M]) pruneRemovingLocked() {
 	for name, e := range s.removing {
-		select {
-		case <-e.Done():
+		if isDone(e) {
 			if !s.hook.moveSlotKept {
 				delete(s.moving, name)
 			}
 			delete(s.removing, name)
-		default:
 		}
 	}
 }
