@@ -221,8 +221,11 @@ func (m *Machine) hear(rev lease.Revision) {
 // The event of the node's own write, come before its reply (the same
 // revision and record, the write sent before the event arrived), stays
 // news: a new leader renews at once, since a follower may have heard of
-// an acquire the store then rolls back (the simulator's adversary seed
-// 30275); the answer to that renewal, showing a newer revision of the
+// an acquire the store then rolls back, and the renewal finds such a
+// rollback within a round trip rather than at the next scheduled renewal
+// (a margin: the follower's contradiction wait is what keeps it from
+// taking over, and the adversary finds no second leader without the
+// renewal); the answer to that renewal, showing a newer revision of the
 // node's own, confirms it.
 // The hint is settled if the answer confirms it or if the request was sent
 // after the hint arrived; in that second case an answer that does not
