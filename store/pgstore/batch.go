@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/internal/edge"
 )
@@ -23,8 +24,9 @@ const maxBatchRows = 64
 
 // buildBatchSQL writes the statement of CompareAndSwapBatch: sqlUpdate's
 // swap for many rows at once, each row's swap an element of the array
-// parameters ($1 to $10, joined by their position), under the same
-// conditions (the expected revision, sqlValid, the token's rules) and
+// parameters ($1 to $10 and $13 to $19, joined by their position), under
+// the same conditions (the expected revision, sqlValid, the token's rules,
+// and sqlReleased's guard for a row that has one) and
 // with the same new revision, token and notification per row. Each row
 // is compared and updated alone: a row whose condition fails is not
 // updated and is read FOR SHARE instead, as sqlUpdate's current row is,
@@ -45,10 +47,14 @@ func (s *Store[M]) buildBatchSQL() {
 	}
 	next := strings.NewReplacer("$4::numeric", b+".b_token::numeric", "$3::text", b+".b_holder").Replace(sqlNextToken)
 	notify := strings.ReplaceAll(notifySQL(u, "$12"), "|| $1", "|| "+u+".name")
+	guard := strings.NewReplacer("$12::boolean", b+".b_guard", "$13::numeric", b+".b_gtoken::numeric", "$14::numeric", b+".b_gtransitions::numeric",
+		"$15::bigint", b+".b_gduration", "$17::text", b+".b_gsuccessor").Replace(sqlReleased)
 	qualified := "t." + strings.ReplaceAll(columns, ", ", ", t.")
 	s.sqlBatch = `WITH ` + b + ` AS (
-	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::text[], $9::bytea[], $10::boolean[], $13::text[], $14::text[])
-		WITH ORDINALITY AS x(b_name, b_exp, b_holder, b_token, b_acquired, b_renewed, b_duration, b_transitions, b_metadata, b_claim, b_successor, b_stamp, b_i)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::text[], $9::bytea[], $10::boolean[], $13::text[], $14::text[],
+		$15::boolean[], $16::text[], $17::text[], $18::bigint[], $19::text[])
+		WITH ORDINALITY AS x(b_name, b_exp, b_holder, b_token, b_acquired, b_renewed, b_duration, b_transitions, b_metadata, b_claim, b_successor, b_stamp,
+			b_guard, b_gtoken, b_gtransitions, b_gduration, b_gsuccessor, b_i)
 ),
 ` + u + ` AS (
 	UPDATE ` + t + ` AS t SET holder = ` + b + `.b_holder, token = ` + next + `,
@@ -59,6 +65,7 @@ func (s *Store[M]) buildBatchSQL() {
 	FROM ` + b + `
 	WHERE t.name = ` + b + `.b_name AND t.revision = ` + b + `.b_exp AND ` + sqlValid + `
 		AND ` + next + ` <= ` + sqlMaxToken + `
+		AND ` + guard + `
 	RETURNING ` + b + `.b_i, t.name, ` + qualified + `
 ),
 ` + n + ` AS (SELECT ` + notify + ` FROM ` + u + `),
@@ -85,6 +92,78 @@ type batchRow struct {
 func newBatchRow() (any, []any) {
 	br := &batchRow{}
 	return br, append(append([]any{&br.i, &br.written}, br.r.dest()...), &br.notes)
+}
+
+// batchCols are rows of the batch statement, a column each ($1 to $10
+// and $13 to $19): the swaps of existing records it compares and writes.
+type batchCols struct {
+	names, holders, tokens, transitions []string
+	exps, durations                     []int64
+	acquired, renewed                   []time.Time
+	metadata                            [][]byte
+	claims                              []bool
+	successors, stamps                  []string
+	// The guard of CompareReleasedAndSwap (sqlReleased): whether the
+	// swap has one, and the released record it names.
+	guards                []bool
+	gtokens, gtransitions []string
+	gdurations            []int64
+	gsuccessors           []string
+}
+
+// add appends the swap of name at revision exp to enc, guarded by was
+// when not nil.
+func (b *batchCols) add(name string, exp int64, was *store.Released, enc lease.Record[[]byte]) {
+	var g store.Released
+	if was != nil {
+		g = *was
+	}
+	b.guards = append(b.guards, was != nil)
+	b.gtokens = append(b.gtokens, strconv.FormatUint(g.Token, 10))
+	b.gtransitions = append(b.gtransitions, strconv.FormatUint(g.Transitions, 10))
+	b.gdurations = append(b.gdurations, int64(g.LeaseDuration))
+	b.gsuccessors = append(b.gsuccessors, g.Successor)
+	b.names = append(b.names, name)
+	b.exps = append(b.exps, exp)
+	b.holders = append(b.holders, enc.Holder)
+	b.tokens = append(b.tokens, strconv.FormatUint(enc.Token, 10))
+	b.acquired = append(b.acquired, enc.AcquiredAt)
+	b.renewed = append(b.renewed, enc.RenewedAt)
+	b.durations = append(b.durations, int64(enc.LeaseDuration))
+	b.transitions = append(b.transitions, strconv.FormatUint(enc.Transitions, 10))
+	b.metadata = append(b.metadata, enc.Metadata)
+	b.claims = append(b.claims, enc.Claim)
+	b.successors = append(b.successors, enc.Successor)
+	b.stamps = append(b.stamps, strconv.FormatUint(enc.Stamp, 10))
+}
+
+// addAll appends o's rows.
+func (b *batchCols) addAll(o *batchCols) {
+	b.names = append(b.names, o.names...)
+	b.exps = append(b.exps, o.exps...)
+	b.holders = append(b.holders, o.holders...)
+	b.tokens = append(b.tokens, o.tokens...)
+	b.acquired = append(b.acquired, o.acquired...)
+	b.renewed = append(b.renewed, o.renewed...)
+	b.durations = append(b.durations, o.durations...)
+	b.transitions = append(b.transitions, o.transitions...)
+	b.metadata = append(b.metadata, o.metadata...)
+	b.claims = append(b.claims, o.claims...)
+	b.successors = append(b.successors, o.successors...)
+	b.stamps = append(b.stamps, o.stamps...)
+	b.guards = append(b.guards, o.guards...)
+	b.gtokens = append(b.gtokens, o.gtokens...)
+	b.gtransitions = append(b.gtransitions, o.gtransitions...)
+	b.gdurations = append(b.gdurations, o.gdurations...)
+	b.gsuccessors = append(b.gsuccessors, o.gsuccessors...)
+}
+
+// batchCall returns the batch statement of cols.
+func (s *Store[M]) batchCall(cols *batchCols) pgCall {
+	return pgCall{sql: s.sqlBatch, name: s.nameBatch, row: newBatchRow, rows: cols, args: []any{
+		cols.names, cols.exps, cols.holders, cols.tokens, cols.acquired, cols.renewed, cols.durations, cols.transitions,
+		cols.metadata, cols.claims, s.seqText, s.Channel(), cols.successors, cols.stamps,
+		cols.guards, cols.gtokens, cols.gtransitions, cols.gdurations, cols.gsuccessors}}
 }
 
 // BatchesSwaps reports true: CompareAndSwapBatch swaps many names in one
@@ -133,16 +212,8 @@ func (s *Store[M]) CompareAndSwapBatch(ctx context.Context, swaps []store.Swap[M
 // create) in one statement, and fills out at those positions.
 func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int, out []store.SwapResult[M]) {
 	const op = "CompareAndSwap"
-	n := len(at)
-	var (
-		names, holders, tokens, transitions = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		exps, durations                     = make([]int64, 0, n), make([]int64, 0, n)
-		acquired, renewed                   = make([]time.Time, 0, n), make([]time.Time, 0, n)
-		metadata                            = make([][]byte, 0, n)
-		claims                              = make([]bool, 0, n)
-		successors, stamps                  = make([]string, 0, n), make([]string, 0, n)
-		sent                                = make([]int, 0, n)
-	)
+	cols := &batchCols{}
+	sent := make([]int, 0, len(at))
 	for _, i := range at {
 		sw := swaps[i]
 		if err := s.check(ctx, op, sw.Name); err != nil {
@@ -154,19 +225,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 			out[i].Err = fmt.Errorf("pgstore: %s %q: %w", op, sw.Name, err)
 			continue
 		}
-		call := s.swapCall(sw.Name, sw.Expected, nil, 0, enc)
-		names = append(names, sw.Name)
-		exps = append(exps, call.args[1].(int64))
-		holders = append(holders, enc.Holder)
-		tokens = append(tokens, strconv.FormatUint(enc.Token, 10))
-		acquired = append(acquired, enc.AcquiredAt)
-		renewed = append(renewed, enc.RenewedAt)
-		durations = append(durations, int64(enc.LeaseDuration))
-		transitions = append(transitions, strconv.FormatUint(enc.Transitions, 10))
-		metadata = append(metadata, enc.Metadata)
-		claims = append(claims, enc.Claim)
-		successors = append(successors, enc.Successor)
-		stamps = append(stamps, strconv.FormatUint(enc.Stamp, 10))
+		cols.add(sw.Name, s.swapCall(sw.Name, sw.Expected, nil, 0, enc).args[1].(int64), nil, enc)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
@@ -178,8 +237,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 		}
 		return
 	}
-	call := pgCall{sql: s.sqlBatch, name: s.nameBatch, row: newBatchRow, args: []any{
-		names, exps, holders, tokens, acquired, renewed, durations, transitions, metadata, claims, s.seqText, s.Channel(), successors, stamps}}
+	call := s.batchCall(cols)
 	rows := make([]*batchRow, len(sent))
 	err := s.afterSchemaChange(ctx, func() error {
 		return s.retry(ctx, notExecuted, func() error {

@@ -53,9 +53,13 @@
 //
 // CompareAndSwap's statements share round trips under load: a swap made
 // while two pipelines are out waits for the next, which sends every swap
-// waiting, each followed by a Sync, so that each is a transaction of its
-// own. Idle, a swap runs alone on its own context, as a query of the pool
-// does. See docs/backends/postgres.md ("Pipelines").
+// waiting. The swaps of existing records among them (and the renewals of
+// CompareAndSwapBatch) go as one batch statement of up to 64 rows, one
+// transaction, each row compared and written alone, its guard kept, no
+// name twice, and no swap passing an earlier one of its name; creates go
+// as statements of their own, each followed by a Sync, so that each is a
+// transaction of its own. Idle, a swap runs alone on its own context, as
+// a query of the pool does. See docs/backends/postgres.md ("Pipelines").
 //
 // Statements that provably did not run (nothing was sent, or the server
 // ended the session before answering, as pg_terminate_backend or a restart

@@ -735,7 +735,7 @@ func (s *Store[M]) ensureSchema(ctx context.Context) error {
 // swapCall returns the statement of swap.
 func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Released, created uint64, enc lease.Record[[]byte]) pgCall {
 	if expected == 0 {
-		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, args: []any{
+		return pgCall{sql: s.sqlCreate, name: s.nameCreate, row: newSwapRow, key: name, args: []any{
 			name, enc.Holder, created, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
 			s.seqText, s.Channel(), enc.Claim, enc.Successor, enc.Stamp}}
 	}
@@ -749,9 +749,12 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	if was != nil {
 		g = *was
 	}
-	return pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, args: []any{
+	call := pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, key: name, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
 		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration), enc.Claim, g.Successor, enc.Successor, enc.Stamp}}
+	call.rows = &batchCols{}
+	call.rows.add(name, exp, was, enc)
+	return call
 }
 
 // swapRow is the row of CompareAndSwap's statement: whether it wrote, the

@@ -24,6 +24,20 @@ type pgCall struct {
 	name string // the name sql is prepared under for pipelines: stmtName(sql)
 	args []any
 	row  func() (any, []any)
+	// key is the record a statement of one swap writes; rows, when not
+	// nil, are the call's swaps as rows of the batch statement: a swap of
+	// an existing record, or a batch statement. Calls with rows that wait
+	// together go out as one batch statement (mergeCalls).
+	key  string
+	rows *batchCols
+}
+
+// names are the records call writes.
+func (call pgCall) names() []string {
+	if call.rows != nil {
+		return call.rows.names
+	}
+	return []string{call.key}
 }
 
 // pgAnswer is what a statement returned: the values its rows were scanned
@@ -73,6 +87,11 @@ func stmtName(sql string) string {
 // default: a pooler in transaction mode needs another mode), or that has a
 // Tracer (which sees queries, not pipelines), runs them one after the
 // other, as its queries would be; so does a batch of one.
+//
+// Before that, the swaps of calls that can (mergeCalls) go out as one
+// batch statement: one transaction rather than one each, for PostgreSQL's
+// cost per transaction (see CompareAndSwapBatch) is what a pipeline of
+// swaps waits for. Each is reported as if it had gone alone.
 func (s *Store[M]) runPipe(ctx context.Context, calls []pgCall) []batch.Answer[pgAnswer] {
 	out := make([]batch.Answer[pgAnswer], len(calls))
 	c, err := s.pool.Acquire(ctx)
@@ -83,14 +102,145 @@ func (s *Store[M]) runPipe(ctx context.Context, calls []pgCall) []batch.Answer[p
 		return out
 	}
 	defer c.Release()
-	if cfg := c.Conn().Config(); len(calls) == 1 || cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Tracer != nil {
-		for i, call := range calls {
-			out[i] = queryOne(ctx, c, call)
-		}
-		return out
+	stmts := s.mergeCalls(calls)
+	sent := make([]pgCall, len(stmts))
+	for i, m := range stmts {
+		sent[i] = m.call
 	}
-	s.pipeline(ctx, c.Conn(), calls, out)
+	answers := make([]batch.Answer[pgAnswer], len(sent))
+	if cfg := c.Conn().Config(); len(sent) == 1 || cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Tracer != nil {
+		for i, call := range sent {
+			answers[i] = queryOne(ctx, c, call)
+		}
+	} else {
+		s.pipeline(ctx, c.Conn(), sent, answers)
+	}
+	for i, m := range stmts {
+		if !s.unmerge(calls, m, answers[i], out) {
+			// Refused as a whole and rolled back: each alone, so that
+			// none fails for another's sake.
+			for _, p := range m.parts {
+				out[p.at] = queryOne(ctx, c, calls[p.at])
+			}
+		}
+	}
 	return out
+}
+
+// merged is one statement runPipe sends: calls[at] as it is, or (parts
+// not empty) the batch statement of the rows of several calls.
+type merged struct {
+	call  pgCall
+	at    int
+	parts []mergedPart
+}
+
+// mergedPart is one call of a merged statement: calls[at]'s rows are the
+// statement's rows from+1 to from+n (as the batch statement numbers them).
+type mergedPart struct{ at, from, n int }
+
+// mergeCalls returns the statements that carry calls, in order: calls
+// with rows in a row join the batch statement of the ones before, up to
+// maxBatchRows rows, as long as no name comes twice in it (a statement
+// writes a row once and reads its own snapshot: the second swap of a
+// name must see the first's write), and no call left out since it began
+// writes one of their names (the merged statement goes where its first
+// call was: a later swap of a name must not pass an earlier one).
+func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
+	var out []merged
+	open := -1
+	taken := map[string]bool{} // the open statement's names, and those written since it began
+	takenAny := func(names []string) bool {
+		for _, n := range names {
+			if taken[n] {
+				return true
+			}
+		}
+		return false
+	}
+	take := func(names []string) {
+		for _, n := range names {
+			taken[n] = true
+		}
+	}
+	for i, call := range calls {
+		names := call.names()
+		if call.rows == nil {
+			out = append(out, merged{call: call, at: i})
+			take(names)
+			continue
+		}
+		if open >= 0 {
+			m := &out[open]
+			if len(m.call.rows.names)+len(names) <= maxBatchRows && !takenAny(names) {
+				m.parts = append(m.parts, mergedPart{at: i, from: len(m.call.rows.names), n: len(names)})
+				m.call.rows.addAll(call.rows)
+				take(names)
+				continue
+			}
+		}
+		rows := &batchCols{}
+		rows.addAll(call.rows)
+		out = append(out, merged{call: pgCall{rows: rows}, at: -1, parts: []mergedPart{{at: i, n: len(names)}}})
+		open = len(out) - 1
+		clear(taken)
+		take(names)
+	}
+	for j := range out {
+		m := &out[j]
+		switch {
+		case m.at >= 0:
+		case len(m.parts) == 1:
+			// Alone: the call as it is.
+			m.call, m.at, m.parts = calls[m.parts[0].at], m.parts[0].at, nil
+		default:
+			m.call = s.batchCall(m.call.rows)
+		}
+	}
+	return out
+}
+
+// unmerge fills out with the answers of m's calls from a, its statement's
+// answer, each as if it had gone alone: a swap's row as its statement
+// returns it, a batch statement's rows numbered from its first. It
+// reports false, and fills nothing, when the server refused a merged
+// statement as a whole: its calls have to go again, each alone.
+func (s *Store[M]) unmerge(calls []pgCall, m merged, a batch.Answer[pgAnswer], out []batch.Answer[pgAnswer]) bool {
+	if m.parts == nil {
+		out[m.at] = a
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(a.Err, &pgErr) {
+		return false
+	}
+	for _, p := range m.parts {
+		out[p.at] = batch.Answer[pgAnswer]{Err: a.Err}
+	}
+	if a.Err != nil {
+		return true
+	}
+	for _, v := range a.V.rows {
+		br, ok := v.(*batchRow)
+		j := -1
+		if ok {
+			j = slices.IndexFunc(m.parts, func(p mergedPart) bool { return br.i > int64(p.from) && br.i <= int64(p.from+p.n) })
+		}
+		if j < 0 {
+			for _, p := range m.parts {
+				out[p.at] = batch.Answer[pgAnswer]{Err: fmt.Errorf("pgstore: an unexpected row %#v from a merged batch", v)}
+			}
+			return true
+		}
+		p := m.parts[j]
+		if calls[p.at].name == s.nameUpdate {
+			out[p.at].V.rows = append(out[p.at].V.rows, &br.swapRow)
+			continue
+		}
+		br.i -= int64(p.from)
+		out[p.at].V.rows = append(out[p.at].V.rows, br)
+	}
+	return true
 }
 
 // queryOne runs call by itself on c.

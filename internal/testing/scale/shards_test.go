@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,10 +41,47 @@ func kubeBackend() backend {
 }
 
 // shardOps counts one replica's store requests (lead.WithInstruments:
-// its electors' and its looks').
-type shardOps struct{ n atomic.Int64 }
+// its electors' and its looks'), and times its renewals, releases and
+// acquires into times.
+type shardOps struct {
+	n     atomic.Int64
+	times *opTimes
+}
 
-func (c *shardOps) StoreOp(_, _ string, _ time.Duration, _ error) { c.n.Add(1) }
+func (c *shardOps) StoreOp(_, op string, took time.Duration, _ error) {
+	c.n.Add(1)
+	switch op {
+	case lead.OpRenew, lead.OpRelease, lead.OpAcquire:
+		c.times.add(op, took)
+	}
+}
+
+// opTimes are the durations of the replicas' store operations, by kind,
+// since it was last taken.
+type opTimes struct {
+	mu  sync.Mutex
+	ops map[string][]time.Duration
+}
+
+func (o *opTimes) add(op string, took time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ops[op] = append(o.ops[op], took)
+}
+
+// take returns the p50 and p99 of each kind, and forgets them.
+func (o *opTimes) take() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, op := range []string{lead.OpRenew, lead.OpRelease, lead.OpAcquire} {
+		ds := o.ops[op]
+		slices.Sort(ds)
+		out = append(out, fmt.Sprintf("%s %d, p50 %v p99 %v", op, len(ds), quantile(ds, 0.5).Round(time.Microsecond), quantile(ds, 0.99).Round(time.Microsecond)))
+	}
+	clear(o.ops)
+	return strings.Join(out, "; ")
+}
 
 // shardGaps records, per shard, when its last term ended (Stopped, on any
 // replica) and when the next began (Started), paired by token whatever
@@ -111,7 +149,13 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // (its Run's ctx ends) and it reports the time to balance over two, and
 // joins again for the time to balance over three. Each move's time
 // without a leader is from the old term's end (Stopped, before the
-// release) to the new one's start (Started), p50 and p99.
+// release) to the new one's start (Started), p50 and p99. Against it,
+// during the window, it times TENURE_HANDOVERS lone handovers (default
+// 20, plain and named: twice as many) of an election of three electors
+// of its own on the replicas' store clients, with
+// testcluster.PeerConfig's timings: one handover under the same load.
+// It logs the p50 and p99 of the replicas' renewals, releases and
+// acquires in each phase.
 // TENURE_SHARDS_MOVES sets ShardsConfig.MaxMoves (default its default).
 // Run it with -benchtime 1x; pick a backend with -bench 'Shards/redis'.
 func BenchmarkShards(b *testing.B) {
@@ -157,8 +201,9 @@ func runShards(b *testing.B, be backend, n, moves int, window time.Duration) {
 	for i := range stores {
 		stores[i] = be.store(b, i)
 	}
+	times := &opTimes{ops: map[string][]time.Duration{}}
 	start := func(i int) *replica {
-		ops := &shardOps{}
+		ops := &shardOps{times: times}
 		s, err := lead.NewShards(stores[i], cfg, lead.WithIdentity(fmt.Sprintf("replica-%d", i)),
 			lead.WithInstruments(ops), lead.WithObserver(gaps.observe), lead.WithLookupEnv(nil))
 		if err != nil {
@@ -201,15 +246,32 @@ func runShards(b *testing.B, be backend, n, moves int, window time.Duration) {
 	}()
 	first := balanced(reps, began, 5*time.Minute)
 	gaps.take()
+	times.take()
 
 	var before []int64
 	for _, r := range reps {
 		before = append(before, r.ops.n.Load())
 	}
-	time.Sleep(window)
+	// Meanwhile, lone handovers of an election of their own on the
+	// replicas' store clients: one handover under the same load, which
+	// a move's time without a leader is set against.
+	windowAt := time.Now()
+	k := 0
+	plain, named := testcluster.MeasureNamedHandover(b, cfg.Name+"-alone", testcluster.PeerConfig(), testcluster.Handovers(b),
+		func(testing.TB) store.Store[meta] { k++; return stores[k%len(stores)] })
+	var alone []time.Duration
+	for _, h := range append(plain, named...) {
+		alone = append(alone, h.Total)
+	}
+	slices.Sort(alone)
+	if rest := window - time.Since(windowAt); rest > 0 {
+		time.Sleep(rest) // the rest of the window
+	}
+	elapsed := time.Since(windowAt)
+	steadyOps := times.take()
 	var rates []string
 	for i, r := range reps {
-		rates = append(rates, fmt.Sprintf("%.1f", float64(r.ops.n.Load()-before[i])/window.Seconds()))
+		rates = append(rates, fmt.Sprintf("%.1f", float64(r.ops.n.Load()-before[i])/elapsed.Seconds()))
 	}
 
 	// One leaves.
@@ -220,19 +282,25 @@ func runShards(b *testing.B, be backend, n, moves int, window time.Duration) {
 	<-left.done
 	reps = reps[:2]
 	leaveGaps := gaps.take()
+	leaveOps := times.take()
 
 	// It joins again.
 	at = time.Now()
 	reps = append(reps, start(2))
 	join := balanced(reps, at, 5*time.Minute)
 	joinGaps := gaps.take()
+	joinOps := times.take()
 
 	b.ReportMetric(leave.Seconds(), "leave-balance-s")
 	b.ReportMetric(join.Seconds(), "join-balance-s")
 	b.ReportMetric(float64(quantile(append(leaveGaps, joinGaps...), 0.5))/1e6, "gap-p50-ms")
 	b.ReportMetric(float64(quantile(append(leaveGaps, joinGaps...), 0.99))/1e6, "gap-p99-ms")
+	b.ReportMetric(float64(quantile(alone, 0.5))/1e6, "alone-p50-ms")
+	b.ReportMetric(float64(quantile(alone, 0.99))/1e6, "alone-p99-ms")
+	b.Logf("%s: a lone handover in the steady state (%d): p50 %v p90 %v p99 %v", be.name, len(alone), quantile(alone, 0.5).Round(time.Microsecond), quantile(alone, 0.9).Round(time.Microsecond), quantile(alone, 0.99).Round(time.Microsecond))
+	b.Logf("%s: store operations: steady: %s; leave: %s; join: %s", be.name, steadyOps, leaveOps, joinOps)
 	b.Logf("%s: %d shards: first balance %v; steady requests/s per replica %v over %v; leave: balanced in %v, %d moves, gap p50 %v p99 %v; join: balanced in %v, %d moves, gap p50 %v p99 %v",
-		be.name, n, first.Round(time.Millisecond), rates, window,
+		be.name, n, first.Round(time.Millisecond), rates, elapsed.Round(time.Millisecond),
 		leave.Round(time.Millisecond), len(leaveGaps), quantile(leaveGaps, 0.5).Round(time.Microsecond), quantile(leaveGaps, 0.99).Round(time.Microsecond),
 		join.Round(time.Millisecond), len(joinGaps), quantile(joinGaps, 0.5).Round(time.Microsecond), quantile(joinGaps, 0.99).Round(time.Microsecond))
 }
