@@ -104,7 +104,8 @@ type batchCols struct {
 	claims                              []bool
 	successors, stamps                  []string
 	// The guard of CompareReleasedAndSwap (sqlReleased): whether the
-	// swap has one, and the released record it names.
+	// swap has one, and the released record it names. Empty while no
+	// row has one: unnest pads them with NULL, which is no guard.
 	guards                []bool
 	gtokens, gtransitions []string
 	gdurations            []int64
@@ -114,15 +115,16 @@ type batchCols struct {
 // add appends the swap of name at revision exp to enc, guarded by was
 // when not nil.
 func (b *batchCols) add(name string, exp int64, was *store.Released, enc lease.Record[[]byte]) {
-	var g store.Released
 	if was != nil {
-		g = *was
+		b.padGuards()
+		b.guards = append(b.guards, true)
+		b.gtokens = append(b.gtokens, strconv.FormatUint(was.Token, 10))
+		b.gtransitions = append(b.gtransitions, strconv.FormatUint(was.Transitions, 10))
+		b.gdurations = append(b.gdurations, int64(was.LeaseDuration))
+		b.gsuccessors = append(b.gsuccessors, was.Successor)
+	} else if len(b.guards) > 0 {
+		b.addNoGuard()
 	}
-	b.guards = append(b.guards, was != nil)
-	b.gtokens = append(b.gtokens, strconv.FormatUint(g.Token, 10))
-	b.gtransitions = append(b.gtransitions, strconv.FormatUint(g.Transitions, 10))
-	b.gdurations = append(b.gdurations, int64(g.LeaseDuration))
-	b.gsuccessors = append(b.gsuccessors, g.Successor)
 	b.names = append(b.names, name)
 	b.exps = append(b.exps, exp)
 	b.holders = append(b.holders, enc.Holder)
@@ -137,8 +139,38 @@ func (b *batchCols) add(name string, exp int64, was *store.Released, enc lease.R
 	b.stamps = append(b.stamps, strconv.FormatUint(enc.Stamp, 10))
 }
 
+// addNoGuard appends the guard columns of a row without one.
+func (b *batchCols) addNoGuard() {
+	b.guards = append(b.guards, false)
+	b.gtokens = append(b.gtokens, "0")
+	b.gtransitions = append(b.gtransitions, "0")
+	b.gdurations = append(b.gdurations, 0)
+	b.gsuccessors = append(b.gsuccessors, "")
+}
+
+// padGuards fills the guard columns of the rows so far, none guarded,
+// if they are empty.
+func (b *batchCols) padGuards() {
+	for len(b.guards) < len(b.names) {
+		b.addNoGuard()
+	}
+}
+
 // addAll appends o's rows.
 func (b *batchCols) addAll(o *batchCols) {
+	switch {
+	case len(o.guards) > 0:
+		b.padGuards()
+		b.guards = append(b.guards, o.guards...)
+		b.gtokens = append(b.gtokens, o.gtokens...)
+		b.gtransitions = append(b.gtransitions, o.gtransitions...)
+		b.gdurations = append(b.gdurations, o.gdurations...)
+		b.gsuccessors = append(b.gsuccessors, o.gsuccessors...)
+	case len(b.guards) > 0:
+		for range o.names {
+			b.addNoGuard()
+		}
+	}
 	b.names = append(b.names, o.names...)
 	b.exps = append(b.exps, o.exps...)
 	b.holders = append(b.holders, o.holders...)
@@ -151,11 +183,6 @@ func (b *batchCols) addAll(o *batchCols) {
 	b.claims = append(b.claims, o.claims...)
 	b.successors = append(b.successors, o.successors...)
 	b.stamps = append(b.stamps, o.stamps...)
-	b.guards = append(b.guards, o.guards...)
-	b.gtokens = append(b.gtokens, o.gtokens...)
-	b.gtransitions = append(b.gtransitions, o.gtransitions...)
-	b.gdurations = append(b.gdurations, o.gdurations...)
-	b.gsuccessors = append(b.gsuccessors, o.gsuccessors...)
 }
 
 // batchCall returns the batch statement of cols.

@@ -173,15 +173,19 @@ func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
 		if open >= 0 {
 			m := &out[open]
 			if len(m.call.rows.names)+len(names) <= maxBatchRows && !takenAny(names) {
+				if len(m.parts) == 1 {
+					// The first call's rows are its own: copy them.
+					rows := &batchCols{}
+					rows.addAll(m.call.rows)
+					m.call.rows = rows
+				}
 				m.parts = append(m.parts, mergedPart{at: i, from: len(m.call.rows.names), n: len(names)})
 				m.call.rows.addAll(call.rows)
 				take(names)
 				continue
 			}
 		}
-		rows := &batchCols{}
-		rows.addAll(call.rows)
-		out = append(out, merged{call: pgCall{rows: rows}, at: -1, parts: []mergedPart{{at: i, n: len(names)}}})
+		out = append(out, merged{call: pgCall{rows: call.rows}, at: -1, parts: []mergedPart{{at: i, n: len(names)}}})
 		open = len(out) - 1
 		clear(taken)
 		take(names)
