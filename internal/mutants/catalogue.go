@@ -813,6 +813,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestPipelined",
 		},
 		{
+			Name:        "pg-merge-refused-as-answer",
+			File:        "store/pgstore/pipe.go",
+			Original:    "\tif errors.As(a.Err, &pgErr) {\n\t\treturn false\n\t}",
+			Replacement: "\tif errors.As(a.Err, &pgErr) {\n\t\treturn true\n\t}",
+			Reason:      "a merged statement the server refused and rolled back answers its swaps with no row and no error: each caller is told its record is absent",
+			Packages:    []string{"./store/pgstore"},
+			Tests:       "TestPipelined|TestRefusedMerged",
+		},
+		{
 			Name:        "etcd-batch-nested-txn-without-compare",
 			File:        "store/etcdstore/batch.go",
 			Original:    "ops[j] = clientv3.OpTxn(cmps, puts, nil)",

@@ -1,11 +1,14 @@
 package pgstore
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenure-go/tenure/internal/batch"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 )
@@ -183,5 +186,40 @@ func TestPipelinedSwapDoesNotPassAnEarlierCreateOfItsName(t *testing.T) {
 	}
 	if len(rows[2]) != 1 || rows[2][0].written || holderOf(rows[2][0]) != "created" {
 		t.Errorf("the swap after the create found %d rows (%+v), want the created record, not written", len(rows[2]), rows[2])
+	}
+}
+
+// A merged statement the server refused as a whole (a deadlock with
+// another process's statement) was rolled back: unmerge answers none of
+// its calls, so that each goes again alone, and runPipe then answers
+// each from its own statement.
+func TestRefusedMergedStatementLeavesEachCallToGoAgainAlone(t *testing.T) {
+	r := newMergeRig(t)
+	ra, rb := r.create("a", "x"), r.create("b", "x")
+	calls := []pgCall{r.swap("a", ra, nil, "one"), r.swap("b", rb, nil, "two")}
+	m := r.st.mergeCalls(calls)
+	if len(m) != 1 || len(m[0].parts) != 2 {
+		t.Fatalf("%d statements, want the two calls merged into one", len(m))
+	}
+	out := make([]batch.Answer[pgAnswer], len(calls))
+	refused := batch.Answer[pgAnswer]{Err: &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}}
+	if r.st.unmerge(calls, m[0], refused, out) {
+		t.Fatal("unmerge took a refused merged statement as answered")
+	}
+	for i, a := range out {
+		if a.Err != nil || len(a.V.rows) != 0 {
+			t.Errorf("call %d was answered (%+v), want it left to go again", i, a)
+		}
+	}
+	// A statement that failed otherwise (the connection broke) is an
+	// answer: each call gets the error, its outcome unknown.
+	broken := batch.Answer[pgAnswer]{Err: errors.New("connection reset")}
+	if !r.st.unmerge(calls, m[0], broken, out) {
+		t.Fatal("unmerge left a broken statement's calls to go again")
+	}
+	for i, a := range out {
+		if a.Err == nil {
+			t.Errorf("call %d: no error after the connection broke", i)
+		}
 	}
 }
