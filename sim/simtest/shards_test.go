@@ -270,15 +270,17 @@ func (w *shardWorld) sample() {
 		}
 	}
 	// A body whose context is live runs in its term: its replica leads
-	// the shard with the body's token.
+	// the shard with the body's token. The belief is read first: a
+	// context still live after it was live when it was read (a context
+	// never comes back), while a term may end between the two reads.
 	for b := range w.bodies {
-		if b.ctx.Err() != nil {
-			continue
-		}
 		var t lead.Term
 		ok := false
 		if e, in := b.inc.s.Elector(b.shard); in {
 			t, ok = e.Term()
+		}
+		if b.ctx.Err() != nil {
+			continue
 		}
 		if !ok || uint64(t.Token) != b.token {
 			w.late = append(w.late, fmt.Sprintf("at %.3fs the body of %s with token %d runs on %s, which leads it: %v (token %d)",
