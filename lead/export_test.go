@@ -22,8 +22,9 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 // must catch: "body-outlives-term" (a shard's body keeps running after
 // its term, and the release does not wait for it), "campaign-all" (the
 // replica campaigns for every shard and releases none), "move-slot-kept"
-// (a release that is over keeps its place among MaxMoves). Call it before
-// Run.
+// (a release that is over keeps its place among MaxMoves), "look-late"
+// (a replica that gets its presence slot looks again only an Every later).
+// Call it before Run.
 func ShardsVariant[M any](s *Shards[M], variant string) {
 	switch variant {
 	case "body-outlives-term":
@@ -32,6 +33,8 @@ func ShardsVariant[M any](s *Shards[M], variant string) {
 		s.hook.campaignAll = true
 	case "move-slot-kept":
 		s.hook.moveSlotKept = true
+	case "look-late":
+		s.hook.lookLate = true
 	default:
 		panic("unknown variant " + variant)
 	}

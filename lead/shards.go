@@ -120,6 +120,7 @@ type Shards[M any] struct {
 	removing map[string]*Elector[M] // removed, not done yet
 	moving   map[string]bool        // of removing, those released while leading
 	moved    chan struct{}          // a release is over: release the next
+	present  chan struct{}          // this replica's presence slot is led: look again
 	since    map[string]shardMove   // shards held, assigned elsewhere: since when
 	holders  map[string]string      // last seen holder of each shard
 	seen     []slotSeen             // by slot
@@ -137,6 +138,7 @@ type shardsHook struct {
 	bodyOutlivesTerm bool // a shard's body keeps running after its term
 	campaignAll      bool // every replica campaigns for every shard
 	moveSlotKept     bool // a release that is over keeps its place among MaxMoves
+	lookLate         bool // a replica that gets its presence slot looks again only an Every later
 }
 
 // shardMove is a shard held here and assigned to another: to whom, since
@@ -179,7 +181,7 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	case cfg.MaxMoves < 0:
 		return nil, fmt.Errorf("%w: ShardsConfig.MaxMoves is %d, must not be negative", ErrInvalidShards, cfg.MaxMoves)
 	}
-	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1, moved: make(chan struct{}, 1)}
+	s := &Shards[M]{st: st, byName: map[string]Shard{}, slot: -1, moved: make(chan struct{}, 1), present: make(chan struct{}, 1)}
 	for i := range cfg.MaxReplicas {
 		name := cfg.Name + "-member-" + strconv.Itoa(i)
 		if err := store.ValidateName(name); err != nil {
@@ -359,6 +361,12 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 				break wait
 			case <-s.moved:
 				s.moveMore(gctx, fn, &bodies)
+			case <-s.present:
+				// Counted among the members from now on: a look at once,
+				// rather than an Every later, so that the membership this
+				// replica waits to see stable is the one the others see.
+				t.Stop()
+				break wait
 			case <-ctxDone:
 				t.Stop()
 				ctxDone = nil
@@ -397,7 +405,7 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 		return
 	}
 	s.mu.Lock()
-	s.keepSlotLocked(now)
+	s.keepSlotLocked(ctx, now)
 	members := s.membersLocked(now)
 	changed := !slices.Equal(members, s.members)
 	s.members = members
@@ -623,8 +631,9 @@ func (s *Shards[M]) liveLocked(i int, now time.Time) bool {
 // keepSlotLocked keeps this replica in one presence slot: it gives up a
 // slot another live replica holds, and campaigns for the first slot not
 // held by a live replica when it has none, probing from a slot drawn from
-// its identity. s.mu is held.
-func (s *Shards[M]) keepSlotLocked(now time.Time) {
+// its identity; once the slot's elector leads, Run looks again at once
+// (present). s.mu is held.
+func (s *Shards[M]) keepSlotLocked(ctx context.Context, now time.Time) {
 	if s.leaving {
 		return
 	}
@@ -660,6 +669,16 @@ func (s *Shards[M]) keepSlotLocked(now time.Time) {
 			continue // still being released: another
 		}
 		s.slotE, s.slot = e, i
+		if !s.hook.lookLate {
+			go func() {
+				if _, _, err := e.awaitTerm(ctx, 0); err == nil {
+					select {
+					case s.present <- struct{}{}:
+					default:
+					}
+				}
+			}()
+		}
 		return
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -486,6 +487,46 @@ func TestShardsBalanceByWeight(t *testing.T) {
 		}
 		if want := map[string]int{"a": 4, "b": 4}; !maps.Equal(load, want) {
 			t.Errorf("loads %v (holders %v), want %v", load, who, want)
+		}
+	})
+}
+
+// A replica counts itself among the members as soon as it holds its
+// presence slot, not a look later: the membership it waits to see stable
+// before it campaigns is then the one the others see, and it follows a
+// shard assigned to it before the holder's grace of three Every ends.
+func TestShardsReplicaCountsItselfOnceItHoldsItsSlot(t *testing.T) {
+	const every = 5 * time.Second
+	counted := func(t *testing.T, variant string) time.Duration {
+		var took time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			r := newShardRig(t, 4)
+			r.cfg.Every = every
+			if variant != "" {
+				r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+			}
+			began := time.Now()
+			r.start("r0")
+			for !slices.Contains(r.reps["r0"].s.Members(), "r0") {
+				if time.Since(began) > 3*every {
+					t.Fatalf("r0 does not count itself %v after it started", time.Since(began))
+				}
+				time.Sleep(10 * time.Millisecond) // the simulated clock's resolution
+			}
+			took = time.Since(began)
+		})
+		return took
+	}
+	took := counted(t, "")
+	t.Logf("r0 counted itself %v after it started", took)
+	if took >= every/2 {
+		t.Errorf("r0 counted itself %v after it started, want within a round trip of holding its slot (Every is %v)", took, every)
+	}
+	t.Run("look-late", func(t *testing.T) {
+		took := counted(t, "look-late")
+		t.Logf("with look-late: %v", took)
+		if took < every/2 {
+			t.Fatalf("the variant look-late passed the check: r0 counted itself after %v", took)
 		}
 	})
 }

@@ -439,6 +439,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestShards|TestSimShards",
 		},
 		{
+			Name:        "lead-shards-look-late",
+			File:        "lead/shards.go",
+			Original:    "if !s.hook.lookLate {",
+			Replacement: "if s.hook.lookLate {",
+			Reason:      "a replica that gets its presence slot counts itself a look later: a joiner may begin to follow a shard assigned to it only after the holder's grace has ended and the shard was released, a move with a gap of a takeover from scratch",
+			Packages:    []string{"./lead", "./sim/simtest"},
+			Tests:       "TestShards|TestSimShards",
+		},
+		{
 			Name:        "lead-shards-move-slot-kept",
 			File:        "lead/shards.go",
 			Original:    "if !s.hook.moveSlotKept {\n\t\t\t\tdelete(s.moving, name)\n\t\t\t}",
