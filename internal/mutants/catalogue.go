@@ -788,8 +788,8 @@ func Catalogue() []Mutant {
 		{
 			Name:        "pg-merge-same-name",
 			File:        "store/pgstore/pipe.go",
-			Original:    "if len(m.call.rows.names)+len(names) <= maxBatchRows && !takenAny(names) {",
-			Replacement: "if len(m.call.rows.names)+len(names) <= maxBatchRows && (!takenAny(names) || true) {",
+			Original:    "if m.rows+len(names) <= maxBatchRows && !takenAny(names) {",
+			Replacement: "if m.rows+len(names) <= maxBatchRows && (!takenAny(names) || true) {",
 			Reason:      "two swaps of one name waiting together go in one statement: the second does not see the first's write, and its caller is told a stale record",
 			Packages:    []string{"./store/pgstore"},
 			Tests:       "TestPipelined",

@@ -252,7 +252,7 @@ func (s *Store[M]) swapRows(ctx context.Context, swaps []store.Swap[M], at []int
 			out[i].Err = fmt.Errorf("pgstore: %s %q: %w", op, sw.Name, err)
 			continue
 		}
-		cols.add(sw.Name, s.swapCall(sw.Name, sw.Expected, nil, 0, enc).args[1].(int64), nil, enc)
+		cols.add(sw.Name, s.swapCall(sw.Name, sw.Expected, nil, 0, enc).single.exp, nil, enc)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {

@@ -91,7 +91,7 @@ func TestPipelinedSwapsGoAsOneStatementAndEachGetsItsOwnRow(t *testing.T) {
 	// A batch of two swaps (c, d) between two single swaps.
 	batchOf := &batchCols{}
 	for _, c := range []pgCall{r.swap("c", rc, nil, "batch"), r.swap("d", rd, nil, "batch")} {
-		batchOf.addAll(c.rows)
+		c.appendRows(batchOf)
 	}
 	calls := []pgCall{r.swap("a", ra, nil, "one"), r.st.batchCall(batchOf), r.swap("b", rb+1000, nil, "two")}
 	if m := r.st.mergeCalls(calls); len(m) != 1 {

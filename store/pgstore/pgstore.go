@@ -752,8 +752,7 @@ func (s *Store[M]) swapCall(name string, expected lease.Revision, was *store.Rel
 	call := pgCall{sql: s.sqlUpdate, name: s.nameUpdate, row: newSwapRow, key: name, args: []any{
 		name, exp, enc.Holder, enc.Token, enc.AcquiredAt, enc.RenewedAt, int64(enc.LeaseDuration), enc.Transitions, enc.Metadata,
 		s.seqText, s.Channel(), was != nil, g.Token, g.Transitions, int64(g.LeaseDuration), enc.Claim, g.Successor, enc.Successor, enc.Stamp}}
-	call.rows = &batchCols{}
-	call.rows.add(name, exp, was, enc)
+	call.single = &singleSwap{exp: exp, was: was, enc: enc}
 	return call
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-go/tenure/internal/batch"
+	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 )
 
 // pgCall is one statement sent through a Store's pipelines: sql with args,
@@ -24,12 +26,21 @@ type pgCall struct {
 	name string // the name sql is prepared under for pipelines: stmtName(sql)
 	args []any
 	row  func() (any, []any)
-	// key is the record a statement of one swap writes; rows, when not
-	// nil, are the call's swaps as rows of the batch statement: a swap of
-	// an existing record, or a batch statement. Calls with rows that wait
-	// together go out as one batch statement (mergeCalls).
-	key  string
-	rows *batchCols
+	// key is the record a statement of one swap writes. A swap of an
+	// existing record (single) and a batch statement (rows) can share a
+	// batch statement with others waiting with them (mergeCalls), which
+	// takes their rows only then.
+	key    string
+	single *singleSwap
+	rows   *batchCols
+}
+
+// singleSwap is the swap of CompareAndSwap's update statement, as a row
+// of the batch statement would carry it.
+type singleSwap struct {
+	exp int64
+	was *store.Released
+	enc lease.Record[[]byte]
 }
 
 // names are the records call writes.
@@ -38,6 +49,18 @@ func (call pgCall) names() []string {
 		return call.rows.names
 	}
 	return []string{call.key}
+}
+
+// mergeable reports whether call can share a batch statement.
+func (call pgCall) mergeable() bool { return call.single != nil || call.rows != nil }
+
+// appendRows appends call's rows (it is mergeable) to cols.
+func (call pgCall) appendRows(cols *batchCols) {
+	if call.rows != nil {
+		cols.addAll(call.rows)
+		return
+	}
+	cols.add(call.key, call.single.exp, call.single.was, call.single.enc)
 }
 
 // pgAnswer is what a statement returned: the values its rows were scanned
@@ -128,24 +151,27 @@ func (s *Store[M]) runPipe(ctx context.Context, calls []pgCall) []batch.Answer[p
 }
 
 // merged is one statement runPipe sends: calls[at] as it is, or (parts
-// not empty) the batch statement of the rows of several calls.
+// not empty) the batch statement of the rows of several calls, rows in
+// all.
 type merged struct {
 	call  pgCall
 	at    int
 	parts []mergedPart
+	rows  int
 }
 
 // mergedPart is one call of a merged statement: calls[at]'s rows are the
 // statement's rows from+1 to from+n (as the batch statement numbers them).
 type mergedPart struct{ at, from, n int }
 
-// mergeCalls returns the statements that carry calls, in order: calls
-// with rows in a row join the batch statement of the ones before, up to
+// mergeCalls returns the statements that carry calls, in order: mergeable
+// calls in a row join the batch statement of the ones before, up to
 // maxBatchRows rows, as long as no name comes twice in it (a statement
 // writes a row once and reads its own snapshot: the second swap of a
 // name must see the first's write), and no call left out since it began
 // writes one of their names (the merged statement goes where its first
-// call was: a later swap of a name must not pass an earlier one).
+// call was: a later swap of a name must not pass an earlier one). A
+// statement of one call is that call as it is.
 func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
 	var out []merged
 	open := -1
@@ -165,27 +191,21 @@ func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
 	}
 	for i, call := range calls {
 		names := call.names()
-		if call.rows == nil {
+		if !call.mergeable() {
 			out = append(out, merged{call: call, at: i})
 			take(names)
 			continue
 		}
 		if open >= 0 {
 			m := &out[open]
-			if len(m.call.rows.names)+len(names) <= maxBatchRows && !takenAny(names) {
-				if len(m.parts) == 1 {
-					// The first call's rows are its own: copy them.
-					rows := &batchCols{}
-					rows.addAll(m.call.rows)
-					m.call.rows = rows
-				}
-				m.parts = append(m.parts, mergedPart{at: i, from: len(m.call.rows.names), n: len(names)})
-				m.call.rows.addAll(call.rows)
+			if m.rows+len(names) <= maxBatchRows && !takenAny(names) {
+				m.parts = append(m.parts, mergedPart{at: i, from: m.rows, n: len(names)})
+				m.rows += len(names)
 				take(names)
 				continue
 			}
 		}
-		out = append(out, merged{call: pgCall{rows: call.rows}, at: -1, parts: []mergedPart{{at: i, n: len(names)}}})
+		out = append(out, merged{at: -1, rows: len(names), parts: []mergedPart{{at: i, n: len(names)}}})
 		open = len(out) - 1
 		clear(taken)
 		take(names)
@@ -195,10 +215,13 @@ func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
 		switch {
 		case m.at >= 0:
 		case len(m.parts) == 1:
-			// Alone: the call as it is.
 			m.call, m.at, m.parts = calls[m.parts[0].at], m.parts[0].at, nil
 		default:
-			m.call = s.batchCall(m.call.rows)
+			cols := &batchCols{}
+			for _, p := range m.parts {
+				calls[p.at].appendRows(cols)
+			}
+			m.call = s.batchCall(cols)
 		}
 	}
 	return out
