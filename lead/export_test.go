@@ -23,7 +23,12 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 // its term, and the release does not wait for it), "campaign-all" (the
 // replica campaigns for every shard and releases none), "move-slot-kept"
 // (a release that is over keeps its place among MaxMoves), "look-late"
-// (a replica that gets its presence slot looks again only an Every later).
+// (a replica that gets its presence slot looks again only an Every later),
+// "follow-late" (a shard another replica holds is followed only once
+// membership has held for an Every), "count-on-term" (a replica looks
+// again when its presence slot's term begins, not when its record names
+// it), "take-free-at-once" (a free shard is taken without waiting for
+// membership to hold for an Every).
 // Call it before Run.
 func ShardsVariant[M any](s *Shards[M], variant string) {
 	switch variant {
@@ -35,6 +40,12 @@ func ShardsVariant[M any](s *Shards[M], variant string) {
 		s.hook.moveSlotKept = true
 	case "look-late":
 		s.hook.lookLate = true
+	case "follow-late":
+		s.hook.followLate = true
+	case "count-on-term":
+		s.hook.countOnTerm = true
+	case "take-free-at-once":
+		s.hook.takeFreeAtOnce = true
 	default:
 		panic("unknown variant " + variant)
 	}

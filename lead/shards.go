@@ -47,9 +47,10 @@ type ShardsConfig struct {
 	// Every is how often a replica reads the presence records and
 	// rebalances (default the electors' RetryInterval). A replica releases
 	// a shard assigned elsewhere only once the assignment has said so for
-	// three Every (the receiver may see the change an Every later, and
-	// waits an Every of stable membership), so that the replica it goes
-	// to follows it by then and takes it the moment the release is heard.
+	// three Every (the receiver sees the change at its next look, an
+	// Every and the look's reads later, and follows a shard another
+	// replica holds at once), so that the replica it goes to follows it
+	// by then and takes it the moment the release is heard.
 	Every time.Duration
 	// Refresh is how often a replica reads the holders of the shards it
 	// does not take part in, when membership does not change (default the
@@ -77,8 +78,9 @@ type ShardsConfig struct {
 // elsewhere, after the replica they go to has had time to follow them
 // (see ShardsConfig.Every) and a few at a time (ShardsConfig.MaxMoves),
 // which takes each on the release it hears. A
-// replica campaigns for a shard once membership has not changed for an
-// Every, so that replicas that start together do not first take each
+// replica follows a shard assigned to it that another replica holds at
+// once, and campaigns for a free one once membership has not changed for
+// an Every, so that replicas that start together do not first take each
 // other's shards.
 //
 // Safety is each shard's election's, as in a Group: the assignment only
@@ -139,6 +141,9 @@ type shardsHook struct {
 	campaignAll      bool // every replica campaigns for every shard
 	moveSlotKept     bool // a release that is over keeps its place among MaxMoves
 	lookLate         bool // a replica that gets its presence slot looks again only an Every later
+	followLate       bool // a shard another replica holds is followed only once membership has held for an Every
+	countOnTerm      bool // a replica looks again when its presence slot's term begins, not when its record names it
+	takeFreeAtOnce   bool // a free shard is taken without waiting for membership to hold for an Every
 }
 
 // shardMove is a shard held here and assigned to another: to whom, since
@@ -424,18 +429,14 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 	s.mu.Unlock()
 	read := map[string]string{}
 	complete := true
-	for _, name := range others {
-		rec, _, err := s.get(rctx, name)
+	for i, r := range s.readAll(rctx, others) {
 		switch {
-		case err == nil:
-			read[name] = rec.Holder
-		case errors.Is(err, store.ErrNotFound):
-			read[name] = ""
+		case r.err == nil:
+			read[others[i]] = r.holder
+		case errors.Is(r.err, store.ErrNotFound):
+			read[others[i]] = ""
 		default:
 			complete = false
-		}
-		if rctx.Err() != nil {
-			break
 		}
 	}
 	s.mu.Lock()
@@ -505,10 +506,16 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 		e := s.electors[name]
 		switch {
 		case mine && e == nil:
-			if s.removing[name] != nil || now.Sub(s.stable) < s.cfg.Every {
-				// Added again once the release is over; and only once
-				// membership has held for an Every, so that replicas
-				// starting together do not take each other's shards.
+			// A shard another replica holds is followed at once: it
+			// comes here only through its holder's release, after the
+			// holder's grace, or once the holder's lease runs out, and
+			// following it early is what lets this replica take it the
+			// moment the release is heard. A free shard is taken only
+			// once membership has held for an Every, so that replicas
+			// starting together do not take each other's shards.
+			held := s.holders[name] != "" && s.holders[name] != s.id && !s.hook.followLate || s.hook.takeFreeAtOnce
+			if s.removing[name] != nil || !held && now.Sub(s.stable) < s.cfg.Every {
+				// Added again once the release is over.
 				continue
 			}
 			e, err := s.g.Add(name)
@@ -576,6 +583,43 @@ func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], f
 	}
 }
 
+// lookReads is how many reads a look has in flight at once: a look reads
+// every presence slot, and on a change of membership the holder of every
+// shard it does not take part in, which one at a time would take a
+// thousand round trips for a thousand shards.
+const lookReads = 16
+
+// lookRead is the answer to one of a look's reads.
+type lookRead struct {
+	holder string
+	rev    lease.Revision
+	err    error
+}
+
+// readAll reads names, at most lookReads at once, and returns the answer
+// to each at its index. Once ctx ends, the reads not yet started fail
+// with its error.
+func (s *Shards[M]) readAll(ctx context.Context, names []string) []lookRead {
+	res := make([]lookRead, len(names))
+	sem := make(chan struct{}, lookReads)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			res[i].err = ctx.Err()
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rec, rev, err := s.get(ctx, name)
+			res[i] = lookRead{holder: rec.Holder, rev: rev, err: err}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
 // get reads name for a look, and reports the read to the instruments.
 func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], lease.Revision, error) {
 	began := s.clock.Now()
@@ -587,30 +631,20 @@ func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], leas
 }
 
 // readSlots reads every presence slot and notes, for each, when its
-// revision last changed. It returns the first read's error, if one did
-// not answer (and notes nothing then).
+// revision last changed. It returns the first error of a read that did
+// not answer, if any (and notes nothing then).
 func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) error {
-	type got struct {
-		holder string
-		rev    lease.Revision
-		ok     bool
-	}
-	res := make([]got, len(s.slots))
-	for i, name := range s.slots {
-		rec, rev, err := s.get(ctx, name)
-		switch {
-		case err == nil:
-			res[i] = got{holder: rec.Holder, rev: rev, ok: true}
-		case errors.Is(err, store.ErrNotFound):
-		default:
-			return fmt.Errorf("lead: shards: reading %q: %w", name, err)
+	res := s.readAll(ctx, s.slots)
+	for i, r := range res {
+		if r.err != nil && !errors.Is(r.err, store.ErrNotFound) {
+			return fmt.Errorf("lead: shards: reading %q: %w", s.slots[i], r.err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, r := range res {
 		p := &s.seen[i]
-		if !r.ok || r.holder == "" {
+		if r.err != nil || r.holder == "" {
 			*p = slotSeen{}
 			continue
 		}
@@ -670,16 +704,35 @@ func (s *Shards[M]) keepSlotLocked(ctx context.Context, now time.Time) {
 		}
 		s.slotE, s.slot = e, i
 		if !s.hook.lookLate {
-			go func() {
-				if _, _, err := e.awaitTerm(ctx, 0); err == nil {
-					select {
-					case s.present <- struct{}{}:
-					default:
-					}
-				}
-			}()
+			go s.awaitPresence(ctx, e)
 		}
 		return
+	}
+}
+
+// awaitPresence tells Run to look again (present) once e, the elector
+// of this replica's presence slot, holds it as holdsSlotLocked counts it:
+// it leads, or the record it accepted names this replica. On a store that
+// may lose records the record names it a LeaseDuration before it leads,
+// and the others count it from the record. It gives up when e stops or
+// ctx ends.
+func (s *Shards[M]) awaitPresence(ctx context.Context, e *Elector[M]) {
+	for {
+		changed := e.changes()
+		if rec, ok := e.Record(); e.IsLeader() || ok && rec.Holder == s.id && !s.hook.countOnTerm {
+			select {
+			case s.present <- struct{}{}:
+			default:
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-e.Done():
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

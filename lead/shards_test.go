@@ -33,6 +33,7 @@ type shardRig struct {
 	hook    func(*lead.Shards[meta])
 	cut     map[string]*atomic.Bool // replicas cut off from the store
 	slow    *slowReleases           // when set, every replica's store
+	reads   time.Duration           // when set, every replica's reads take as long, on a store that may lose records
 	noWatch bool                    // the replicas' stores hide Watch
 	moves   int                     // shards that passed from one holder to another, in the store
 	last    map[string]string       // each shard's last holder, in the store
@@ -135,6 +136,9 @@ func (r *shardRig) start(id string) {
 	}
 	if r.slow != nil {
 		st = r.slow
+	}
+	if r.reads > 0 {
+		st = lateReads{Store: st, d: r.reads}
 	}
 	s, err := lead.NewShards[meta](st, r.cfg, lead.WithIdentity(id), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
 	if err != nil {
@@ -527,6 +531,154 @@ func TestShardsReplicaCountsItselfOnceItHoldsItsSlot(t *testing.T) {
 		t.Logf("with look-late: %v", took)
 		if took < every/2 {
 			t.Fatalf("the variant look-late passed the check: r0 counted itself after %v", took)
+		}
+	})
+}
+
+// lateReads is a store whose reads take d, and that may lose records: a
+// create names its holder a LeaseDuration before the holder leads.
+type lateReads struct {
+	store.Store[meta]
+	d time.Duration
+}
+
+func (lateReads) MayLoseRecords() bool { return true }
+
+func (s lateReads) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	time.Sleep(s.d)
+	return s.Store.Get(ctx, name)
+}
+
+func (s lateReads) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	return store.Watch(ctx, s.Store, name)
+}
+
+func (s lateReads) WatchCapabilities() store.WatchCapabilities {
+	return store.WatchCapabilitiesOf(s.Store)
+}
+
+// A joiner follows the shards assigned to it as soon as it sees the
+// assignment, long before their holder's grace of three Every ends, on a
+// store whose reads take as long as TestSimShards' round trips: it looks
+// again once its presence slot's record names it (on a store that may
+// lose records, a LeaseDuration before its term there), and follows at
+// once a shard another replica holds. Every shard moved to it is then
+// taken the moment its release is heard, with no time without a holder.
+func TestShardsJoinerFollowsHeldShardsAtOnce(t *testing.T) {
+	const every = 5 * time.Second
+	follow := func(t *testing.T, variant string) (took, worst time.Duration) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newShardRig(t, 6)
+			r.cfg.Every = every
+			r.reads = 40 * time.Millisecond
+			if variant != "" {
+				r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+			}
+			r.start("a")
+			if _, err := r.check(map[string]int{"a": 6}, 3*every); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			freed := map[string]time.Time{}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			for _, sh := range r.cfg.Shards {
+				ch, err := r.st.Watch(ctx, sh.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					for ev := range ch {
+						mu.Lock()
+						if ev.Record.Holder == "" {
+							freed[sh.Name] = time.Now()
+						} else if at, ok := freed[sh.Name]; ok {
+							worst = max(worst, time.Since(at))
+							delete(freed, sh.Name)
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			began := time.Now()
+			r.start("b")
+			for {
+				n := 0
+				for _, sh := range r.cfg.Shards {
+					if _, in := r.reps["b"].s.Elector(sh.Name); in {
+						n++
+					}
+				}
+				if n == 3 {
+					break
+				}
+				if time.Since(began) > 3*every {
+					t.Fatalf("b follows %d shards %v after it started, want 3", n, time.Since(began))
+				}
+				time.Sleep(10 * time.Millisecond) // the simulated clock's resolution
+			}
+			took = time.Since(began)
+			if _, err := r.check(map[string]int{"a": 3, "b": 3}, 5*every); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(freed) > 0 {
+				t.Fatalf("shards still free: %v", freed)
+			}
+		})
+		return took, worst
+	}
+	took, worst := follow(t, "")
+	t.Logf("b followed its shards %v after it started; longest gap %v", took, worst)
+	if took >= every/2 {
+		t.Errorf("b followed its shards %v after it started, want within two looks (Every is %v)", took, every)
+	}
+	if worst > 0 {
+		t.Errorf("a shard moved to b went %v without a holder, want none", worst)
+	}
+	for _, variant := range []string{"follow-late", "count-on-term"} {
+		t.Run(variant, func(t *testing.T) {
+			took, _ := follow(t, variant)
+			t.Logf("with %s: b followed its shards %v after it started", variant, took)
+			if took < every/2 {
+				t.Fatalf("the variant %s passed the check: b followed its shards %v after it started", variant, took)
+			}
+		})
+	}
+}
+
+// Replicas that start a little apart, on a store whose reads take a
+// while, each see the others come in over a few looks: they take a free
+// shard only once membership has held for an Every, so each shard is
+// taken once, by the replica it stays with.
+func TestShardsStartingApartTakeEachShardOnce(t *testing.T) {
+	moves := func(t *testing.T, variant string) (n int) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newShardRig(t, 12)
+			r.reads = 10 * time.Millisecond
+			if variant != "" {
+				r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				r.start(id)
+				time.Sleep(150 * time.Millisecond)
+			}
+			if _, err := r.check(map[string]int{"a": 4, "b": 4, "c": 4}, crashBound); err != nil {
+				t.Fatal(err)
+			}
+			n = r.takeMoves()
+		})
+		return n
+	}
+	if m := moves(t, ""); m != 0 {
+		t.Errorf("a start moved %d shards, want none", m)
+	}
+	t.Run("take-free-at-once", func(t *testing.T) {
+		m := moves(t, "take-free-at-once")
+		t.Logf("with take-free-at-once: %d moves", m)
+		if m == 0 {
+			t.Fatal("the variant take-free-at-once passed the check: no shard moved")
 		}
 	})
 }
