@@ -39,9 +39,9 @@ type shardRig struct {
 	last    map[string]string       // each shard's last holder, in the store
 }
 
-// watchMoves counts, from the store's watch, the shards that pass from
-// one holder to another (through a release or not).
-func (r *shardRig) watchMoves(ctx context.Context) {
+// watchEach calls fn with every event of every shard's record in the
+// store, each shard's in order, until ctx ends.
+func (r *shardRig) watchEach(ctx context.Context, fn func(shard string, ev store.Event[meta])) {
 	for _, sh := range r.cfg.Shards {
 		ch, err := r.st.Watch(ctx, sh.Name)
 		if err != nil {
@@ -49,17 +49,49 @@ func (r *shardRig) watchMoves(ctx context.Context) {
 		}
 		go func() {
 			for ev := range ch {
-				h := ev.Record.Holder
-				r.mu.Lock()
-				if h != "" && r.last[sh.Name] != "" && r.last[sh.Name] != h {
-					r.moves++
-				}
-				if h != "" {
-					r.last[sh.Name] = h
-				}
-				r.mu.Unlock()
+				fn(sh.Name, ev)
 			}
 		}()
+	}
+}
+
+// watchMoves counts, from the store's watch, the shards that pass from
+// one holder to another (through a release or not).
+func (r *shardRig) watchMoves(ctx context.Context) {
+	r.watchEach(ctx, func(shard string, ev store.Event[meta]) {
+		h := ev.Record.Holder
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if h != "" && r.last[shard] != "" && r.last[shard] != h {
+			r.moves++
+		}
+		if h != "" {
+			r.last[shard] = h
+		}
+	})
+}
+
+// watchGaps watches the store for the gaps a move leaves, the time each
+// shard spends released, until ctx ends. The function it returns gives
+// the longest gap so far and the shards released and not taken again.
+func (r *shardRig) watchGaps(ctx context.Context) func() (time.Duration, map[string]time.Time) {
+	var mu sync.Mutex
+	freed := map[string]time.Time{}
+	var worst time.Duration
+	r.watchEach(ctx, func(shard string, ev store.Event[meta]) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Record.Holder == "" {
+			freed[shard] = time.Now()
+		} else if at, ok := freed[shard]; ok {
+			worst = max(worst, time.Since(at))
+			delete(freed, shard)
+		}
+	})
+	return func() (time.Duration, map[string]time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		return worst, maps.Clone(freed)
 	}
 }
 
@@ -278,35 +310,12 @@ func TestShardsHandOverWithoutAGap(t *testing.T) {
 		r := newShardRig(t, 6)
 		r.start("a")
 		r.settle(map[string]int{"a": 6})
-		// Watch the store for the gaps a move leaves: the time each
-		// shard spends released.
-		var mu sync.Mutex
-		freed := map[string]time.Time{}
-		var worst time.Duration
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		for _, sh := range r.cfg.Shards {
-			ch, err := r.st.Watch(ctx, sh.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() {
-				for ev := range ch {
-					mu.Lock()
-					if ev.Record.Holder == "" {
-						freed[sh.Name] = time.Now()
-					} else if at, ok := freed[sh.Name]; ok {
-						worst = max(worst, time.Since(at))
-						delete(freed, sh.Name)
-					}
-					mu.Unlock()
-				}
-			}()
-		}
+		gaps := r.watchGaps(ctx)
 		r.start("b")
 		r.settle(map[string]int{"a": 3, "b": 3})
-		mu.Lock()
-		defer mu.Unlock()
+		worst, freed := gaps()
 		if len(freed) > 0 || worst > 0 {
 			// memstore answers at once: a shard handed over is taken the
 			// instant its release is heard.
@@ -578,28 +587,9 @@ func TestShardsJoinerFollowsHeldShardsAtOnce(t *testing.T) {
 			if _, err := r.check(map[string]int{"a": 6}, 3*every); err != nil {
 				t.Fatal(err)
 			}
-			var mu sync.Mutex
-			freed := map[string]time.Time{}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			for _, sh := range r.cfg.Shards {
-				ch, err := r.st.Watch(ctx, sh.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				go func() {
-					for ev := range ch {
-						mu.Lock()
-						if ev.Record.Holder == "" {
-							freed[sh.Name] = time.Now()
-						} else if at, ok := freed[sh.Name]; ok {
-							worst = max(worst, time.Since(at))
-							delete(freed, sh.Name)
-						}
-						mu.Unlock()
-					}
-				}()
-			}
+			gaps := r.watchGaps(ctx)
 			began := time.Now()
 			r.start("b")
 			for {
@@ -621,8 +611,8 @@ func TestShardsJoinerFollowsHeldShardsAtOnce(t *testing.T) {
 			if _, err := r.check(map[string]int{"a": 3, "b": 3}, 5*every); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			var freed map[string]time.Time
+			worst, freed = gaps()
 			if len(freed) > 0 {
 				t.Fatalf("shards still free: %v", freed)
 			}
