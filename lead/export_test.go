@@ -31,22 +31,17 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 // membership to hold for an Every).
 // Call it before Run.
 func ShardsVariant[M any](s *Shards[M], variant string) {
-	switch variant {
-	case "body-outlives-term":
-		s.hook.bodyOutlivesTerm = true
-	case "campaign-all":
-		s.hook.campaignAll = true
-	case "move-slot-kept":
-		s.hook.moveSlotKept = true
-	case "look-late":
-		s.hook.lookLate = true
-	case "follow-late":
-		s.hook.followLate = true
-	case "count-on-term":
-		s.hook.countOnTerm = true
-	case "take-free-at-once":
-		s.hook.takeFreeAtOnce = true
-	default:
+	on, ok := map[string]*bool{
+		"body-outlives-term": &s.hook.bodyOutlivesTerm,
+		"campaign-all":       &s.hook.campaignAll,
+		"move-slot-kept":     &s.hook.moveSlotKept,
+		"look-late":          &s.hook.lookLate,
+		"follow-late":        &s.hook.followLate,
+		"count-on-term":      &s.hook.countOnTerm,
+		"take-free-at-once":  &s.hook.takeFreeAtOnce,
+	}[variant]
+	if !ok {
 		panic("unknown variant " + variant)
 	}
+	*on = true
 }

@@ -173,6 +173,9 @@ type mergedPart struct{ at, from, n int }
 // call was: a later swap of a name must not pass an earlier one). A
 // statement of one call is that call as it is.
 func (s *Store[M]) mergeCalls(calls []pgCall) []merged {
+	if len(calls) == 1 {
+		return []merged{{call: calls[0], at: 0}} // most pipelines of a quiet store
+	}
 	var out []merged
 	open := -1
 	taken := map[string]bool{} // the open statement's names, and those written since it began
