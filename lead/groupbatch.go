@@ -3,6 +3,7 @@ package lead
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,12 +28,19 @@ type BatchInstruments interface {
 	StoreBatch(op string, n int, took time.Duration)
 }
 
-// renewal is one renewal of a Group's leader waiting to go out in a
-// batch: its runner, its swap and its operation's timeout.
-type renewal[M any] struct {
-	r       *runner[M]
-	sw      store.Swap[M]
-	timeout time.Duration
+// pendingRenewals are renewals of a Group's leaders waiting to go out in
+// batches: for each, its runner, its swap and its operation's timeout.
+// The swaps are kept together, so that a batch hands its part of them to
+// the store as it is.
+type pendingRenewals[M any] struct {
+	rs       []*runner[M]
+	swaps    []store.Swap[M]
+	timeouts []time.Duration
+}
+
+// slice returns renewals i to j.
+func (p pendingRenewals[M]) slice(i, j int) pendingRenewals[M] {
+	return pendingRenewals[M]{rs: p.rs[i:j:j], swaps: p.swaps[i:j:j], timeouts: p.timeouts[i:j:j]}
 }
 
 // renewals gathers the renewals a Group's loop asks for while it hands
@@ -48,7 +56,10 @@ type renewals[M any] struct {
 	batch func(ctx context.Context, swaps []store.Swap[M]) []store.SwapResult[M]
 
 	mu      sync.Mutex
-	pending []renewal[M]
+	pending pendingRenewals[M]
+	// last is how many renewals the last round gathered: the next round's
+	// are gathered in room for as many, made at once.
+	last int
 }
 
 // batchRenew takes r's renewal sw into the Group's next batch, and
@@ -60,7 +71,12 @@ func (m *member[M]) batchRenew(r *runner[M], sw store.Swap[M]) bool {
 	}
 	r.ops.Add(1)
 	rs.mu.Lock()
-	rs.pending = append(rs.pending, renewal[M]{r: r, sw: sw, timeout: r.cfg.BackendTimeout})
+	p := &rs.pending
+	if p.rs == nil {
+		n := max(rs.last, 1)
+		p.rs, p.swaps, p.timeouts = make([]*runner[M], 0, n), make([]store.Swap[M], 0, n), make([]time.Duration, 0, n)
+	}
+	p.rs, p.swaps, p.timeouts = append(p.rs, r), append(p.swaps, sw), append(p.timeouts, r.cfg.BackendTimeout)
 	rs.mu.Unlock()
 	return true
 }
@@ -75,13 +91,15 @@ func (g *Group[M]) flushRenewals(parent *opsContext) {
 	}
 	rs.mu.Lock()
 	pending := rs.pending
-	rs.pending = nil
+	rs.pending = pendingRenewals[M]{}
+	if len(pending.rs) > 0 {
+		rs.last = len(pending.rs)
+	}
 	rs.mu.Unlock()
-	for len(pending) > 0 {
-		chunk := pending[:min(len(pending), maxBatch):min(len(pending), maxBatch)]
-		pending = pending[len(chunk):]
+	for i := 0; i < len(pending.rs); i += maxBatch {
+		chunk := pending.slice(i, min(i+maxBatch, len(pending.rs)))
 		run := func() { rs.send(parent, chunk) }
-		if chunk[0].r.e.immediate {
+		if chunk.rs[0].e.immediate {
 			run()
 			continue
 		}
@@ -91,23 +109,16 @@ func (g *Group[M]) flushRenewals(parent *opsContext) {
 
 // send sends one batch of renewals and posts each its answer, within the
 // shortest of their timeouts.
-func (rs *renewals[M]) send(parent *opsContext, chunk []renewal[M]) {
-	timeout := chunk[0].timeout
-	for _, w := range chunk[1:] {
-		timeout = min(timeout, w.timeout)
-	}
-	swaps := make([]store.Swap[M], len(chunk))
-	for i, w := range chunk {
-		swaps[i] = w.sw
-	}
+func (rs *renewals[M]) send(parent *opsContext, chunk pendingRenewals[M]) {
+	timeout := slices.Min(chunk.timeouts)
 	ctx := newOpContext(parent, timeout)
-	e0 := chunk[0].r.e
+	e0 := chunk.rs[0].e
 	began := e0.clock.Now()
-	res := rs.batch(ctx, swaps)
+	res := rs.batch(ctx, chunk.swaps)
 	ctx.end(context.Canceled)
 	took := e0.clock.Now().Sub(began)
-	for i, w := range chunk {
-		r := w.r
+	for i, r := range chunk.rs {
+		sw := chunk.swaps[i]
 		rr := store.SwapResult[M]{Err: errNoResult}
 		if i < len(res) {
 			rr = res[i]
@@ -116,14 +127,14 @@ func (rs *renewals[M]) send(parent *opsContext, chunk []renewal[M]) {
 			in.StoreOp(r.e.name, OpRenew, took, rr.Err)
 		}
 		if tr := r.e.tracer; tr != nil {
-			tr.LeaseOp(Operation{Name: r.e.name, Op: OpRenew, Token: w.sw.Next.Token, LeaseDuration: w.sw.Next.LeaseDuration,
+			tr.LeaseOp(Operation{Name: r.e.name, Op: OpRenew, Token: sw.Next.Token, LeaseDuration: sw.Next.LeaseDuration,
 				Start: began, End: began.Add(took), Outcome: OutcomeOf(rr.Err), Err: rr.Err})
 		}
 		r.loop.postResult(r, result[M]{swap: fsm.Renew, rec: rr.Record, rev: rr.Revision, err: rr.Err})
 		r.ops.Done()
 	}
 	if in, ok := e0.instruments.(BatchInstruments); ok {
-		in.StoreBatch(OpRenew, len(chunk), took)
+		in.StoreBatch(OpRenew, len(chunk.rs), took)
 	}
 }
 

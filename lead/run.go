@@ -127,14 +127,18 @@ func (e *Elector[M]) start(ctx context.Context, l *loop[M], h host[M]) (*runner[
 // answers come back as messages (handleResult); the start, renewal and
 // end of terms (term.go); reports (report.go). The watch is in watch.go.
 type runner[M any] struct {
-	e       *Elector[M]
-	ctx     context.Context // the elector's: Run's (a Group's elector: the Group's)
-	loop    *loop[M]
-	host    host[M]
-	m       *fsm.Machine
-	cfg     lease.Config
-	timer   Timer
-	timerAt time.Duration // the NextWake timer is set for
+	e    *Elector[M]
+	ctx  context.Context // the elector's: Run's (a Group's elector: the Group's)
+	loop *loop[M]
+	host host[M]
+	m    *fsm.Machine
+	cfg  lease.Config
+	// timer is the runner's own wake timer, set when timerSet; once
+	// stopped, a timer of the system clock is kept, to be moved when next
+	// needed (see movable).
+	timer    Timer
+	timerSet bool
+	timerAt  time.Duration // the NextWake timer is set for
 	// timerEpoch is the elector's epoch when the timer was set: once a
 	// counted stop moved it, the timer comes late and is set again.
 	timerEpoch time.Time
@@ -436,17 +440,39 @@ func (r *runner[M]) arm() {
 		return
 	}
 	now := clockNow.Sub(epoch)
-	if r.timer != nil && at == r.timerAt && at > now && epoch.Equal(r.timerEpoch) {
+	if r.timerSet && at == r.timerAt && at > now && epoch.Equal(r.timerEpoch) {
 		return
 	}
 	r.host.unwake()
+	r.timerSet, r.timerAt, r.timerEpoch = true, at, epoch
+	if rt := r.movable(); rt != nil {
+		// Moved, not made again: a follower's wake moves at every renewal
+		// it hears, and a leader's own timer serves it between the
+		// shared wakes of its renewals. Fired already, it fires again,
+		// as a new timer would after the old one's wake.
+		rt.Reset(max(at-now, 0))
+		return
+	}
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 	if r.wakeFn == nil {
 		r.wakeFn = func() { r.loop.post(r, msgWake) }
 	}
-	r.timer, r.timerAt, r.timerEpoch = e.clock.AfterFunc(max(at-now, 0), r.wakeFn), at, epoch
+	r.timer = e.clock.AfterFunc(max(at-now, 0), r.wakeFn)
+}
+
+// movable returns the runner's timer when it may be moved rather than
+// made again: a *time.Timer of the system clock (the default). Another
+// Clock's Timer is only stopped: a *time.Timer it returns may stand for
+// a time of its own (a clock that runs faster, or drifts), which Reset,
+// in real time, would not keep.
+func (r *runner[M]) movable() *time.Timer {
+	if _, ok := r.e.clock.(*systemClock); !ok {
+		return nil
+	}
+	t, _ := r.timer.(*time.Timer)
+	return t
 }
 
 // disarm stops the wake, the runner's own or its host's.
@@ -457,9 +483,12 @@ func (r *runner[M]) disarm() {
 
 // stopTimer stops the runner's own wake timer.
 func (r *runner[M]) stopTimer() {
+	r.timerSet = false
 	if r.timer != nil {
 		r.timer.Stop()
-		r.timer = nil
+		if r.movable() == nil {
+			r.timer = nil
+		}
 	}
 }
 

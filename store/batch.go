@@ -52,7 +52,8 @@ type Batcher[M any] interface {
 	// it wraps.
 	BatchesSwaps() bool
 	// CompareAndSwapBatch runs each swap of swaps as CompareAndSwap would
-	// and returns one result per swap, in the order of swaps.
+	// and returns one result per swap, in the order of swaps. It must not
+	// change swaps, nor keep it once it returns.
 	CompareAndSwapBatch(ctx context.Context, swaps []Swap[M]) []SwapResult[M]
 }
 

@@ -419,6 +419,32 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./lead"},
 			Tests:       "TestStop|TestSystemClock",
 		},
+		{
+			Name:        "lead-wake-timer-not-moved",
+			File:        "lead/run.go",
+			Original:    "\t\trt.Reset(max(at-now, 0))\n\t\treturn",
+			Replacement: "\t\t_ = rt\n\t\treturn",
+			Reason:      "a wake timer kept for moving is left where it was (or stopped), so an elector whose wake moved sooner, or whose timer was stopped for a shared wake, wakes late or never",
+			Packages:    []string{"./lead"},
+		},
+		{
+			Name:        "lead-wake-moves-any-clocks-timer",
+			File:        "lead/run.go",
+			Original:    "\tif _, ok := r.e.clock.(*systemClock); !ok {\n\t\treturn nil\n\t}",
+			Replacement: "",
+			Reason:      "a wake timer of a Clock of the caller's is moved in real time, so an elector on a clock that runs faster or drifts (the simulator's runtime mode) wakes by the wrong time and its leader misses its renewals",
+			Packages:    []string{"./cmd/tenure", "./sim/simtest"},
+			Tests:       "TestSimCommand|TestRuntime",
+		},
+		{
+			Name:        "lead-batch-results-misrouted",
+			File:        "lead/groupbatch.go",
+			Original:    "return pendingRenewals[M]{rs: p.rs[i:j:j], swaps: p.swaps[i:j:j], timeouts: p.timeouts[i:j:j]}",
+			Replacement: "return pendingRenewals[M]{rs: p.rs[i:j:j], swaps: p.swaps[:j-i:j-i], timeouts: p.timeouts[i:j:j]}",
+			Reason:      "every batch of a round after the first sends the first batch's swaps again and hands their results to its own electors, which take another name's record for theirs",
+			Packages:    []string{"./lead"},
+			Tests:       "TestGroup",
+		},
 		// ---- lead: shards ----
 		{
 			Name:        "lead-shards-body-outlives-term",
@@ -636,6 +662,24 @@ func Catalogue() []Mutant {
 			Reason:      "a watch hands out the metadata it decoded last again, slices and maps included, so what one receiver changes shows in the events of the next",
 			Packages:    []string{"./store/redisstore"},
 			Tests:       "TestHeardMetadataWithReferencesIsDecodedAnew",
+		},
+		{
+			Name:        "redis-batch-argument-count-off",
+			File:        "store/redisstore/batch.go",
+			Original:    "args[at] = strconv.Itoa(len(args) - at - 1)",
+			Replacement: "args[at] = strconv.Itoa(len(args) - at - 2)",
+			Reason:      "the batch script is told one argument fewer than each swap sends, so it reads each swap after the first from the wrong place",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "Batch",
+		},
+		{
+			Name:        "redis-watch-keeps-first-holder",
+			File:        "store/redisstore/watch.go",
+			Original:    "if rec.Holder != holder {",
+			Replacement: "if holder == \"\" {",
+			Reason:      "a watch hands out the first holder it heard for every later record, so a follower believes the old holder still leads after the lease changed hands",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "Watch",
 		},
 		// ---- redisstore: the Lua script, the create gate, capabilities ----
 		{

@@ -200,26 +200,29 @@ type batched[M any] struct {
 // swapBatch runs swaps in one script call and fills out with their results.
 func (s *Store[M]) swapBatch(ctx context.Context, swaps []store.Swap[M], out []store.SwapResult[M]) {
 	const op = "CompareAndSwap"
-	var keys []string
-	args := []any{"", s.batchChannel()}
-	var sent []batched[M]
+	keys := make([]string, 0, len(swaps)+1)
+	// Room for every swap's count and arguments (a renewal's 15) at once.
+	args := make([]any, 0, 2+16*len(swaps))
+	args = append(args, "", s.batchChannel())
+	sent := make([]batched[M], 0, len(swaps))
 	var marker string
 	for i, sw := range swaps {
 		if err := s.check(ctx, op, sw.Name); err != nil {
 			out[i].Err = err
 			continue
 		}
-		k, a, m, err := s.swapArgs(op, sw.Name, sw.Expected, nil, sw.Next, false)
+		at := len(args)
+		k, a, m, err := s.appendSwapArgs(append(args, nil), op, sw.Name, sw.Expected, nil, sw.Next, false)
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
+		args = a
+		args[at] = strconv.Itoa(len(args) - at - 1)
 		keys = append(keys, k[0])
 		if len(k) > 1 {
 			marker = k[1]
 		}
-		args = append(args, strconv.Itoa(len(a)))
-		args = append(args, a...)
 		sent = append(sent, batched[M]{i: i, m: m})
 	}
 	if len(sent) == 0 {

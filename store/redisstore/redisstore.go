@@ -381,6 +381,12 @@ func (s *Store[M]) CompareReleasedAndSwap(ctx context.Context, name string, expe
 // not nil; ask: the caller asks the gate to vouch for a create), and the
 // metadata as stored; op names the method in errors.
 func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], ask bool) ([]string, []any, M, error) {
+	return s.appendSwapArgs(nil, op, name, expected, was, next, ask)
+}
+
+// appendSwapArgs is swapArgs, appending the arguments to args (a batch's:
+// see swapBatch).
+func (s *Store[M]) appendSwapArgs(args []any, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], ask bool) ([]string, []any, M, error) {
 	enc, m, err := store.EncodeRecord(s.codec, next)
 	if err != nil {
 		return nil, nil, m, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
@@ -401,7 +407,7 @@ func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store
 		gateOn = "1"
 		seen, age = s.gate.attest()
 	}
-	args := []any{
+	args = append(args,
 		strconv.FormatUint(uint64(expected), 10),
 		nonce,
 		s.channel(name),
@@ -412,9 +418,9 @@ func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store
 		strconv.FormatInt(int64(next.LeaseDuration), 10),
 		strconv.FormatUint(next.Transitions, 10),
 		enc.Metadata,
-		gateOn, seen, age, "born:" + escape(name),
+		gateOn, seen, age, "born:"+escape(name),
 		claimArg(expected, next, s.gate != nil, ask),
-	}
+	)
 	switch {
 	case was != nil:
 		// The guard's arguments (a plain swap, a renewal, sends none).

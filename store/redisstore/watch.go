@@ -128,6 +128,7 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 		lastRev  lease.Revision   // the highest revision offered
 		lastErrS string           // the text of the error offered last
 		meta     metaCache[M]     // the metadata heard last
+		holder   string           // the holder heard last, a copy of its own
 	)
 	next := func(ev store.Event[M]) (store.Event[M], bool) {
 		switch {
@@ -169,8 +170,12 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 				}
 				// The holder outlives the message in the records made
 				// from it (an elector keeps the last it saw): a copy, so
-				// that it does not keep the whole payload alive.
-				rec.Holder = strings.Clone(rec.Holder)
+				// that it does not keep the whole payload alive, made
+				// once for the renewals of one holder.
+				if rec.Holder != holder {
+					holder = strings.Clone(rec.Holder)
+				}
+				rec.Holder = holder
 				return next(store.Event[M]{Record: rec, Revision: rev})
 			}
 			rec, rev, err := s.fromHash(name, m.hash, m.err)

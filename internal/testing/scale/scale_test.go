@@ -176,7 +176,10 @@ func postgresBackend() backend {
 // lead.Group per process. Run it with -benchtime 1x; pick a backend and a
 // driver with -bench 'Elections/redis/.*/driver=group'.
 // TENURE_SCALE_HEAPPROFILE and TENURE_SCALE_CPUPROFILE name files for the
-// heap profile of the steady state and the CPU profile of the window.
+// heap profile of the steady state and the CPU profile of the window; the
+// heap profile at the window's start goes to the first name plus
+// ".start", so that go tool pprof -sample_index=alloc_space -diff_base
+// F.start F shows what the window allocated.
 // TENURE_SCALE_START=together starts every election in the three groups
 // at once, as three processes started together would.
 // TENURE_SCALE_OPSTATS=1 counts the store operations of the window by
@@ -338,6 +341,9 @@ func runElections(b *testing.B, be backend, n int, grouped bool, wait, settle, w
 		requests0 = be.requests(b)
 	}
 	ops.reset()
+	if path := os.Getenv("TENURE_SCALE_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path+".start")
+	}
 	stopProfile := startCPUProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
 	time.Sleep(window)
