@@ -833,7 +833,7 @@ func Catalogue() []Mutant {
 			Name:        "lead-batch-failure-as-success",
 			File:        "lead/groupbatch.go",
 			Original:    "\t\t\trr = res[i]\n",
-			Replacement: "\t\t\trr = res[i]\n\t\t\tif rr.Err != nil {\n\t\t\t\trr = store.SwapResult[M]{Record: w.sw.Next, Revision: w.sw.Expected + 1}\n\t\t\t}\n",
+			Replacement: "\t\t\trr = res[i]\n\t\t\tif rr.Err != nil {\n\t\t\t\trr = store.SwapResult[M]{Record: sw.Next, Revision: sw.Expected + 1}\n\t\t\t}\n",
 			Reason:      "a renewal the batch did not write is reported as written, so its leader keeps leading after another holder took the lease",
 			Packages:    []string{"./lead"},
 			Tests:       "TestGroupBatch",
