@@ -16,6 +16,11 @@ import (
 // and PostgreSQL's pipelines carry fewer (pgstore splits them).
 const maxBatch = 64
 
+// maxRoom is the most renewals a round makes room for at once: a round
+// after thousands of leaders renewed together (a Group starting) does not
+// hold room for all of them again.
+const maxRoom = 16 * maxBatch
+
 // BatchInstruments is implemented by Instruments that also count a
 // Group's round trips: besides StoreOp for each operation, StoreBatch
 // reports each batch of operations sent in one round trip
@@ -58,7 +63,7 @@ type renewals[M any] struct {
 	mu      sync.Mutex
 	pending pendingRenewals[M]
 	// last is how many renewals the last round gathered: the next round's
-	// are gathered in room for as many, made at once.
+	// are gathered in room for as many (at most maxRoom), made at once.
 	last int
 }
 
@@ -73,7 +78,7 @@ func (m *member[M]) batchRenew(r *runner[M], sw store.Swap[M]) bool {
 	rs.mu.Lock()
 	p := &rs.pending
 	if p.rs == nil {
-		n := max(rs.last, 1)
+		n := min(max(rs.last, 1), maxRoom)
 		p.rs, p.swaps, p.timeouts = make([]*runner[M], 0, n), make([]store.Swap[M], 0, n), make([]time.Duration, 0, n)
 	}
 	p.rs, p.swaps, p.timeouts = append(p.rs, r), append(p.swaps, sw), append(p.timeouts, r.cfg.BackendTimeout)
