@@ -287,6 +287,21 @@ func (r *Runner) test(ctx context.Context, mod, run string, pkgs []string) (fail
 	}
 	args = append(args, pkgs...)
 	cmd := r.command(ctx, filepath.Join(r.Scratch, mod), args...)
+	// The run is killed at its first failure, and a killed go test leaves
+	// its build directory behind, as its tests leave their servers' data
+	// directories: all of them go in a directory of the run's own, removed
+	// once it ends.
+	tmp, err := os.MkdirTemp("", "tenure-mutants-run-")
+	if err != nil {
+		return failure{}, err
+	}
+	defer os.RemoveAll(tmp)
+	// PostgreSQL runs as its own user when the tests run as root, and must
+	// reach its directory through this one.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return failure{}, err
+	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "GOTMPDIR="+tmp)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

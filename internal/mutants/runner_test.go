@@ -62,10 +62,17 @@ func TestRunnerOnASyntheticModule(t *testing.T) {
 	}
 	var out strings.Builder
 	scratch := filepath.Join(t.TempDir(), "scratch")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	r := &Runner{Root: root, Scratch: scratch, Modules: []string{"."}, Timeout: 2 * time.Minute, Out: &out}
 	res, err := r.Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A killed go test leaves its build directory, and its tests their
+	// servers' directories: none may outlive the run.
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the run left %v in $TMPDIR (%v)", left, err)
 	}
 	want := []struct {
 		o  Outcome

@@ -31,11 +31,7 @@ import (
 	"github.com/tenure-go/tenure/store/redisstore"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testcluster.StopPackagePostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // The timings of the comparison: what client-go's users run at, scaled.
 const (

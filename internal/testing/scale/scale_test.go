@@ -46,6 +46,8 @@ type backend struct {
 	requests func(b *testing.B) int64
 }
 
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
 func backends() []backend {
 	return []backend{
 		{
