@@ -46,16 +46,27 @@ func genSchedule(t *rapid.T, nodes int, cfg lease.Config, withDataLoss bool) []F
 		case FaultRelease:
 			f.Dur = dur(time.Second, 2*l)
 		case FaultReconfigure:
-			f.Config = genConfig(t)
+			// On a store that loses records every LeaseDuration must
+			// exceed every RenewDeadline (docs/design.md, "Stores that
+			// lose records"): one shared LeaseDuration guarantees it.
+			keep := time.Duration(0)
+			if withDataLoss {
+				keep = cfg.LeaseDuration
+			}
+			f.Config = genConfig(t, keep)
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-// genConfig draws valid timings that tolerate 10% drift.
-func genConfig(t *rapid.T) lease.Config {
-	l := time.Duration(rapid.Int64Range(int64(5*time.Second), int64(20*time.Second)).Draw(t, "L"))
+// genConfig draws valid timings that tolerate 10% drift, with
+// LeaseDuration keep if it is not 0.
+func genConfig(t *rapid.T, keep time.Duration) lease.Config {
+	l := keep
+	if l == 0 {
+		l = time.Duration(rapid.Int64Range(int64(5*time.Second), int64(20*time.Second)).Draw(t, "L"))
+	}
 	r := time.Duration(float64(l) * rapid.Float64Range(0.5, 0.8).Draw(t, "R/L"))
 	return lease.Config{
 		LeaseDuration:  l,
