@@ -21,7 +21,8 @@
 //	                        create in a store that can lose records
 //	                        (only a claim: see Options.LossyStore)
 //	                        that the store did not vouch for
-//	                        (Event.Vouched)
+//	                        (Event.Vouched), even if the node is
+//	                        stopping: a released claim would be free
 //	Candidate -> Expiring   the swap succeeded too late to lead, or the
 //	                        node is stopping: release what was taken
 //	Leader    -> Leader     a renewal succeeded

@@ -485,7 +485,7 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			return
 		}
 		m.unknownToken = 0
-		if m.claims() && !ev.Vouched && !m.stopping {
+		if m.claims() && !ev.Vouched {
 			// A record created in a store that loses records is only a
 			// claim: a leader whose record vanished may believe it leads
 			// for up to its RenewDeadline after the loss, and absence
@@ -495,6 +495,12 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			// the loss. (Unless the store vouched that it lost no record
 			// for a LeaseDuration before the create: Event.Vouched.)
 			m.becomeFollower()
+			if m.stopping {
+				// Leave the claim standing: released, it would be free at
+				// once, and whoever took it would lead while the lost
+				// record's holder may still believe it leads.
+				return
+			}
 			m.emit(Action{Kind: Report, Problem: ProblemClaim, Token: ev.Lease.Token, Revision: m.view.rev, Wait: m.patience(), Until: m.acquireAt()})
 			return
 		}

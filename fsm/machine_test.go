@@ -1107,6 +1107,18 @@ func TestVouchedCreates(t *testing.T) {
 			{tick(15*s + 2*ms), []Action{acquire(1, me(2, 0))}, Candidate},
 			{done(15*s+3*ms, me(2, 0), 2), []Action{started(2, 15*s+2*ms)}, Leader},
 		}},
+		{"a node stopped while its create is in flight leaves the claim standing", true, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},
+			{stop(2*ms, true), nil, Candidate},
+			{done(3*ms, me(1, 0), 1), []Action{aDone()}, Follower},
+		}},
+		{"a store that keeps its records has a created lease released on stop", false, []step{
+			{tick(0), []Action{aRead()}, Follower},
+			{readAbsent(1 * ms), []Action{acquire(0, me(1, 0))}, Candidate},
+			{stop(2*ms, true), nil, Candidate},
+			{done(3*ms, me(1, 0), 1), []Action{release(1, released(1, 0))}, Expiring},
+		}},
 		{"a create with an unknown outcome is a claim even if it landed", true, []step{
 			{tick(0), []Action{aRead()}, Follower},
 			{readAbsent(1 * ms), []Action{create(me(1, 0))}, Candidate},

@@ -30,7 +30,9 @@ const (
 	// FaultDataLoss makes the store lose the record.
 	FaultDataLoss
 	// FaultRelease stops Node gracefully (it releases the lease); it starts
-	// again after Dur, or stays stopped if Dur is zero.
+	// again after Dur, or stays stopped if Dur is zero. With a Window it
+	// waits up to Window for any node to send a create, and stops that
+	// node while the create is in flight (see targeted.go).
 	FaultRelease
 	// FaultReconfigure gives Node the timings Config.
 	FaultReconfigure
@@ -214,6 +216,9 @@ func (f Fault) String() string {
 	case FaultResend:
 		return "store loses the record, and a resent call makes the marker anew"
 	case FaultRelease:
+		if f.Window > 0 {
+			return fmt.Sprintf("within %v: stop, releasing, whoever next sends a create, while it is in flight; back after %v", ms(f.Window), f.Dur)
+		}
 		return fmt.Sprintf("release n%d, back after %v", f.Node, f.Dur)
 	case FaultResign:
 		return fmt.Sprintf("n%d resigns", f.Node)
@@ -342,6 +347,10 @@ func (s *Cluster) applyFault(i int) {
 	case FaultResend:
 		s.resend()
 	case FaultRelease:
+		if f.Window > 0 {
+			s.adv.armed = append(s.adv.armed, i) // see targeted.go
+			break
+		}
 		if n.up && n.pausedUntil <= s.now {
 			s.step(n, fsm.Event{Kind: fsm.Stop, Release: true})
 		}
@@ -520,6 +529,11 @@ func randomSchedule(s *Cluster) []Fault {
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
 		case FaultRelease:
 			fl.Dur = time.Duration(s.uniform(int64(time.Second), 2*l))
+			if s.lossy && s.chance(0.5) {
+				// Stop whoever next creates the record, while the create
+				// is in flight: after a loss, that create is a claim.
+				fl.Window = time.Duration(s.uniform(l, 4*l))
+			}
 		case FaultReconfigure:
 			fl.Config = randomConfig(s)
 		case FaultResign:

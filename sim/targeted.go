@@ -26,6 +26,10 @@ package sim
 //     after that is cut off. A follower that counted its wait from the
 //     forged event, once a read shows the revision it predicted, would
 //     take over while the leader still believes.
+//   - FaultRelease with a Window waits for a node to send a create (an
+//     acquire expecting no record) and stops it, releasing, while the
+//     create is in flight; Dur later it starts again. In a store that
+//     loses records that create is only a claim.
 //   - FaultJitter draws a delay for each message on its own.
 //
 // A trigger acts once; a fault whose Window passes without its trigger
@@ -52,6 +56,7 @@ const (
 	phaseReconfigure uint64 = iota + 1 // reconfigure and cut the leader
 	phaseSilence                       // cut the leader off after a hold
 	phaseHeal                          // end the cut
+	phaseStop                          // stop a node whose create is in flight
 )
 
 // trigger checks the armed faults against the action n is about to
@@ -92,6 +97,11 @@ func (s *Cluster) trigger(n *node, a fsm.Action) {
 			if to := s.quietRewind(n, a); to != 0 {
 				s.tracef(n.idx, "TARGETED: the store goes back to the revision it last read, %d, before its read arrives", to)
 				s.rollbackTo(f, to)
+				fired = true
+			}
+		case FaultRelease:
+			if a.Kind == fsm.Swap && a.Swap == fsm.Acquire && a.Expected == 0 {
+				s.push(simEvent{at: s.now, kind: evAdv, node: int32(n.idx), gen: n.gen, count: i, token: phaseStop})
 				fired = true
 			}
 		case FaultHold:
@@ -219,6 +229,18 @@ func (s *Cluster) advEvent(ev *simEvent) {
 		}
 		s.tracef(n.idx, "TARGETED: the leader is cut off for %v", f.Cut)
 		s.cut(n, ev.count, int64(f.Cut))
+	case phaseStop:
+		if !n.up || n.gen != ev.gen {
+			return
+		}
+		s.faults[ev.count].Node = n.idx
+		s.tracef(n.idx, "TARGETED: stopped, releasing, while its create is in flight; back after %v", f.Dur)
+		if n.pausedUntil <= s.now {
+			s.step(n, fsm.Event{Kind: fsm.Stop, Release: true})
+		}
+		if f.Dur > 0 {
+			s.push(simEvent{at: s.now + int64(f.Dur), kind: evFaultEnd, node: int32(n.idx), count: ev.count})
+		}
 	case phaseHeal:
 		n.reqCut, n.respCut = false, false
 		c.active--

@@ -40,6 +40,10 @@ func faultMark(at int64, f Fault) timeline.Fault {
 		if f.Mask != 0 {
 			node = -1
 		}
+	case FaultRelease:
+		if f.Window > 0 {
+			node = -1 // it waits for whoever creates next
+		}
 	}
 	return timeline.Fault{At: at, Dur: int64(f.Dur), Node: node, Letter: f.Kind.String()[0], Kind: f.Kind.String(), Text: f.text()}
 }
