@@ -8,7 +8,7 @@ package exhaust
 // applied later), with one fault (two for the reconfiguration and its cut)
 // chosen among those the bound allows, at any instant.
 
-// TestBounds is what `make test` runs (about 42s, single-threaded, on a
+// TestBounds is what `make test` runs (about 75s, single-threaded, on a
 // shared 2-core machine: 80-150k states/s).
 func TestBounds() []Bound {
 	c, c2 := smallConfig(), longConfig()
@@ -21,6 +21,8 @@ func TestBounds() []Bound {
 			Budget: Budget{Reconfigs: 1, Cuts: 1, Faults: 2}},
 		{Name: "two-nodes-lossy-loss", Nodes: 2, Horizon: 7, Config: c, MaxOrphans: 1, Lossy: true,
 			Budget: Budget{DataLosses: 1, Losses: 1, Faults: 1}},
+		{Name: "two-nodes-lossy-stop", Nodes: 2, Horizon: 7, Config: c, MaxOrphans: 1, Lossy: true,
+			Budget: Budget{DataLosses: 1, Stops: 1, Faults: 2}},
 		{Name: "two-nodes-watch", Nodes: 2, Horizon: 3, Config: c, MaxOrphans: 1, Watch: true,
 			Budget: Budget{Faults: 1}},
 		{Name: "two-nodes-watch-rollback", Nodes: 2, Horizon: 9, Config: c, MaxOrphans: 1, Watch: true, WatchAtTick: true,

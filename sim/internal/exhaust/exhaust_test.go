@@ -59,9 +59,18 @@ func bounds() []Bound {
 		// detector finds nothing in it and slows it sixfold. CI, which
 		// runs every test with it, explores each bound two ticks shorter
 		// (make test without it, the full bounds).
-		for i := range bs {
-			bs[i].Horizon = max(bs[i].Horizon-2, 3)
+		var short []Bound
+		for _, b := range bs {
+			if b.Name == "two-nodes-lossy-stop" {
+				// Shorter than 7 ticks, no term starts on its claim (a
+				// LeaseDuration, 6 ticks, after the create): nothing to
+				// find, for a minute of CI.
+				continue
+			}
+			b.Horizon = max(b.Horizon-2, 3)
+			short = append(short, b)
 		}
+		bs = short
 	}
 	return bs
 }
