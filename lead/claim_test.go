@@ -207,3 +207,81 @@ func TestForgedClaimChangesNothing(t *testing.T) {
 		t.Fatalf("electors that trust Claim went unnoticed:\n%s", trusted)
 	}
 }
+
+// heldCreate holds each create (a swap expecting no record) until release
+// is closed, and then applies it whatever became of the caller's context:
+// the create was sent, and lands after the caller stopped waiting.
+type heldCreate struct {
+	lossyMem
+	sent    chan struct{}
+	release chan struct{}
+}
+
+func (h heldCreate) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	if expected == 0 {
+		close(h.sent)
+		<-h.release
+		ctx = context.WithoutCancel(ctx)
+	}
+	return h.lossyMem.CompareAndSwap(ctx, name, expected, next)
+}
+
+// An elector stopped while its create is in flight, on a store that may
+// lose records, leaves the record it created standing: it is a claim,
+// and released it would be free at once to whoever comes next, while the
+// holder of a record the store lost may still believe it leads.
+func TestStoppedClaimerLeavesItsClaimStanding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New[meta]()
+		st := heldCreate{lossyMem{mem}, make(chan struct{}), make(chan struct{})}
+		a := start(t, st, "a")
+		<-st.sent
+		a.cancel()
+		synctest.Wait()
+		close(st.release)
+		if err := <-a.done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		synctest.Wait()
+		rec, _, err := mem.Get(context.Background(), "job")
+		if err != nil || rec.Holder != "a" || !rec.Claim {
+			t.Fatalf("stored record after the stop = %+v, %v; want a's claim, not released", rec, err)
+		}
+	})
+}
+
+// The same holds for an elector removed from a Group (as Shards does
+// when a shard moves away) while its create is in flight.
+func TestRemovedClaimerLeavesItsClaimStanding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New[meta]()
+		st := heldCreate{lossyMem{mem}, make(chan struct{}), make(chan struct{})}
+		g, err := lead.NewGroup[meta](st, lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithIdentity("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := g.Add("job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- g.Run(ctx) }()
+		<-st.sent
+		if !g.Remove("job") {
+			t.Fatal("Remove found no elector")
+		}
+		synctest.Wait()
+		close(st.release)
+		<-e.Done()
+		synctest.Wait()
+		rec, _, err := mem.Get(context.Background(), "job")
+		if err != nil || rec.Holder != "a" || !rec.Claim {
+			t.Errorf("stored record after the removal = %+v, %v; want a's claim, not released", rec, err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}
