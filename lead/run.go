@@ -516,7 +516,11 @@ func (r *runner[M]) perform(a fsm.Action) {
 	}
 }
 
-// performSwap starts the swap a asks for.
+// performSwap starts the swap a asks for. A renewal a Group batches goes
+// out with the others due now; every other swap runs as an operation of
+// its own (swapOp). The closures of swapOp take a's fields, not a or the
+// record: captured here, both would be moved to the heap at every swap,
+// batched renewals included.
 func (r *runner[M]) performSwap(a fsm.Action) {
 	e := r.e
 	next := r.buildRecord(a)
@@ -531,21 +535,30 @@ func (r *runner[M]) performSwap(a fsm.Action) {
 		// store has a guard; never a plain swap instead (the helper
 		// fails when the guard is gone).
 		was := store.Released{Token: a.Was.Token, Transitions: a.Was.Transitions, LeaseDuration: a.Was.LeaseDuration, Successor: a.Was.Successor}
-		r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-			return store.CompareReleasedAndSwap(ctx, e.st, e.name, a.Expected, was, next)
-		}))
+		r.swapOp(a.Swap, a.Expected, &was, next, nil)
 		return
 	}
 	if a.Swap == fsm.Renew && v == nil && r.host.batchRenew(r, store.Swap[M]{Name: e.name, Expected: a.Expected, Next: next}) {
 		return // sent with the other renewals due now (groupbatch.go)
 	}
-	r.startOp(a.Swap, r.traced(opName(a.Swap), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
-		if v == nil {
-			return e.st.CompareAndSwap(ctx, e.name, a.Expected, next)
+	r.swapOp(a.Swap, a.Expected, nil, next, v)
+}
+
+// swapOp starts a swap of kind from expected to next as an operation of
+// its own: guarded by was if not nil, else a create the store may vouch
+// for into v if v is not nil, else a plain compare-and-swap.
+func (r *runner[M]) swapOp(kind fsm.SwapKind, expected lease.Revision, was *store.Released, next lease.Record[M], v *atomic.Bool) {
+	e := r.e
+	r.startOp(kind, r.traced(opName(kind), next.Token, next.LeaseDuration, func(ctx context.Context) (lease.Record[M], lease.Revision, error) {
+		switch {
+		case was != nil:
+			return store.CompareReleasedAndSwap(ctx, e.st, e.name, expected, *was, next)
+		case v != nil:
+			rec, rev, vouched, err := store.CreateVouched(ctx, e.st, e.name, next)
+			v.Store(vouched)
+			return rec, rev, err
 		}
-		rec, rev, vouched, err := store.CreateVouched(ctx, e.st, e.name, next)
-		v.Store(vouched)
-		return rec, rev, err
+		return e.st.CompareAndSwap(ctx, e.name, expected, next)
 	}))
 }
 
