@@ -15,10 +15,11 @@ import (
 // Every swap attests how long the Store has seen the nonce, and the script
 // keeps the longest such age: the marker has stood at least that long.
 type gate struct {
-	mu    sync.Mutex
-	nonce string
-	since time.Time
-	now   func() time.Time
+	marker string // the marker's key (markerKey), made once: every swap names it
+	mu     sync.Mutex
+	nonce  string
+	since  time.Time
+	now    func() time.Time
 }
 
 // newGate returns the gate of a Store on client with cfg, or nil when the
@@ -30,10 +31,11 @@ func newGate(client redis.UniversalClient, cfg config) *gate {
 	if _, single := client.(*redis.Client); !single || cfg.lossless || cfg.noGate {
 		return nil
 	}
+	g := &gate{marker: markerKey(cfg.prefix), now: time.Now}
 	if cfg.now != nil {
-		return &gate{now: cfg.now}
+		g.now = cfg.now
 	}
-	return &gate{now: time.Now}
+	return g
 }
 
 // attest returns the nonce to attest and the age, in nanoseconds, to attest
@@ -65,4 +67,6 @@ func (g *gate) saw(nonce string) {
 // markerKey is the key of the dataset marker: <prefix>tenure:marker. Its
 // hash also holds a field born:<escaped name> for every name written since
 // the marker was made.
-func (s *Store[M]) markerKey() string { return s.cfg.prefix + "tenure:marker" }
+func (s *Store[M]) markerKey() string { return markerKey(s.cfg.prefix) }
+
+func markerKey(prefix string) string { return prefix + "tenure:marker" }

@@ -401,16 +401,17 @@ func (s *Store[M]) appendSwapArgs(args []any, op, name string, expected lease.Re
 		// it (field op), after a dot: see stampOf.
 		nonce += "." + strconv.FormatUint(next.Stamp, 36)
 	}
-	keys, gateOn, seen, age := []string{s.key(name)}, "", "", "0"
+	key := s.key(name)
+	keys, gateOn, seen, age := []string{key}, "", "", "0"
 	if s.gate != nil {
-		keys = append(keys, s.markerKey())
+		keys = append(keys, s.gate.marker)
 		gateOn = "1"
 		seen, age = s.gate.attest()
 	}
 	args = append(args,
 		strconv.FormatUint(uint64(expected), 10),
 		nonce,
-		s.channel(name),
+		key+channelSuffix, // s.channel(name), without making the key again
 		next.Holder,
 		strconv.FormatUint(next.Token, 10),
 		acquired,
