@@ -619,8 +619,21 @@ func (e *Elector[M]) notifyLocked() {
 // started, with the stops of its clock counted (countStopsLocked). e.mu
 // must be held.
 func (e *Elector[M]) sinceEpoch() time.Duration {
-	e.countStopsLocked()
-	return e.clock.Now().Sub(e.epoch)
+	return e.nowCountingStopsLocked().Sub(e.epoch)
+}
+
+// nowCountingStopsLocked counts the clock's stops (countStopsLocked) and
+// returns the clock's time now, read after them. The default clock
+// gives both from one reading. e.mu must be held.
+func (e *Elector[M]) nowCountingStopsLocked() time.Time {
+	sc, ok := e.stops.(*systemClock)
+	if !ok || sc != e.clock {
+		e.countStopsLocked()
+		return e.clock.Now()
+	}
+	now, total := sc.nowStopped()
+	e.countStopsAtLocked(total)
+	return now
 }
 
 // countStopsLocked counts, as elapsed time, the time the clock stood still
@@ -636,7 +649,12 @@ func (e *Elector[M]) countStopsLocked() {
 	if e.stops == nil {
 		return
 	}
-	total := e.stops.stoppedTotal()
+	e.countStopsAtLocked(e.stops.stoppedTotal())
+}
+
+// countStopsAtLocked is countStopsLocked, with total the clock's
+// stoppedTotal, read now. e.mu must be held.
+func (e *Elector[M]) countStopsAtLocked(total time.Duration) {
 	gap := total - e.seenStops
 	if gap <= 0 {
 		return

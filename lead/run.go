@@ -163,6 +163,13 @@ type runner[M any] struct {
 	pendingGen uint32
 	pendingEv  store.Event[M]
 
+	// accepted is the revision of the record the machine holds as the
+	// store's (fsm.Machine.Observed, after each answer: remember), 0 when
+	// none or the record's absence. Set on the loop, read by postWatch: a watch event showing that revision
+	// again (a leader's own renewal heard back, above all) is news to
+	// nobody, and is not posted.
+	accepted atomic.Uint64
+
 	errLog   map[string]time.Duration
 	obs      *observerQueue
 	fatal    error        // a write the store refuses for good: the runner stops, Run returns it
@@ -433,8 +440,8 @@ func (r *runner[M]) arm() {
 	}
 	e := r.e
 	e.mu.Lock()
-	e.countStopsLocked()
-	clockNow, epoch := e.clock.Now(), e.epoch
+	clockNow := e.nowCountingStopsLocked()
+	epoch := e.epoch
 	e.mu.Unlock()
 	if r.host.shareWake(r, at, clockNow, epoch) {
 		return
@@ -729,6 +736,11 @@ func (r *runner[M]) remember(ev fsm.Event, rec lease.Record[M]) {
 	case !ev.Absent && rev == ev.Revision && l == ev.Lease && (!e.haveRec || e.rev != rev):
 		e.rec, e.rev, e.haveRec = rec, rev, true
 		e.notifyLocked()
+	}
+	if ok && !absent {
+		r.accepted.Store(uint64(rev))
+	} else {
+		r.accepted.Store(0)
 	}
 	if ok {
 		e.seeLeaderLocked(absent)

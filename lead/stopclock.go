@@ -106,6 +106,14 @@ func (*systemClock) Now() time.Time { return time.Now() }
 func (*systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 func (c *systemClock) stoppedTotal() time.Duration {
+	_, total := c.nowStopped()
+	return total
+}
+
+// nowStopped returns the time now and stoppedTotal, both from one
+// reading of the clock: the time is that of Now, read before the stops
+// it counts.
+func (c *systemClock) nowStopped() (time.Time, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now() // one reading of the wall clock and the monotonic one
@@ -117,7 +125,7 @@ func (c *systemClock) stoppedTotal() time.Duration {
 			c.total = max(c.total, c.boot.observe(m, boot))
 		}
 	}
-	return c.total
+	return now, c.total
 }
 
 // satAdd is a + b, saturated.

@@ -376,6 +376,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestSlowBody|TestTermEnded|TestRelease|TestBody",
 		},
 		{
+			Name:        "lead-watch-drops-newer",
+			File:        "lead/loop.go",
+			Original:    "uint64(ev.Revision) == r.accepted.Load() {",
+			Replacement: "uint64(ev.Revision) >= r.accepted.Load() {",
+			Reason:      "watch events newer than the record the machine holds are dropped as if they were its own renewals heard back, so a follower hears no release and a named successor takes over only at its next poll",
+			Packages:    []string{"./lead"},
+			Tests:       "TestPostWatchDropsOnlyTheRevisionAccepted|TestResignHandsOver|TestShardsHandOverWithoutAGap",
+		},
+		{
 			Name:        "lead-ctx-err-unchecked",
 			File:        "lead/term.go",
 			Original:    "func (c checkedContext) Err() error {\n\tc.check()\n",
