@@ -27,7 +27,7 @@ const DefaultMaxReplicas = 16
 
 // DefaultMaxMoves is how many shards a replica releases at once when
 // ShardsConfig.MaxMoves is 0.
-const DefaultMaxMoves = 8
+const DefaultMaxMoves = 2
 
 // ShardsConfig says what a Shards runs.
 type ShardsConfig struct {
@@ -61,8 +61,9 @@ type ShardsConfig struct {
 	// DefaultMaxMoves): the next is released as soon as one of them is.
 	// A store that serves hundreds of releases and takeovers at once
 	// queues them, and each move's time without a leader grows with the
-	// queue; a few at a time keep it near one handover, at the cost of a
-	// longer time to balance when many shards move.
+	// queue; two at a time keep it near one handover. More move shards
+	// faster on a slow store, each with a longer time without a leader
+	// (docs/benchmarks.md, "Shards over three replicas").
 	MaxMoves int
 }
 
