@@ -510,6 +510,13 @@ func (m *Machine) answerCandidate(ev Event, v verdict) {
 			m.becomeExpiring(ev.Lease.Token)
 			return
 		}
+		if m.req.guarded {
+			// A guarded swap left the follower's schedule in place
+			// (takeHeardRelease), which a quiet follower's reads left
+			// behind long ago: the term's first renewal comes a
+			// RetryInterval after the swap, not at once.
+			m.nextOp = sat(m.req.sentAt, m.cfg.RetryInterval)
+		}
 		m.becomeLeader(ev.Lease.Token, m.req.sentAt, until)
 	case SwapConflict:
 		if ev.Absent && v != refused && m.req.swap == Acquire && m.req.expected == 0 {

@@ -1313,6 +1313,15 @@ func TestGuardedRelease(t *testing.T) {
 			// The same event again, late: old news.
 			{watched(1*s+2*ms, released(4, 2), 11), nil, Leader},
 		})},
+		{"the term's first renewal comes a RetryInterval after the guarded swap", true, false, join(followOther(), []step{
+			// The follower's schedule (a read at 2s+1ms) is not the
+			// leader's.
+			{watched(1*s, released(4, 2), 11), []Action{guardedAcquire(11, released(4, 2), me(5, 3))}, Candidate},
+			{done(1*s+1*ms, me(5, 3), 12), []Action{started(5, 1*s)}, Leader},
+			{tick(2*s + 1*ms), nil, Leader},
+			{tick(3*s - 1*ms), nil, Leader},
+			{tick(3 * s), []Action{renew(12, me(5, 3))}, Leader},
+		})},
 		{"without the guard a release event makes a read", false, false, join(followOther(), []step{
 			{watched(1*s, released(4, 2), 11), []Action{aRead()}, Follower},
 			{read(1*s+1*ms, released(4, 2), 11), []Action{acquire(11, me(5, 3))}, Candidate},

@@ -355,6 +355,15 @@ func Catalogue() []Mutant {
 			Reason:      "a read's answer sent before a renewal or another write was heard counts as settling it, so a rollback that lost that write is not contradicted and the follower takes the rolled-back record for the one it waited out",
 			Packages:    fsmSim,
 		},
+		{
+			Name:        "fsm-guarded-first-renewal-late",
+			File:        "fsm/machine.go",
+			Original:    "m.nextOp = sat(m.req.sentAt, m.cfg.RetryInterval)",
+			Replacement: "m.nextOp = sat(m.req.sentAt, m.cfg.RenewDeadline)",
+			Reason:      "a term won by a guarded swap first renews at its deadline, so it ends there and its shard or election goes without a leader until the next takeover",
+			Packages:    []string{"./fsm"},
+			Tests:       "TestGuardedRelease",
+		},
 		// ---- lead ----
 		{
 			Name:        "lead-drain-off-by-one",
