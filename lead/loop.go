@@ -127,11 +127,11 @@ func (l *loop[M]) postMetaRead(r *runner[M], res result[M]) {
 
 // postWatch sends r an event of its watch of generation gen, or (ok false)
 // the end of that watch. A newer event replaces one still waiting. A
-// record at the revision the machine accepted last (runner.accepted) is
-// dropped: a hint at that revision changes nothing the machine or the
-// MetadataChanges channels hold, and most are a leader's own renewals
-// heard back, a third of what a Group hears when its leaders are spread
-// over three processes.
+// record at the revision the machine holds as the store's
+// (runner.accepted) is dropped: a hint at that revision changes nothing
+// the machine or the MetadataChanges channels hold, and most are a
+// leader's own renewals heard back, a third of what a Group hears when
+// its leaders are spread over three processes.
 func (l *loop[M]) postWatch(r *runner[M], gen uint32, ev store.Event[M], ok bool) {
 	if ok && ev.Err == nil && !ev.Absent && ev.Revision != 0 && uint64(ev.Revision) == r.accepted.Load() {
 		return

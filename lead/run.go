@@ -165,9 +165,9 @@ type runner[M any] struct {
 
 	// accepted is the revision of the record the machine holds as the
 	// store's (fsm.Machine.Observed, after each answer: remember), 0 when
-	// none or the record's absence. Set on the loop, read by postWatch: a watch event showing that revision
-	// again (a leader's own renewal heard back, above all) is news to
-	// nobody, and is not posted.
+	// none or the record's absence. Set on the loop, read by postWatch:
+	// a watch event showing that revision again (a leader's own renewal
+	// heard back, above all) is news to nobody, and is not posted.
 	accepted atomic.Uint64
 
 	errLog   map[string]time.Duration
