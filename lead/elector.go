@@ -623,17 +623,17 @@ func (e *Elector[M]) sinceEpoch() time.Duration {
 }
 
 // nowCountingStopsLocked counts the clock's stops (countStopsLocked) and
-// returns the clock's time now, read after them. The default clock
-// gives both from one reading. e.mu must be held.
+// returns the clock's time now, read no earlier than the stops counted:
+// the default clock gives both from one reading, any other clock is read
+// after. e.mu must be held.
 func (e *Elector[M]) nowCountingStopsLocked() time.Time {
-	sc, ok := e.stops.(*systemClock)
-	if !ok || sc != e.clock {
-		e.countStopsLocked()
-		return e.clock.Now()
+	if sc, ok := e.clock.(*systemClock); ok {
+		now, total := sc.nowStopped()
+		e.countStopsAtLocked(total)
+		return now
 	}
-	now, total := sc.nowStopped()
-	e.countStopsAtLocked(total)
-	return now
+	e.countStopsLocked()
+	return e.clock.Now()
 }
 
 // countStopsLocked counts, as elapsed time, the time the clock stood still

@@ -111,8 +111,7 @@ func (c *systemClock) stoppedTotal() time.Duration {
 }
 
 // nowStopped returns the time now and stoppedTotal, both from one
-// reading of the clock: the time is that of Now, read before the stops
-// it counts.
+// reading of the clock.
 func (c *systemClock) nowStopped() (time.Time, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
