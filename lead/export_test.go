@@ -28,7 +28,9 @@ func MetadataFromReadsOnly[M any](e *Elector[M]) {
 // membership has held for an Every), "count-on-term" (a replica looks
 // again when its presence slot's term begins, not when its record names
 // it), "take-free-at-once" (a free shard is taken without waiting for
-// membership to hold for an Every).
+// membership to hold for an Every), "move-on-release" (a move releases
+// the shard without naming the receiver, and gives its place among
+// MaxMoves back once the release is stored, not once the receiver leads).
 // Call it before Run.
 func ShardsVariant[M any](s *Shards[M], variant string) {
 	on, ok := map[string]*bool{
@@ -39,6 +41,7 @@ func ShardsVariant[M any](s *Shards[M], variant string) {
 		"follow-late":        &s.hook.followLate,
 		"count-on-term":      &s.hook.countOnTerm,
 		"take-free-at-once":  &s.hook.takeFreeAtOnce,
+		"move-on-release":    &s.hook.moveOnRelease,
 	}[variant]
 	if !ok {
 		panic("unknown variant " + variant)

@@ -25,7 +25,7 @@ var ErrInvalidShards = errors.New("lead: invalid shards")
 // ShardsConfig.MaxReplicas is 0.
 const DefaultMaxReplicas = 16
 
-// DefaultMaxMoves is how many shards a replica releases at once when
+// DefaultMaxMoves is how many shards a replica moves at once when
 // ShardsConfig.MaxMoves is 0.
 const DefaultMaxMoves = 2
 
@@ -57,8 +57,10 @@ type ShardsConfig struct {
 	// electors' LeaseDuration); it reads them at once when membership
 	// changes.
 	Refresh time.Duration
-	// MaxMoves is how many shards a replica releases at once (default
-	// DefaultMaxMoves): the next is released as soon as one of them is.
+	// MaxMoves is how many shards a replica moves at once (default
+	// DefaultMaxMoves): a move lasts from its release to the receiver's
+	// term (or to the fallback to a plain release, see
+	// Elector.HandOver), and the next starts as soon as one is over.
 	// A store that serves hundreds of releases and takeovers at once
 	// queues them, and each move's time without a leader grows with the
 	// queue; two at a time keep it near one handover. More move shards
@@ -75,10 +77,11 @@ type ShardsConfig struct {
 // restore the balance: each replica computes the same target assignment
 // from the live members and the shards' current holders, keeping shards
 // where they are while the balance allows; it campaigns only for the
-// shards assigned to it, and releases those it holds that are assigned
-// elsewhere, after the replica they go to has had time to follow them
-// (see ShardsConfig.Every) and a few at a time (ShardsConfig.MaxMoves),
-// which takes each on the release it hears. A
+// shards assigned to it, and hands those it holds that are assigned
+// elsewhere over to the replica they go to (Elector.HandOver), after that
+// replica has had time to follow them (see ShardsConfig.Every) and a few
+// at a time (ShardsConfig.MaxMoves); the receiver takes each on the
+// release it hears. A
 // replica follows a shard assigned to it that another replica holds at
 // once, and campaigns for a free one once membership has not changed for
 // an Every, so that replicas that start together do not first take each
@@ -122,7 +125,7 @@ type Shards[M any] struct {
 	electors map[string]*Elector[M] // shards in the Group
 	removing map[string]*Elector[M] // removed, not done yet
 	moving   map[string]bool        // of removing, those released while leading
-	moved    chan struct{}          // a release is over: release the next
+	moved    chan struct{}          // a move is over: start the next
 	present  chan struct{}          // this replica's presence slot is led: look again
 	since    map[string]shardMove   // shards held, assigned elsewhere: since when
 	holders  map[string]string      // last seen holder of each shard
@@ -141,6 +144,7 @@ type shardsHook struct {
 	bodyOutlivesTerm bool // a shard's body keeps running after its term
 	campaignAll      bool // every replica campaigns for every shard
 	moveSlotKept     bool // a release that is over keeps its place among MaxMoves
+	moveOnRelease    bool // a move gives its place among MaxMoves back once the release is stored, not once the receiver leads
 	lookLate         bool // a replica that gets its presence slot looks again only an Every later
 	followLate       bool // a shard another replica holds is followed only once membership has held for an Every
 	countOnTerm      bool // a replica looks again when its presence slot's term begins, not when its record names it
@@ -542,19 +546,40 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 					continue
 				}
 				s.moving[name] = true
-				go func() {
-					<-e.Done()
-					select {
-					case s.moved <- struct{}{}:
-					default:
-					}
-				}()
+				delete(s.since, name)
+				delete(s.electors, name)
+				s.removing[name] = e
+				go s.handOff(ctx, name, e, to)
+				continue
 			}
 			delete(s.since, name)
 			delete(s.electors, name)
 			s.removing[name] = e
 			s.g.Remove(name)
 		}
+	}
+}
+
+// handOff moves shard name, which e leads, to the replica to: it hands
+// the lease over to it (Elector.HandOver: the release names it, and it
+// returns once to leads, or after falling back to a plain release), then
+// removes e. The move keeps its place among MaxMoves until e is done, so
+// that a replica has at most MaxMoves shards between their release and
+// the receiver's takeover: a receiver of many moves at once queues its
+// takeovers, and each move's time without a leader grows with the queue.
+func (s *Shards[M]) handOff(ctx context.Context, name string, e *Elector[M], to string) {
+	// The variant moveOnRelease releases without naming to, and gives
+	// the place back as soon as the release is stored.
+	if !s.hook.moveOnRelease {
+		if err := e.HandOver(ctx, to); err != nil {
+			s.log.Debug("shards: handover not taken", "shard", name, "to", to, "err", err)
+		}
+	}
+	s.g.Remove(name)
+	<-e.Done()
+	select {
+	case s.moved <- struct{}{}:
+	default:
 	}
 }
 

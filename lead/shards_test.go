@@ -33,6 +33,7 @@ type shardRig struct {
 	hook    func(*lead.Shards[meta])
 	cut     map[string]*atomic.Bool // replicas cut off from the store
 	slow    *slowReleases           // when set, every replica's store
+	takes   *slowTakeovers          // when set, every replica's store
 	reads   time.Duration           // when set, every replica's reads take as long, on a store that may lose records
 	noWatch bool                    // the replicas' stores hide Watch
 	moves   int                     // shards that passed from one holder to another, in the store
@@ -168,6 +169,9 @@ func (r *shardRig) start(id string) {
 	}
 	if r.slow != nil {
 		st = r.slow
+	}
+	if r.takes != nil {
+		st = r.takes
 	}
 	if r.reads > 0 {
 		st = lateReads{Store: st, d: r.reads}
@@ -361,6 +365,96 @@ func (s *slowReleases) Watch(ctx context.Context, name string) (<-chan store.Eve
 	return s.st.Watch(ctx, name)
 }
 
+// slowTakeovers is a memstore on which the takeover of a released shard
+// (a swap to a holder from a record a swap to no holder stored) takes
+// takeoverTime; it counts the most shards at once between their release
+// and their takeover.
+type slowTakeovers struct {
+	st       *memstore.Store[meta]
+	mu       sync.Mutex
+	released map[string]bool
+	most     int
+}
+
+const takeoverTime = 50 * time.Millisecond
+
+func (s *slowTakeovers) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	return s.st.Get(ctx, name)
+}
+
+func (s *slowTakeovers) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	s.mu.Lock()
+	taking := next.Holder != "" && s.released[name]
+	s.mu.Unlock()
+	if taking {
+		time.Sleep(takeoverTime)
+	}
+	rec, rev, err := s.st.CompareAndSwap(ctx, name, expected, next)
+	if err != nil {
+		return rec, rev, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if next.Holder == "" {
+		s.released[name] = true
+		s.most = max(s.most, len(s.released))
+	} else {
+		delete(s.released, name)
+	}
+	return rec, rev, err
+}
+
+func (s *slowTakeovers) Watch(ctx context.Context, name string) (<-chan store.Event[meta], error) {
+	return s.st.Watch(ctx, name)
+}
+
+// A move lasts until the receiver leads the shard, not until the release
+// is stored: a replica has at most MaxMoves shards between their release
+// and their takeover, so that a receiver whose takeovers are slow does
+// not queue the moves of every releaser at once.
+func TestShardsMoveLastsUntilTheReceiverLeads(t *testing.T) {
+	moving := func(t *testing.T, variant string) (int, error) {
+		var most int
+		var err error
+		synctest.Test(t, func(t *testing.T) {
+			r := newShardRig(t, 12)
+			r.cfg.MaxMoves = 2
+			r.takes = &slowTakeovers{st: r.st, released: map[string]bool{}}
+			if variant != "" {
+				r.hook = func(s *lead.Shards[meta]) { lead.ShardsVariant(s, variant) }
+			}
+			r.start("a")
+			if _, err = r.check(map[string]int{"a": 12}, settleBound); err != nil {
+				return
+			}
+			r.start("b")
+			_, err = r.check(map[string]int{"a": 6, "b": 6}, settleBound)
+			r.takes.mu.Lock()
+			most = r.takes.most
+			r.takes.mu.Unlock()
+			for _, id := range []string{"a", "b"} {
+				r.stop(id)
+			}
+		})
+		return most, err
+	}
+	most, err := moving(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most > 2 {
+		t.Errorf("%d shards were released and not yet taken at once, want at most MaxMoves (2)", most)
+	}
+	t.Logf("at most %d shards between release and takeover at once", most)
+	t.Run("move-on-release", func(t *testing.T) {
+		most, err := moving(t, "move-on-release")
+		if err == nil && most <= 2 {
+			t.Fatal("the variant move-on-release passed the checks")
+		}
+		t.Logf("caught: %d shards between release and takeover at once (%v)", most, err)
+	})
+}
+
 // movesAtOnce starts a with 12 shards and b beside it with MaxMoves 2,
 // releases slowed to releaseTime, and returns the most releases in flight
 // at once and what kept the two from balancing within settleBound.
@@ -387,7 +481,7 @@ func movesAtOnce(t *testing.T, variant string) (int, error) {
 }
 
 // A replica releases at most MaxMoves shards at once, and the next as soon
-// as one is released: six moves, two at a time, of releases that take
+// as one is over: six moves, two at a time, of releases that take
 // 50 ms each, balance within the bound of moves all at once.
 func TestShardsReleaseAtMostMaxMovesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -562,6 +562,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestShards|TestSimShards",
 		},
 		{
+			Name:        "lead-shards-move-ends-at-release",
+			File:        "lead/shards.go",
+			Original:    "if !s.hook.moveOnRelease {\n\t\tif err := e.HandOver(ctx, to); err != nil {",
+			Replacement: "if _ = s.hook.moveOnRelease; false {\n\t\tif err := e.HandOver(ctx, to); err != nil {",
+			Reason:      "a move releases the shard without naming the receiver and gives its place among MaxMoves back once the release is stored, so a receiver queues the takeovers of every releaser at once and each move's time without a leader grows with the queue",
+			Packages:    []string{"./lead"},
+			Tests:       "TestShards",
+		},
+		{
 			Name:        "lead-shards-moves-unbounded",
 			File:        "lead/shards.go",
 			Original:    "now.Sub(m.at) < 3*s.cfg.Every || len(s.moving) >= s.cfg.MaxMoves",
