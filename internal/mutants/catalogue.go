@@ -588,6 +588,15 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./lead", "./sim/simtest"},
 			Tests:       "TestAssign|TestShards|TestSimShards",
 		},
+		{
+			Name:        "pgstore-notification-drops-successor",
+			File:        "store/pgstore/watch.go",
+			Original:    "stamp: stamp, successor: successor,",
+			Replacement: "stamp: stamp, successor: func() *string { _ = successor; return nil }(),",
+			Reason:      "a named release announced whole arrives as a plain one, so every follower's guarded swap from it fails on the stored successor and each reads the row: the successor takes it a round trip later",
+			Packages:    []string{"./store/pgstore"},
+			Tests:       "TestParseNotification|TestWatchRecordFromNotification",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",

@@ -74,10 +74,10 @@
 // A Store that has watchers holds one connection of its own (taken from the
 // pool, then detached from it) on which it LISTENs to [Store.Channel], and
 // keeps it for a second after the last watcher leaves. Every
-// write notifies once: with the whole record ("r1:...") when the metadata
-// takes at most 2 KiB, which the watchers of NAME receive as their event
-// without a read, otherwise with "REVISION:NAME", on which they read the
-// row. Anyone who may NOTIFY on the channel can
+// write notifies once: with the whole record ("r1:...", a named release's
+// successor included) when the metadata takes at most 2 KiB and it is no
+// claim, which the watchers of NAME receive as their event without a
+// read, otherwise with "REVISION:NAME", on which they read the row. Anyone who may NOTIFY on the channel can
 // send either: a record carried by a notification is only a hint, validated
 // as a stored row is, and an elector reads the row before it acts on a
 // release it announces.

@@ -24,6 +24,11 @@ func TestParseNotification(t *testing.T) {
 		{"a released record", "r1:42:7:3:3000000000:1:2::0:job", true, "job", 42, true},
 		{"a stamped record", "r1:42:7:3:3000000000:1:2:6869.18446744073709551615:4:nodejob", true, "job", 42, true},
 		{"a stamp without metadata", "r1:42:7:3:3000000000:1:2:.5:4:nodejob", true, "job", 42, true},
+		{"a named release", "r1:42:7:3:3000000000:1:2:~6e6f6465~:0:job", true, "job", 42, true},
+		{"a named release with metadata and a stamp", "r1:42:7:3:3000000000:1:2:~6e6f6465~6869.5:0:job", true, "job", 42, true},
+		{"a successor not closed: read instead", "r1:42:7:3:3000000000:1:2:~6e6f6465:0:job", true, "job", 42, false},
+		{"a successor that is not hex: read instead", "r1:42:7:3:3000000000:1:2:~zz~6869:0:job", true, "job", 42, false},
+		{"an empty successor: read instead", "r1:42:7:3:3000000000:1:2:~~6869:0:job", true, "job", 42, false},
 		{"metadata that is not hex: read instead", "r1:42:7:3:3000000000:1:2:zz:4:nodejob", true, "job", 42, false},
 		{"times that are not numbers: read instead", "r1:42:7:3:3000000000:x:2::4:nodejob", true, "job", 42, false},
 		{"holder longer than what follows", "r1:42:7:3:3000000000:1:2::99:nodejob", false, "", 0, false},
@@ -69,6 +74,25 @@ func TestParseNotification(t *testing.T) {
 		if _, _, err := r.parse(); err == nil {
 			t.Errorf("parseNotification(%q): a stamp that is no uint64 was accepted", payload)
 		}
+	}
+	// A named release carries its successor, beside the metadata and the
+	// stamp; a record without tildes names none.
+	for _, tt := range []struct{ payload, successor, meta string }{
+		{"r1:42:7:3:3000000000:1:2:~6e6f6465~6869.5:0:job", "node", "hi"},
+		{"r1:42:7:3:3000000000:1:2:~e29883~:0:job", "\u2603", ""},
+		{"r1:42:7:3:3000000000:1:2:6869.5:0:job", "", "hi"},
+	} {
+		_, _, r, _ := parseNotification(tt.payload)
+		raw, _, err := r.parse()
+		if err != nil || raw.Successor != tt.successor || string(raw.Metadata) != tt.meta {
+			t.Errorf("parseNotification(%q): Successor %q, Metadata %q, %v; want %q, %q", tt.payload, raw.Successor, raw.Metadata, err, tt.successor, tt.meta)
+		}
+	}
+	// A listener that knows no successor takes the field for hex (or for
+	// hex and a stamp): the tilde makes it drop the record and read the
+	// row, as it did for every named release.
+	if _, err := hex.DecodeString("~6e6f6465~6869"); err == nil {
+		t.Error("a named release's metadata field decodes as hex")
 	}
 	// A listener that knows no stamp takes the metadata field for hex:
 	// the dot makes it drop the record and read the row, never take a

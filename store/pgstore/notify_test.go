@@ -18,8 +18,8 @@ import (
 
 // TestWatchRecordFromNotification: a write announces its whole record, so
 // a watcher delivers it without reading the row (a leader's own renewal
-// coming back on its watch costs no read). A record whose metadata is too
-// large for a notification is read.
+// coming back on its watch costs no read), a named release included. A
+// record whose metadata is too large for a notification is read.
 func TestWatchRecordFromNotification(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testWatchRecordFromNotification(t, false) })
 	t.Run("WatchFunc", func(t *testing.T) { testWatchRecordFromNotification(t, true) })
@@ -47,19 +47,24 @@ func testWatchRecordFromNotification(t *testing.T, viaFunc bool) {
 		t.Fatalf("first event at revision %d, want %d", ev.Revision, rev)
 	}
 	for _, c := range []struct {
-		what  string
-		meta  string
-		reads int64
+		what      string
+		meta      string
+		successor string // a release naming it, when set
+		reads     int64
 	}{
-		{"small metadata: the record comes with the notification", "node a", 0},
-		{"metadata over 2 KiB: the watcher reads", strings.Repeat("m", 3000), 1},
+		{"small metadata: the record comes with the notification", "node a", "", 0},
+		{"metadata over 2 KiB: the watcher reads", strings.Repeat("m", 3000), "", 1},
+		{"a named release: the record comes with the notification", "node a", "b", 0},
 	} {
 		r := rec("a", 1)
 		r.Metadata.Name = c.meta
+		if c.successor != "" {
+			r.Holder, r.Successor = "", c.successor
+		}
 		tracer.n.Store(0)
 		got, next := mustSwap(t, writer, "job", rev, r)
 		ev := testcluster.NextEvent(t, ch, 10*time.Second)
-		if ev.Err != nil || ev.Revision != next || ev.Record.Holder != "a" || ev.Record.Metadata.Name != c.meta ||
+		if ev.Err != nil || ev.Revision != next || ev.Record.Holder != r.Holder || ev.Record.Successor != c.successor || ev.Record.Metadata.Name != c.meta ||
 			!ev.Record.RenewedAt.Equal(got.RenewedAt) || ev.Record.LeaseDuration != got.LeaseDuration {
 			t.Fatalf("%s: event %+v at %d (err %v), want the record written at %d", c.what, ev.Record, ev.Revision, ev.Err, next)
 		}

@@ -241,8 +241,8 @@ func (s *Store[M]) Sequence() string {
 
 // Channel returns the name of the channel on which every write is announced
 // with one NOTIFY: with the whole record (a payload that starts with "r1:")
-// when the metadata takes at most 2 KiB, otherwise with the payload
-// "REVISION:NAME". It is "tenure:" followed by the table's schema, a dot
+// when the metadata takes at most 2 KiB and the record is no claim,
+// otherwise with the payload "REVISION:NAME". It is "tenure:" followed by the table's schema, a dot
 // and its name (see channelName for long names). For a table given
 // without a schema, the schema is the one the table is found in through
 // the search_path, known once the Store has used the table (Migrate or any
@@ -320,11 +320,11 @@ const notifyMetadataMax = 2048
 // notifySQL returns the select list that announces the row of alias a
 // (its name in $1) on the channel in parameter ch, with one notification:
 // the whole record ("r1:" payload, see parseNotification; a nonzero
-// stamp follows the metadata after a dot) when its metadata
-// is small enough, its times finite and it is no claim and names no
-// successor (lease.Record's Claim and Successor, which the "r1:" payload
-// does not carry), otherwise
-// "REVISION:NAME", on which the listeners read the row. One notification
+// stamp follows the metadata after a dot, a successor precedes it
+// between tildes) when its metadata is small enough, its times finite
+// and it is no claim (lease.Record's Claim, which the "r1:" payload does
+// not carry), otherwise "REVISION:NAME", on which the listeners read the
+// row. One notification
 // per write: every listener receives and parses each, and a second one per
 // write doubles what listening costs (a quarter of a 10,000-name process's
 // CPU).
@@ -334,9 +334,10 @@ func notifySQL(a, ch string) string {
 	}
 	full := `'r1:' || ` + a + `.revision::text || ':' || ` + a + `.token::text || ':' || ` + a + `.transitions::text || ':' || ` +
 		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
+		`CASE WHEN ` + a + `.successor <> '' THEN '~' || encode(convert_to(` + a + `.successor, 'UTF8'), 'hex') || '~' ELSE '' END || ` +
 		`encode(` + a + `.metadata, 'hex') || CASE WHEN ` + a + `.stamp <> 0 THEN '.' || ` + a + `.stamp::text ELSE '' END || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
 	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax) +
-		` AND ` + a + `.claim IS NOT TRUE AND ` + a + `.successor = ''`
+		` AND ` + a + `.claim IS NOT TRUE`
 	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) ELSE pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1) END`
 }
 

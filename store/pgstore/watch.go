@@ -210,11 +210,14 @@ func (c *listening[M]) Stream(ctx context.Context, f *watchutil.Feed[string, not
 
 // parseNotification reads a payload of the Store's channel: "REVISION:NAME",
 // or the whole record, "r1:REVISION:TOKEN:TRANSITIONS:LEASE_NS:ACQUIRED_US:
-// RENEWED_US:METADATA_HEX[.STAMP]:HOLDER_BYTES:HOLDER" followed by the name
-// (times in microseconds since 1970, the metadata as it is stored, and a
-// nonzero lease.Record.Stamp in decimal after a dot; a payload without one
-// is a record without a stamp, 0). A listener that knows no stamp finds
-// the dot is no hex, drops the record and reads the row. Anyone who may
+// RENEWED_US:[~SUCCESSOR_HEX~]METADATA_HEX[.STAMP]:HOLDER_BYTES:HOLDER"
+// followed by the name (times in microseconds since 1970, a release's
+// lease.Record.Successor in hex between tildes, the metadata as it is
+// stored, and a nonzero lease.Record.Stamp in decimal after a dot; a
+// payload without one is a record without a stamp, 0, and one without
+// tildes names no successor). A listener that knows no stamp or no
+// successor finds the dot or the tilde is no hex, drops the record and
+// reads the row. Anyone who may
 // NOTIFY on the channel can send anything: ok is false for a payload that
 // is not one of these, and a record that is not well formed is dropped (r
 // is nil: a watcher reads the record). The record is only as good as a
@@ -236,7 +239,18 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 		holder, name := strings.Clone(f[8][:n]), f[8][n:]
 		acq, err := strconv.ParseInt(f[4], 10, 64)
 		ren, err2 := strconv.ParseInt(f[5], 10, 64)
-		metaHex, stampText, stamped := strings.Cut(f[6], ".")
+		field := f[6]
+		var successor *string
+		if named, ok := strings.CutPrefix(field, "~"); ok {
+			succHex, after, closed := strings.Cut(named, "~")
+			succ, errS := hex.DecodeString(succHex)
+			if !closed || errS != nil || len(succ) == 0 {
+				return name, rev, nil, true
+			}
+			text := string(succ)
+			successor, field = &text, after
+		}
+		metaHex, stampText, stamped := strings.Cut(field, ".")
 		meta, err3 := hex.DecodeString(metaHex)
 		if err != nil || err2 != nil || err3 != nil {
 			return name, rev, nil, true
@@ -247,7 +261,7 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 			stamp = &stampText
 		}
 		r := &row{
-			holder: &holder, token: &f[1], revision: &f[0], durationNS: &f[3], transitions: &f[2], metadata: &meta, stamp: stamp,
+			holder: &holder, token: &f[1], revision: &f[0], durationNS: &f[3], transitions: &f[2], metadata: &meta, stamp: stamp, successor: successor,
 			acquiredAt: pgtype.Timestamptz{Time: time.UnixMicro(acq), Valid: true},
 			renewedAt:  pgtype.Timestamptz{Time: time.UnixMicro(ren), Valid: true},
 		}
@@ -274,7 +288,8 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 // a listening session, notifying commits wait, and an elector that stops
 // releases its lease just before its watch ends, as its successor writes.
 // A write announces its whole record when its metadata takes at most 2
-// KiB, and watchers deliver it as it came, without a read; otherwise (or
+// KiB and it is no claim, and watchers deliver it as it came, without a
+// read; otherwise (or
 // when the record in the notification does not check out) the listener
 // reads the row for the watchers of its name.
 // Anyone who may NOTIFY on the channel can make up a notification: treat
