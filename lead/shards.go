@@ -58,9 +58,11 @@ type ShardsConfig struct {
 	// changes.
 	Refresh time.Duration
 	// MaxMoves is how many shards a replica moves at once (default
-	// DefaultMaxMoves): a move lasts from its release to the receiver's
-	// term (or to the fallback to a plain release, see
-	// Elector.HandOver), and the next starts as soon as one is over.
+	// DefaultMaxMoves): a move lasts from its step-down until the
+	// replica sees the receiver's term (or falls back to a plain
+	// release, see Elector.HandOver), and the next starts as soon as one
+	// is over. On a store without watches a replica sees the receiver's
+	// term at its next poll, so moves there take a poll each.
 	// A store that serves hundreds of releases and takeovers at once
 	// queues them, and each move's time without a leader grows with the
 	// queue; two at a time keep it near one handover. More move shards
@@ -359,7 +361,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 				drainUntil = now.Add(5*s.cfg.Every + s.lease.RenewDeadline)
 				s.leave()
 			}
-			if len(s.Leading()) == 0 || len(s.Members()) == 0 || !now.Before(drainUntil) {
+			if len(s.Leading()) == 0 && s.movesInFlight() == 0 || len(s.Members()) == 0 || !now.Before(drainUntil) {
 				break
 			}
 		}
@@ -549,7 +551,9 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 				delete(s.since, name)
 				delete(s.electors, name)
 				s.removing[name] = e
-				go s.handOff(ctx, name, e, to)
+				// Run waits for it, as for the bodies: a fallback to a
+				// plain release is a write, never one after Run returns.
+				bodies.Go(func() { s.handOff(ctx, name, e, to) })
 				continue
 			}
 			delete(s.since, name)
@@ -562,25 +566,41 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 
 // handOff moves shard name, which e leads, to the replica to: it hands
 // the lease over to it (Elector.HandOver: the release names it, and it
-// returns once to leads, or after falling back to a plain release), then
-// removes e. The move keeps its place among MaxMoves until e is done, so
-// that a replica has at most MaxMoves shards between their release and
-// the receiver's takeover: a receiver of many moves at once queues its
+// returns once e sees to lead, or after falling back to a plain release),
+// then removes e. The move keeps its place among MaxMoves until e is
+// done, so that a replica has at most MaxMoves shards between their
+// step-down and the receiver's takeover: a receiver of many moves at once queues its
 // takeovers, and each move's time without a leader grows with the queue.
 func (s *Shards[M]) handOff(ctx context.Context, name string, e *Elector[M], to string) {
 	// The variant moveOnRelease releases without naming to, and gives
 	// the place back as soon as the release is stored.
 	if !s.hook.moveOnRelease {
-		if err := e.HandOver(ctx, to); err != nil {
+		switch err := e.HandOver(ctx, to); {
+		case errors.Is(err, ErrBodiesStillRunning):
+			s.log.Warn("shards: a body outlived its term: the lease is left to expire", "shard", name, "to", to, "err", err)
+		case err != nil:
 			s.log.Debug("shards: handover not taken", "shard", name, "to", to, "err", err)
 		}
 	}
-	s.g.Remove(name)
+	s.mu.Lock()
+	if s.removing[name] == e {
+		// Not an elector of the name added since e stopped on its own.
+		s.g.Remove(name)
+	}
+	s.mu.Unlock()
 	<-e.Done()
 	select {
 	case s.moved <- struct{}{}:
 	default:
 	}
+}
+
+// movesInFlight returns how many moves have not ended.
+func (s *Shards[M]) movesInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneRemovingLocked()
+	return len(s.moving)
 }
 
 // runBodies runs fn in each term of shard name's elector e, until ctx

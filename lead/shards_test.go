@@ -1,6 +1,7 @@
 package lead_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,10 +368,11 @@ func (s *slowReleases) Watch(ctx context.Context, name string) (<-chan store.Eve
 
 // slowTakeovers is a memstore on which the takeover of a released shard
 // (a swap to a holder from a record a swap to no holder stored) takes
-// takeoverTime; it counts the most shards at once between their release
-// and their takeover.
+// takeoverTime, or d when set; it counts the most shards at once between
+// their release and their takeover.
 type slowTakeovers struct {
 	st       *memstore.Store[meta]
+	d        time.Duration
 	mu       sync.Mutex
 	released map[string]bool
 	most     int
@@ -387,7 +389,7 @@ func (s *slowTakeovers) CompareAndSwap(ctx context.Context, name string, expecte
 	taking := next.Holder != "" && s.released[name]
 	s.mu.Unlock()
 	if taking {
-		time.Sleep(takeoverTime)
+		time.Sleep(cmp.Or(s.d, takeoverTime))
 	}
 	rec, rev, err := s.st.CompareAndSwap(ctx, name, expected, next)
 	if err != nil {
@@ -452,6 +454,26 @@ func TestShardsMoveLastsUntilTheReceiverLeads(t *testing.T) {
 			t.Fatal("the variant move-on-release passed the checks")
 		}
 		t.Logf("caught: %d shards between release and takeover at once (%v)", most, err)
+	})
+}
+
+// A replica that stops hands every shard over before Run returns: it
+// drains its moves, not only its terms, so that no handover falls back
+// to a plain release (a write) after Run has returned.
+func TestShardsStopHandsEveryShardOverBeforeRunReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 4)
+		// Takeovers slower than an Every: a drain that ended with the
+		// terms would end, at its next look, before them.
+		r.takes = &slowTakeovers{st: r.st, d: 700 * time.Millisecond, released: map[string]bool{}}
+		r.start("a")
+		r.start("b")
+		r.settle(map[string]int{"a": 2, "b": 2})
+		r.stop("a")
+		if count, who := r.holders(); count["b"] != 4 {
+			t.Errorf("when a's Run returned, b held %d shards in the store, want 4 (holders %v)", count["b"], who)
+		}
+		r.stop("b")
 	})
 }
 

@@ -77,10 +77,11 @@
 // write notifies once: with the whole record ("r1:...", a named release's
 // successor included) when the metadata takes at most 2 KiB and it is no
 // claim, which the watchers of NAME receive as their event without a
-// read, otherwise with "REVISION:NAME", on which they read the row. Anyone who may NOTIFY on the channel can
-// send either: a record carried by a notification is only a hint, validated
-// as a stored row is, and an elector reads the row before it acts on a
-// release it announces.
+// read, otherwise with "REVISION:NAME", on which they read the row.
+// Anyone who may NOTIFY on the channel can send either: a record carried
+// by a notification is only a hint, validated as a stored row is, and an
+// elector acts on a release it announces only by a swap guarded on that
+// release ([store.CompareReleasedAndSwap]), or after reading the row.
 // When the connection breaks it is opened again and every watcher reads its
 // row again, so that a change made meanwhile is not missed. The connection
 // is closed when the last watcher goes. A watcher of [Store.WatchFunc]

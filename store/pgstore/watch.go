@@ -289,11 +289,11 @@ func parseNotification(payload string) (name string, rev int64, r *row, ok bool)
 // releases its lease just before its watch ends, as its successor writes.
 // A write announces its whole record when its metadata takes at most 2
 // KiB and it is no claim, and watchers deliver it as it came, without a
-// read; otherwise (or
-// when the record in the notification does not check out) the listener
-// reads the row for the watchers of its name.
+// read; otherwise (or when the record in the notification does not check
+// out) the listener reads the row for the watchers of its name.
 // Anyone who may NOTIFY on the channel can make up a notification: treat
-// an event as a hint, as package lead does, and read before acting on it.
+// an event as a hint, as package lead does, and act on it only by a swap
+// guarded on what it shows (store.CompareReleasedAndSwap) or after a read.
 // When that connection breaks (or a read fails) it is opened again, with a
 // backoff from 50 ms doubling to 2 s, and then every watched row is read
 // again, so that a change made while it was down is not missed.
