@@ -315,16 +315,16 @@ func (s *Shards[M]) Assignment() map[string]string {
 }
 
 // Run takes part in the set until ctx ends: it holds a presence slot,
-// campaigns for the shards assigned to this replica and releases the
-// others, and runs fn (if not nil) in every term of a shard it leads, with
+// campaigns for the shards assigned to this replica and hands the others
+// over to the replicas they are assigned to, and runs fn (if not nil) in every term of a shard it leads, with
 // a context that ends with the term and carries its fencing token (as
 // Lead's). An error fn returns is logged; fn runs again in the shard's
 // next term.
 //
 // When ctx ends, the replica leaves: it releases its presence, hands the
 // shards it leads to the other live replicas, if any (as a move does,
-// for at most five Every plus a RenewDeadline), then stops as Group.Run
-// does. Run returns ErrAlreadyRunning when called a second time.
+// until none is led and no move is in flight, for at most five Every plus
+// a RenewDeadline), then stops as Group.Run does. Run returns ErrAlreadyRunning when called a second time.
 func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Shards.Run: ctx is nil", ErrNilArgument)
