@@ -316,15 +316,16 @@ func (s *Shards[M]) Assignment() map[string]string {
 
 // Run takes part in the set until ctx ends: it holds a presence slot,
 // campaigns for the shards assigned to this replica and hands the others
-// over to the replicas they are assigned to, and runs fn (if not nil) in every term of a shard it leads, with
-// a context that ends with the term and carries its fencing token (as
-// Lead's). An error fn returns is logged; fn runs again in the shard's
+// over to the replicas they are assigned to, and runs fn (if not nil) in
+// every term of a shard it leads, with a context that ends with the term
+// and carries its fencing token (as Lead's). An error fn returns is logged; fn runs again in the shard's
 // next term.
 //
 // When ctx ends, the replica leaves: it releases its presence, hands the
 // shards it leads to the other live replicas, if any (as a move does,
 // until none is led and no move is in flight, for at most five Every plus
-// a RenewDeadline), then stops as Group.Run does. Run returns ErrAlreadyRunning when called a second time.
+// a RenewDeadline), then stops as Group.Run does. Run returns
+// ErrAlreadyRunning when called a second time.
 func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: Shards.Run: ctx is nil", ErrNilArgument)
@@ -569,8 +570,9 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 // returns once e sees to lead, or after falling back to a plain release),
 // then removes e. The move keeps its place among MaxMoves until e is
 // done, so that a replica has at most MaxMoves shards between their
-// step-down and the receiver's takeover: a receiver of many moves at once queues its
-// takeovers, and each move's time without a leader grows with the queue.
+// step-down and the receiver's takeover: a receiver of many moves at once
+// queues its takeovers, and each move's time without a leader grows with
+// the queue.
 func (s *Shards[M]) handOff(ctx context.Context, name string, e *Elector[M], to string) {
 	// The variant moveOnRelease releases without naming to, and gives
 	// the place back as soon as the release is stored.

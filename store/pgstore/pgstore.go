@@ -242,8 +242,8 @@ func (s *Store[M]) Sequence() string {
 // Channel returns the name of the channel on which every write is announced
 // with one NOTIFY: with the whole record (a payload that starts with "r1:")
 // when the metadata takes at most 2 KiB and the record is no claim,
-// otherwise with the payload "REVISION:NAME". It is "tenure:" followed by the table's schema, a dot
-// and its name (see channelName for long names). For a table given
+// otherwise with the payload "REVISION:NAME". It is "tenure:" followed by
+// the table's schema, a dot and its name (see channelName for long names). For a table given
 // without a schema, the schema is the one the table is found in through
 // the search_path, known once the Store has used the table (Migrate or any
 // operation): until then Channel returns "". To listen from psql, quote it
@@ -324,10 +324,9 @@ const notifyMetadataMax = 2048
 // between tildes) when its metadata is small enough, its times finite
 // and it is no claim (lease.Record's Claim, which the "r1:" payload does
 // not carry), otherwise "REVISION:NAME", on which the listeners read the
-// row. One notification
-// per write: every listener receives and parses each, and a second one per
-// write doubles what listening costs (a quarter of a 10,000-name process's
-// CPU).
+// row. One notification per write: every listener receives and parses
+// each, and a second one per write doubles what listening costs (a
+// quarter of a 10,000-name process's CPU).
 func notifySQL(a, ch string) string {
 	micros := func(col string) string {
 		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`
