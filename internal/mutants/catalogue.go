@@ -725,6 +725,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestHeardMetadataWithReferencesIsDecodedAnew",
 		},
 		{
+			Name:        "redis-swap-decode-reused-for-other-bytes",
+			File:        "store/redisstore/metacache.go",
+			Original:    "if l := c.last.Load(); l != nil && l.enc == string(data) {",
+			Replacement: "if l := c.last.Load(); l != nil {",
+			Reason:      "a swap hands back the metadata the Store decoded last, whatever it wrote, so a leader that changed its metadata is told the old one was stored",
+			Packages:    []string{"./store/redisstore"},
+			Tests:       "TestSwapsReturnTheMetadataTheyWrote",
+		},
+		{
 			Name:        "redis-batch-argument-count-off",
 			File:        "store/redisstore/batch.go",
 			Original:    "args[at] = strconv.Itoa(len(args) - at - 1)",
@@ -736,8 +745,8 @@ func Catalogue() []Mutant {
 		{
 			Name:        "redis-watch-keeps-first-holder",
 			File:        "store/redisstore/watch.go",
-			Original:    "if rec.Holder != holder {",
-			Replacement: "if holder == \"\" {",
+			Original:    "if rec.Holder != w.holder {",
+			Replacement: "if w.holder == \"\" {",
 			Reason:      "a watch hands out the first holder it heard for every later record, so a follower believes the old holder still leads after the lease changed hands",
 			Packages:    []string{"./store/redisstore"},
 			Tests:       "Watch",

@@ -212,3 +212,32 @@ func TestHeardMetadataWithReferencesIsDecodedAnew(t *testing.T) {
 		ev.Record.Metadata[0] = "changed"
 	}
 }
+
+// A Store hands out again the metadata it decoded last when a swap
+// writes the same encoding; a swap of other metadata returns its own,
+// alone or in a batch.
+func TestSwapsReturnTheMetadataTheyWrote(t *testing.T) {
+	st, _ := newStore(t, testcluster.PackageRedis(t))
+	ctx := t.Context()
+	var rev lease.Revision
+	for i, addr := range []string{"a:1", "b:2", "b:2", "a:1"} {
+		next := rec("x", 1)
+		next.Metadata = meta{Addr: addr}
+		var got lease.Record[meta]
+		if i%2 == 0 {
+			var err error
+			if got, rev, err = st.CompareAndSwap(ctx, "n", rev, next); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r := st.CompareAndSwapBatch(ctx, []store.Swap[meta]{{Name: "n", Expected: rev, Next: next}})
+			if r[0].Err != nil {
+				t.Fatal(r[0].Err)
+			}
+			got, rev = r[0].Record, r[0].Revision
+		}
+		if got.Metadata.Addr != addr {
+			t.Fatalf("swap %d returned metadata %+v, want Addr %q", i, got.Metadata, addr)
+		}
+	}
+}

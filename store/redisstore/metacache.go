@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -70,4 +71,40 @@ func (s *Store[M]) decodeMeta(enc string, c *metaCache[M]) (M, error) {
 		c.enc, c.m, c.ok = strings.Clone(enc), m, true
 	}
 	return m, err
+}
+
+// lastDecoded is the codec a Store that reuses metadata swaps with: it
+// encodes with the Store's codec and hands out again the value it decoded
+// last for the same encoding. store.EncodeRecord decodes every encoding a
+// swap is about to write, and a renewal's metadata is, most of the time,
+// the one the swap before it wrote.
+type lastDecoded[M any] struct {
+	codec store.Codec[M]
+	last  atomic.Pointer[metaCache[M]]
+}
+
+// Encode encodes m with the Store's codec.
+func (c *lastDecoded[M]) Encode(m M) ([]byte, error) { return c.codec.Encode(m) }
+
+// Decode decodes data with the Store's codec, or hands out again what it
+// decoded last for the same bytes.
+func (c *lastDecoded[M]) Decode(data []byte) (M, error) {
+	if l := c.last.Load(); l != nil && l.enc == string(data) {
+		return l.m, nil
+	}
+	m, err := c.codec.Decode(data)
+	if err == nil {
+		c.last.Store(&metaCache[M]{enc: string(data), m: m, ok: true})
+	}
+	return m, err
+}
+
+// swapCodec returns the codec a Store made with codec swaps with: codec
+// itself, or one that hands out again what it decoded last where handing
+// out a copy of the same value is decoding again (reusesMeta).
+func swapCodec[M any](codec store.Codec[M], reuse bool) store.Codec[M] {
+	if !reuse {
+		return codec
+	}
+	return &lastDecoded[M]{codec: codec}
 }

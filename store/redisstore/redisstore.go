@@ -147,6 +147,7 @@ type Store[M any] struct {
 	// reuseMeta: a watch may hand out again the metadata it decoded
 	// last for the same encoding (see reusesMeta).
 	reuseMeta bool
+	swapCodec store.Codec[M] // the codec swaps encode with (see swapCodec)
 	cfg       config
 	hub       *Hub                                 // the watches' connection
 	gate      *gate                                // the create gate's marker as this Store saw it; nil: no gate
@@ -201,7 +202,8 @@ func NewWithCodec[M any](client redis.UniversalClient, codec store.Codec[M], opt
 	if nilarg.IsNil(codec) {
 		codec = store.JSONCodec[M]{}
 	}
-	s := &Store[M]{client: client, cfg: cfg, codec: codec, reuseMeta: reusesMeta(codec), hub: cfg.hub, gate: newGate(client, cfg), pipe: newPipe(client)}
+	reuse := reusesMeta(codec)
+	s := &Store[M]{client: client, cfg: cfg, codec: codec, reuseMeta: reuse, swapCodec: swapCodec(codec, reuse), hub: cfg.hub, gate: newGate(client, cfg), pipe: newPipe(client)}
 	switch {
 	case s.hub == nil:
 		s.hub = newHub(client, cfg)
@@ -387,7 +389,7 @@ func (s *Store[M]) swapArgs(op, name string, expected lease.Revision, was *store
 // appendSwapArgs is swapArgs, appending the arguments to args (a batch's:
 // see swapBatch).
 func (s *Store[M]) appendSwapArgs(args []any, op, name string, expected lease.Revision, was *store.Released, next lease.Record[M], ask bool) ([]string, []any, M, error) {
-	enc, m, err := store.EncodeRecord(s.codec, next)
+	enc, m, err := store.EncodeRecord(s.swapCodec, next)
 	if err != nil {
 		return nil, nil, m, fmt.Errorf("redisstore: %s %q: %w", op, name, err)
 	}

@@ -118,38 +118,45 @@ const (
 	offeredError
 )
 
+// watchState is what one watch remembers of what it offered, in one
+// place: a watch touches it for every record heard, and 10,000 watches'
+// states do not stay in a processor's cache.
+type watchState[M any] struct {
+	last     int            // the kind of state offered last
+	lastRev  lease.Revision // the highest revision offered
+	lastErrS string         // the text of the error offered last
+	meta     metaCache[M]   // the metadata heard last
+	holder   string         // the holder heard last, a copy of its own
+}
+
+// next reports whether ev is new, neither repeating the last state offered
+// nor going back to an older revision, and if so takes it as offered.
+func (w *watchState[M]) next(ev store.Event[M]) (store.Event[M], bool) {
+	switch {
+	case ev.Err != nil:
+		if w.last == offeredError && w.lastErrS == ev.Err.Error() {
+			return ev, false
+		}
+		w.last, w.lastErrS = offeredError, ev.Err.Error()
+	case ev.Absent:
+		if w.last == offeredAbsent {
+			return ev, false
+		}
+		w.last = offeredAbsent
+	default:
+		if ev.Revision <= w.lastRev {
+			return ev, false
+		}
+		w.last, w.lastRev = offeredRecord, ev.Revision
+	}
+	return ev, true
+}
+
 // watcher is how one Watch or WatchFunc of name for op reads its record
 // and turns what the Hub receives into events: it passes on those that
-// are new, neither repeating the last state offered nor going back to an
-// older revision.
+// are new (watchState.next).
 func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M], store.Event[M]] {
-	var (
-		last     = offeredNothing // the kind of state offered last
-		lastRev  lease.Revision   // the highest revision offered
-		lastErrS string           // the text of the error offered last
-		meta     metaCache[M]     // the metadata heard last
-		holder   string           // the holder heard last, a copy of its own
-	)
-	next := func(ev store.Event[M]) (store.Event[M], bool) {
-		switch {
-		case ev.Err != nil:
-			if last == offeredError && lastErrS == ev.Err.Error() {
-				return ev, false
-			}
-			last, lastErrS = offeredError, ev.Err.Error()
-		case ev.Absent:
-			if last == offeredAbsent {
-				return ev, false
-			}
-			last = offeredAbsent
-		default:
-			if ev.Revision <= lastRev {
-				return ev, false
-			}
-			last, lastRev = offeredRecord, ev.Revision
-		}
-		return ev, true
-	}
+	w := &watchState[M]{last: offeredNothing}
 	return watchutil.Watcher[msg, store.Event[M], store.Event[M]]{
 		Read: func(ctx context.Context) (msg, error) {
 			ev, err := s.current(ctx, name)
@@ -162,28 +169,28 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 			switch {
 			case m.first != nil:
 				ev, _ := m.first.(store.Event[M])
-				return next(ev)
+				return w.next(ev)
 			case m.heard:
-				rec, rev, err := s.decodeCached(name, &m.raw, &meta)
+				rec, rev, err := s.decodeCached(name, &m.raw, &w.meta)
 				if err != nil {
-					return next(store.Event[M]{Err: err})
+					return w.next(store.Event[M]{Err: err})
 				}
 				// The holder outlives the message in the records made
 				// from it (an elector keeps the last it saw): a copy, so
 				// that it does not keep the whole payload alive, made
 				// once for the renewals of one holder.
-				if rec.Holder != holder {
-					holder = strings.Clone(rec.Holder)
+				if rec.Holder != w.holder {
+					w.holder = strings.Clone(rec.Holder)
 				}
-				rec.Holder = holder
-				return next(store.Event[M]{Record: rec, Revision: rev})
+				rec.Holder = w.holder
+				return w.next(store.Event[M]{Record: rec, Revision: rev})
 			}
 			rec, rev, err := s.fromHash(name, m.hash, m.err)
 			ev, err := event(rec, rev, err)
 			if err != nil {
 				return ev, false
 			}
-			return next(ev)
+			return w.next(ev)
 		},
 		Conv: func(ev store.Event[M]) store.Event[M] { return ev },
 		Fail: func(err error) error { return fail(op, name, err) },
