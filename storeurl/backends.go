@@ -62,6 +62,9 @@ func openRedis[M any](ctx context.Context, u *url.URL, raw string) (Store[M], er
 	}
 	q.Del("prefix")
 	q.Del("may_lose_records")
+	if err := checkRedisQuery(q, raw); err != nil {
+		return nil, err
+	}
 	clean := *u
 	clean.RawQuery = q.Encode()
 	ropts, err := redis.ParseURL(clean.String())
@@ -115,6 +118,9 @@ func openPostgres[M any](ctx context.Context, u *url.URL, raw string) (Store[M],
 	cfg, err := pgxpool.ParseConfig(clean.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s cannot be parsed as a PostgreSQL URL: %w", ErrBadURL, display(raw), err)
+	}
+	if err := checkPostgresPool(cfg, raw); err != nil {
+		return nil, err
 	}
 	cfg.ShouldPing = pgstore.ShouldPing(cfg.ShouldPing) // a follower's reads send no ping
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

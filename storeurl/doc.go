@@ -17,7 +17,14 @@
 // by URL too.
 //
 // Unknown schemes, malformed URLs and URLs without the host their scheme
-// needs give errors that name the problem. Credentials never appear in
+// needs give errors that name the problem. So do the client libraries'
+// pool and timer parameters out of the ranges a process survives: go-redis's
+// connection counts (pool_size and the like) outside [0, 10000], its
+// buffer sizes above 64 MiB, max_retries outside [-1, 100], and durations
+// given as more seconds than a time.Duration holds; pgxpool's connection
+// counts above 10000 (a minimum above pool_max_conns included),
+// pool_health_check_period below 100ms, and negative lifetimes, idle
+// times, jitter and ping timeouts. Credentials never appear in
 // errors, whatever the form of the URL or keyword/value string: they are
 // shown as xxxxx.
 package storeurl

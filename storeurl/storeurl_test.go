@@ -119,6 +119,26 @@ func TestBadURLs(t *testing.T) {
 		{"etcd://db:0/p", storeurl.ErrBadURL, "port"},
 		{"etcd://u:s3cret@db:2379/p?may_lose_records=maybe", storeurl.ErrBadURL, "may_lose_records"},
 		{"etcd://db:2379/p?prefix=x", storeurl.ErrBadURL, "unknown query parameters"},
+		// Pool and timer parameters the client libraries would panic on,
+		// allocate for without bound, overflow or loop on.
+		{"redis://u:s3cret@127.0.0.1:1/?pool_size=-1", storeurl.ErrBadURL, "pool_size=-1 is out of range: it must be an integer in [0, 10000]"},
+		{"redis://127.0.0.1:1/?pool_size=2147483648", storeurl.ErrBadURL, "pool_size=2147483648 is out of range"},
+		{"redis://127.0.0.1:1/?min_idle_conns=1000000000", storeurl.ErrBadURL, "min_idle_conns=1000000000"},
+		{"redis://127.0.0.1:1/?max_concurrent_dials=-3", storeurl.ErrBadURL, "max_concurrent_dials=-3"},
+		{"redis://127.0.0.1:1/?pipeline_pool_size=-2", storeurl.ErrBadURL, "pipeline_pool_size=-2"},
+		{"redis://127.0.0.1:1/?pipeline_read_buffer_size=-5", storeurl.ErrBadURL, "pipeline_read_buffer_size=-5"},
+		{"redis://127.0.0.1:1/?max_retries=-2", storeurl.ErrBadURL, "max_retries=-2"},
+		{"redis://127.0.0.1:1/?max_retries=101", storeurl.ErrBadURL, "max_retries=101 is out of range: it must be an integer in [-1, 100]"},
+		{"redis://127.0.0.1:1/?read_timeout=9223372037", storeurl.ErrBadURL, "read_timeout=9223372037 is out of range"},
+		{"postgres://u:s3cret@127.0.0.1:1/db?pool_health_check_period=0s", storeurl.ErrBadURL, "pool_health_check_period=0s is out of range: it must be at least 100ms"},
+		{"postgres://u@127.0.0.1:1/db?pool_health_check_period=1ns", storeurl.ErrBadURL, "pool_health_check_period=1ns"},
+		{"postgres://u@127.0.0.1:1/db?pool_health_check_period=-1m", storeurl.ErrBadURL, "pool_health_check_period=-1m0s"},
+		{"postgres://u@127.0.0.1:1/db?pool_max_conns=20000", storeurl.ErrBadURL, "pool_max_conns=20000"},
+		{"postgres://u@127.0.0.1:1/db?pool_min_conns=2147483647", storeurl.ErrBadURL, "pool_min_conns=2147483647"},
+		{"postgres://u@127.0.0.1:1/db?pool_min_conns=5&pool_max_conns=4", storeurl.ErrBadURL, "pool_min_conns=5 is out of range: it must be an integer in [0, 4]"},
+		{"postgres://u@127.0.0.1:1/db?pool_min_idle_conns=-1", storeurl.ErrBadURL, "pool_min_idle_conns=-1"},
+		{"postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime=-1s", storeurl.ErrBadURL, "pool_max_conn_lifetime=-1s"},
+		{"postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime_jitter=-1s", storeurl.ErrBadURL, "pool_max_conn_lifetime_jitter=-1s"},
 	}
 	for _, tt := range tests {
 		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, tt.url)
@@ -127,6 +147,29 @@ func TestBadURLs(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Open(%q) error shows the password: %v", tt.url, err)
+		}
+	}
+}
+
+// Pool and timer parameters at the edges of their ranges are handed to the
+// client library as given: each URL gets as far as connecting (to a port
+// where nothing listens).
+func TestPoolParametersInRangeReachTheClient(t *testing.T) {
+	t.Setenv("PGHOST", "")
+	ctx := context.Background()
+	for _, u := range []string{
+		"redis://127.0.0.1:1/?pool_size=0&max_retries=-1",
+		"redis://127.0.0.1:1/?pool_size=10000&min_idle_conns=0&max_concurrent_dials=10000&max_retries=-1",
+		"redis://127.0.0.1:1/?pipeline_pool_size=-1&max_retries=-1",
+		"redis://127.0.0.1:1/?pipeline_read_buffer_size=67108864&pipeline_write_buffer_size=0&max_retries=-1",
+		"redis://127.0.0.1:1/?read_timeout=9223372036&write_timeout=-1&dial_timeout=1s&max_retries=-1",
+		"postgres://u@127.0.0.1:1/db?pool_health_check_period=100ms&connect_timeout=5",
+		"postgres://u@127.0.0.1:1/db?pool_min_conns=0&pool_max_conns=10000&pool_min_idle_conns=0&connect_timeout=5",
+		"postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime=0s&pool_max_conn_lifetime_jitter=0s&pool_ping_timeout=0s&connect_timeout=5",
+	} {
+		_, err := storeurl.Open[meta](ctx, &storeurl.Opener{}, u)
+		if !errors.Is(err, storeurl.ErrConnect) {
+			t.Errorf("Open(%q) = %v; want ErrConnect (nothing listens there)", u, err)
 		}
 	}
 }

@@ -1032,6 +1032,25 @@ func Catalogue() []Mutant {
 			Reason:      "the fast path writes when the stored token is below the write's without raising it, so a later stale token passes",
 			Packages:    []string{"./fence/etcdfence"},
 		},
+		// ---- storeurl: a URL's pool and timer parameters ----
+		{
+			Name:        "storeurl-redis-pool-unbounded",
+			File:        "storeurl/limits.go",
+			Original:    "if n < p.min || n > p.max {",
+			Replacement: "if n < p.min && n > p.max {",
+			Reason:      "a Redis URL's pool_size=-1 reaches go-redis, whose NewClient panics: one bad URL in a configuration kills the process",
+			Packages:    []string{"./storeurl"},
+			Tests:       "TestBadURLs",
+		},
+		{
+			Name:        "storeurl-pg-health-check-unbounded",
+			File:        "storeurl/limits.go",
+			Original:    "if cfg.HealthCheckPeriod < minHealthCheck {",
+			Replacement: "if cfg.HealthCheckPeriod < 0 {",
+			Reason:      "a PostgreSQL URL's pool_health_check_period=0s reaches pgxpool, whose health check goroutine panics on a ticker of 0 (and spins on 1ns)",
+			Packages:    []string{"./storeurl"},
+			Tests:       "TestBadURLs",
+		},
 		// ---- tenure ui: what a writer of the store can do to the page ----
 		{
 			Name:        "ui-csp-inline-scripts",
