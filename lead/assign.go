@@ -127,7 +127,7 @@ func assignWeighted(ms []string, held [][]Shard, free []Shard, total int, out ma
 	for i, hs := range held {
 		slices.SortFunc(hs, heavyFirst)
 		for _, s := range hs {
-			if load[i]+s.weight() <= limit {
+			if satAddInt(load[i], s.weight()) <= limit {
 				out[s.Name] = ms[i]
 				load[i] += s.weight()
 			} else {

@@ -222,3 +222,15 @@ func TestAssignPropertiesWeighted(t *testing.T) {
 		}
 	})
 }
+
+// Weights near the largest int do not wrap a member's load: a held shard
+// that would take its holder past the limit goes elsewhere, and so do the
+// free ones.
+func TestAssignWeightsNearTheLargestInt(t *testing.T) {
+	const big = 1 << 62
+	got := assign([]Shard{{Name: "a", Weight: big}, {Name: "b", Weight: big}, {Name: "c", Weight: 1}},
+		[]string{"m1", "m2"}, map[string]string{"a": "m1", "b": "m1"})
+	if got["a"] == got["b"] {
+		t.Errorf("assign = %v: both shards of weight 2^62 on %s", got, got["a"])
+	}
+}

@@ -45,7 +45,9 @@ type ShardsConfig struct {
 	// one frees.
 	MaxReplicas int
 	// Every is how often a replica reads the presence records and
-	// rebalances (default the electors' RetryInterval). A replica releases
+	// rebalances (default the electors' RetryInterval; at most
+	// lease.MaxDuration, and at least a millisecond and MaxReplicas reads
+	// at lease.MaxRequestsPerSecond). A replica releases
 	// a shard assigned elsewhere only once the assignment has said so for
 	// three Every (the receiver sees the change at its next look, an
 	// Every and the look's reads later, and follows a shard another
@@ -54,8 +56,8 @@ type ShardsConfig struct {
 	Every time.Duration
 	// Refresh is how often a replica reads the holders of the shards it
 	// does not take part in, when membership does not change (default the
-	// electors' LeaseDuration); it reads them at once when membership
-	// changes.
+	// electors' LeaseDuration; at least a millisecond, at most
+	// lease.MaxDuration); it reads them at once when membership changes.
 	Refresh time.Duration
 	// MaxMoves is how many shards a replica moves at once (default
 	// DefaultMaxMoves): a move lasts from its step-down until the
@@ -98,7 +100,7 @@ type ShardsConfig struct {
 // Membership lives in the same store, with no listing: a replica holds one
 // of MaxReplicas presence slots, each an election of its own (the first
 // it finds free, from one its identity picks), and reads the slots every Every. A slot whose
-// record has not changed for a LeaseDuration is taken for dead; a
+// record has not changed for a LeaseDuration plus an Every is taken for dead; a
 // replica that stops renewing its presence drops out after its lease. The
 // holders of the shards come from the replica's own electors and, for the
 // others, from reads (see ShardsConfig.Refresh). These reads are reported
@@ -228,11 +230,23 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	if err != nil {
 		return nil, err
 	}
+	everySource, refreshSource := "", ""
 	if cfg.Every == 0 {
-		cfg.Every = probe.cfg.RetryInterval
+		cfg.Every, everySource = probe.cfg.RetryInterval, " (the RetryInterval, by default)"
 	}
 	if cfg.Refresh == 0 {
-		cfg.Refresh = probe.cfg.LeaseDuration
+		cfg.Refresh, refreshSource = probe.cfg.LeaseDuration, " (the LeaseDuration, by default)"
+	}
+	// A look reads every presence slot: at most lease.MaxRequestsPerSecond
+	// reads a second, as an elector's requests. Below a millisecond or
+	// above lease.MaxDuration, a wait would spin or its sums overflow.
+	minEvery := max(lease.MinDuration, time.Duration(cfg.MaxReplicas)*time.Second/time.Duration(lease.MaxRequestsPerSecond))
+	switch {
+	case cfg.Every < minEvery || cfg.Every > lease.MaxDuration:
+		return nil, fmt.Errorf("%w: ShardsConfig.Every is %v%s, must lie in [%v, %v] (a look reads all %d presence slots, at most %d reads a second)",
+			ErrInvalidShards, cfg.Every, everySource, minEvery, lease.MaxDuration, cfg.MaxReplicas, lease.MaxRequestsPerSecond)
+	case cfg.Refresh < lease.MinDuration || cfg.Refresh > lease.MaxDuration:
+		return nil, fmt.Errorf("%w: ShardsConfig.Refresh is %v%s, must lie in [%v, %v]", ErrInvalidShards, cfg.Refresh, refreshSource, lease.MinDuration, lease.MaxDuration)
 	}
 	s.g, s.cfg, s.lease, s.id, s.clock, s.log = g, cfg, probe.cfg, probe.id, probe.clock, probe.log
 	s.timeout = probe.cfg.BackendTimeout
@@ -241,21 +255,46 @@ func NewShards[M any](st store.Store[M], cfg ShardsConfig, opts ...Option) (*Sha
 	return s, nil
 }
 
-// Config returns the ShardsConfig s runs, with its defaults filled in.
+// usable returns an error wrapping ErrNilArgument for a nil Shards or
+// one not made by NewShards, naming the method op.
+func (s *Shards[M]) usable(op string) error {
+	switch {
+	case s == nil:
+		return fmt.Errorf("%w: Shards.%s: the *Shards is nil (make one with NewShards)", ErrNilArgument, op)
+	case s.g == nil:
+		return fmt.Errorf("%w: Shards.%s: the Shards was not made by NewShards", ErrNilArgument, op)
+	}
+	return nil
+}
+
+// Config returns the ShardsConfig s runs, with its defaults filled in (the
+// zero ShardsConfig for a Shards not made by NewShards).
 func (s *Shards[M]) Config() ShardsConfig {
+	if s.usable("Config") != nil {
+		return ShardsConfig{}
+	}
 	c := s.cfg
 	c.Shards = slices.Clone(c.Shards)
 	return c
 }
 
 // Identity returns this replica's identity: the holder of its presence
-// slot and of the shards it leads.
-func (s *Shards[M]) Identity() string { return s.id }
+// slot and of the shards it leads ("" for a Shards not made by
+// NewShards).
+func (s *Shards[M]) Identity() string {
+	if s.usable("Identity") != nil {
+		return ""
+	}
+	return s.id
+}
 
 // Elector returns the elector of shard name, if this replica takes part in
 // its election now (it is assigned here, or was and has not released it
 // yet): its Leaders, Term, Record and the rest work as on any elector.
 func (s *Shards[M]) Elector(name string) (*Elector[M], bool) {
+	if s.usable("Elector") != nil {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.electors[name]; ok {
@@ -280,6 +319,9 @@ func isDone[M any](e *Elector[M]) bool {
 // Leading returns the names of the shards this replica leads now, sorted:
 // those it is releasing too, until their terms end.
 func (s *Shards[M]) Leading() []string {
+	if s.usable("Leading") != nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -297,6 +339,9 @@ func (s *Shards[M]) Leading() []string {
 // Members returns the replicas this replica saw live at its last look,
 // sorted: the holders of the presence slots it takes for live.
 func (s *Shards[M]) Members() []string {
+	if s.usable("Members") != nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.members)
@@ -305,6 +350,9 @@ func (s *Shards[M]) Members() []string {
 // Assignment returns the target assignment this replica computed last:
 // for each shard, the replica that should lead it.
 func (s *Shards[M]) Assignment() map[string]string {
+	if s.usable("Assignment") != nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]string, len(s.target))
@@ -324,9 +372,16 @@ func (s *Shards[M]) Assignment() map[string]string {
 // When ctx ends, the replica leaves: it releases its presence, hands the
 // shards it leads to the other live replicas, if any (as a move does,
 // until none is led and no move is in flight, for at most five Every plus
-// a RenewDeadline), then stops as Group.Run does. Run returns
-// ErrAlreadyRunning when called a second time.
+// a RenewDeadline), then stops as Group.Run does: a body still running at
+// its term's deadline is not waited for, and Run returns an error
+// wrapping ErrBodiesStillRunning. A ctx that never ends (Background) runs
+// it for good. Run returns ErrAlreadyRunning when called a second time,
+// and an error wrapping ErrNilArgument for a nil ctx or a Shards not made
+// by NewShards.
 func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard string, t Term) error) error {
+	if err := s.usable("Run"); err != nil {
+		return err
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: Shards.Run: ctx is nil", ErrNilArgument)
 	}
@@ -341,7 +396,8 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 
 	gctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	var bodies sync.WaitGroup
+	w := &shardsWork{}
+	w.bodies.cond.L = &w.bodies.mu
 	done := make(chan error, 1)
 	go func() { done <- s.g.Run(gctx) }()
 
@@ -353,10 +409,11 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 		}
 	}
 	var drainUntil time.Time
-	ctxDone := ctx.Done()
+	leaving := false
+	ctxDone := ctx.Done() // nil for a ctx that never ends
 	for {
-		s.step(gctx, fn, &bodies)
-		if ctxDone == nil {
+		s.step(gctx, fn, w)
+		if leaving {
 			now := s.clock.Now()
 			if drainUntil.IsZero() {
 				drainUntil = now.Add(5*s.cfg.Every + s.lease.RenewDeadline)
@@ -373,7 +430,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 			case <-wake:
 				break wait
 			case <-s.moved:
-				s.moveMore(gctx, fn, &bodies)
+				s.moveMore(gctx, fn, w)
 			case <-s.present:
 				// Counted among the members from now on: a look at once,
 				// rather than an Every later, so that the membership this
@@ -382,6 +439,7 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 				break wait
 			case <-ctxDone:
 				t.Stop()
+				leaving = true
 				ctxDone = nil
 				break wait
 			}
@@ -389,8 +447,56 @@ func (s *Shards[M]) Run(ctx context.Context, fn func(ctx context.Context, shard 
 	}
 	stop()
 	err := <-done
-	bodies.Wait()
+	w.handoffs.Wait()
+	if n := w.bodies.waitUnlessStuck(); n > 0 && !errors.Is(err, ErrBodiesStillRunning) {
+		err = errors.Join(err, fmt.Errorf("%w: %d shard bodies still run after their terms ended and their deadlines passed", ErrBodiesStillRunning, n))
+	}
 	return err
+}
+
+// shardsWork is what Run waits for before it returns: the handoffs of
+// moves, whose fallback to a plain release is a write (never one after
+// Run returns), and the goroutines that run the bodies.
+type shardsWork struct {
+	handoffs sync.WaitGroup
+	bodies   shardBodies
+}
+
+// shardBodies counts the goroutines that run a Shards' bodies, and how
+// many of them are inside fn.
+type shardBodies struct {
+	mu      sync.Mutex
+	cond    sync.Cond // on mu; signalled at every change
+	running int
+	inFn    int
+}
+
+// add counts a goroutine that runs bodies, or (fn) one entering fn; a
+// negative d counts one leaving.
+func (b *shardBodies) add(d int, fn bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if fn {
+		b.inFn += d
+	} else {
+		b.running += d
+	}
+	b.cond.Broadcast()
+}
+
+// waitUnlessStuck waits, once the Group has stopped, until every goroutine
+// that runs bodies has returned, or until those left are all inside fn,
+// and returns how many are. The Group waited for each term's bodies until
+// the term's deadline, so a body still running now has outlived it: Run
+// does not wait for it either, as Group.Run does not. No body starts once
+// its term has ended.
+func (b *shardBodies) waitUnlessStuck() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.running > b.inFn {
+		b.cond.Wait()
+	}
+	return b.inFn
 }
 
 // leave releases this replica's presence: from now on it is no member,
@@ -408,7 +514,7 @@ func (s *Shards[M]) leave() {
 // step is one look: read the presence slots, keep this replica's own,
 // read the holders if due, compute the assignment and campaign or release
 // accordingly.
-func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, Term) error, w *shardsWork) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	now := s.clock.Now()
@@ -471,17 +577,17 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 		}
 	}
 	s.target = s.assignFor(members)
-	s.applyLocked(ctx, now, fn, bodies)
+	s.applyLocked(ctx, now, fn, w)
 }
 
 // moveMore releases the next shards due to move, once releases are over,
 // with the assignment of the last look: no store request but the releases.
-func (s *Shards[M]) moveMore(ctx context.Context, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+func (s *Shards[M]) moveMore(ctx context.Context, fn func(context.Context, string, Term) error, w *shardsWork) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneRemovingLocked()
 	if s.target != nil {
-		s.applyLocked(ctx, s.clock.Now(), fn, bodies)
+		s.applyLocked(ctx, s.clock.Now(), fn, w)
 	}
 }
 
@@ -506,7 +612,7 @@ func (s *Shards[M]) assignFor(members []string) map[string]string {
 // applyLocked campaigns for the shards assigned here and releases, after
 // the grace of three Every, those held here and assigned elsewhere, at
 // most MaxMoves of them at once. s.mu is held.
-func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(context.Context, string, Term) error, bodies *sync.WaitGroup) {
+func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(context.Context, string, Term) error, w *shardsWork) {
 	for _, sh := range s.cfg.Shards {
 		name := sh.Name
 		to := s.target[name]
@@ -534,7 +640,11 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 			s.electors[name] = e
 			delete(s.since, name)
 			if fn != nil {
-				bodies.Go(func() { s.runBodies(ctx, name, e, fn) })
+				w.bodies.add(1, false)
+				go func() {
+					defer w.bodies.add(-1, false)
+					s.runBodies(ctx, name, e, fn, &w.bodies)
+				}()
 			}
 		case mine:
 			delete(s.since, name)
@@ -552,9 +662,9 @@ func (s *Shards[M]) applyLocked(ctx context.Context, now time.Time, fn func(cont
 				delete(s.since, name)
 				delete(s.electors, name)
 				s.removing[name] = e
-				// Run waits for it, as for the bodies: a fallback to a
-				// plain release is a write, never one after Run returns.
-				bodies.Go(func() { s.handOff(ctx, name, e, to) })
+				// Run waits for it: a fallback to a plain release is a
+				// write, never one after Run returns.
+				w.handoffs.Go(func() { s.handOff(ctx, name, e, to) })
 				continue
 			}
 			delete(s.since, name)
@@ -607,7 +717,7 @@ func (s *Shards[M]) movesInFlight() int {
 
 // runBodies runs fn in each term of shard name's elector e, until ctx
 // ends or e stops.
-func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], fn func(context.Context, string, Term) error) {
+func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], fn func(context.Context, string, Term) error, b *shardBodies) {
 	var last fence.Token
 	for {
 		t, termCtx, err := e.awaitTerm(ctx, last)
@@ -615,7 +725,11 @@ func (s *Shards[M]) runBodies(ctx context.Context, name string, e *Elector[M], f
 			return
 		}
 		last = t.Token
-		body := func(c context.Context, t Term) error { return fn(c, name, t) }
+		body := func(c context.Context, t Term) error {
+			b.add(1, true)
+			defer b.add(-1, true)
+			return fn(c, name, t)
+		}
 		if s.hook.bodyOutlivesTerm {
 			// Unsafe variant: the body's context does not end with the
 			// term, and the release does not wait for it.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -553,6 +555,113 @@ func TestNewShardsRefusesBadConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An Every or Refresh that would make a look spin, read faster than an
+// elector may, or overflow the sums of its waits is refused, naming the
+// field, its value (and where a default came from) and the range.
+func TestNewShardsRefusesEveryAndRefreshOutOfRange(t *testing.T) {
+	st := memstore.New[meta]()
+	tiny := fastConfig()
+	tiny.RetryInterval, tiny.BackendTimeout, tiny.RenewDeadline, tiny.LeaseDuration = time.Millisecond, time.Millisecond, 2*time.Millisecond, 3*time.Millisecond
+	for _, tt := range []struct {
+		name    string
+		cfg     lead.ShardsConfig
+		opts    []lead.Option
+		mention string
+	}{
+		{"an Every of a nanosecond", lead.ShardsConfig{Name: "w", Every: 1}, nil, "ShardsConfig.Every is 1ns, must lie in [4ms, 168h0m0s]"},
+		{"an Every faster than the slots may be read", lead.ShardsConfig{Name: "w", MaxReplicas: 1024, Every: 100 * time.Millisecond}, nil, "must lie in [256ms, 168h0m0s] (a look reads all 1024 presence slots"},
+		{"a default Every faster than the slots may be read", lead.ShardsConfig{Name: "w"}, []lead.Option{lead.WithConfig(tiny)}, "ShardsConfig.Every is 1ms (the RetryInterval, by default), must lie in [4ms"},
+		{"an Every beyond lease.MaxDuration", lead.ShardsConfig{Name: "w", Every: math.MaxInt64}, nil, "ShardsConfig.Every is 2562047h47m16.854775807s"},
+		{"a Refresh of a nanosecond", lead.ShardsConfig{Name: "w", Refresh: 1}, nil, "ShardsConfig.Refresh is 1ns, must lie in [1ms, 168h0m0s]"},
+		{"a Refresh beyond lease.MaxDuration", lead.ShardsConfig{Name: "w", Refresh: lease.MaxDuration + 1}, nil, "ShardsConfig.Refresh is 168h0m0.000000001s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := lead.NewShards[meta](st, tt.cfg, append([]lead.Option{lead.WithLookupEnv(nil)}, tt.opts...)...)
+			if !errors.Is(err, lead.ErrInvalidShards) || !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("NewShards: %v, want ErrInvalidShards mentioning %q", err, tt.mention)
+			}
+		})
+	}
+}
+
+// Nil and zero Shards give errors or zero values, never panics.
+func TestShardsNilAndZeroGiveErrorsNotPanics(t *testing.T) {
+	var nilShards *lead.Shards[meta]
+	var zero lead.Shards[meta]
+	for name, s := range map[string]*lead.Shards[meta]{"nil": nilShards, "zero": &zero} {
+		if err := s.Run(context.Background(), nil); !errors.Is(err, lead.ErrNilArgument) {
+			t.Errorf("%s: Run = %v", name, err)
+		}
+		if _, ok := s.Elector("x"); ok {
+			t.Errorf("%s: Elector found one", name)
+		}
+		if s.Leading() != nil || s.Members() != nil || s.Assignment() != nil || s.Identity() != "" || s.Config().Name != "" {
+			t.Errorf("%s: not the zero values", name)
+		}
+	}
+}
+
+// A ctx that never ends (Background: its Done is nil) keeps the replica
+// taking part; it does not read as a ctx that has ended. (Run then never
+// returns, so this test, in real time, leaves it running.)
+func TestShardsRunWithABackgroundContextTakesPart(t *testing.T) {
+	started := make(chan lead.Change, 10)
+	s, err := lead.NewShards[meta](memstore.New[meta](), lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x"}}},
+		lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil),
+		lead.WithObserver(func(c lead.Change) {
+			if c.Kind == lead.Started && c.Term.Name == "x" {
+				started <- c
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), nil) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v: it took a ctx that never ends for one that ended", err)
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the replica does not lead its one shard a minute after Run began")
+	}
+}
+
+// A body that ignores its context does not keep Run from returning: Run
+// stops as Group.Run does, waiting for it until its term's deadline, and
+// reports it with ErrBodiesStillRunning.
+func TestShardsRunReturnsWhenABodyIgnoresItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := lead.NewShards[meta](memstore.New[meta](), lead.ShardsConfig{Name: "w", Shards: []lead.Shard{{Name: "x"}}},
+			lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		defer close(release)
+		inBody := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Run(ctx, func(context.Context, string, lead.Term) error {
+				inBody <- struct{}{}
+				<-release
+				return nil
+			})
+		}()
+		<-inBody
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, lead.ErrBodiesStillRunning) {
+				t.Fatalf("Run = %v, want ErrBodiesStillRunning", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Run has not returned a minute after ctx ended, with a body that ignores its context")
+		}
+	})
 }
 
 // TestShardsUnsafeVariantsFail shows that the checks above catch each
