@@ -371,8 +371,8 @@ func (s *Shards[M]) Assignment() map[string]string {
 //
 // When ctx ends, the replica leaves: it releases its presence, hands the
 // shards it leads to the other live replicas, if any (as a move does,
-// until none is led and no move is in flight, for at most five Every plus
-// a RenewDeadline), then stops as Group.Run does: a body still running at
+// until none is led and no move is in flight, for five Every plus a
+// RenewDeadline at most, as the look then under way ends), then stops as Group.Run does: a body still running at
 // its term's deadline is not waited for, and Run returns an error
 // wrapping ErrBodiesStillRunning. A ctx that never ends (Background) runs
 // it for good. Run returns ErrAlreadyRunning when called a second time,
