@@ -133,7 +133,8 @@ func (p Plan) Config() (Config, Report, error) {
 		return Config{}, Report{}, fmt.Errorf("%w: ClockDrift %v exceeds (L−R)/(L+R) of LeaseDuration %v and RenewDeadline %v", ErrInvalidPlan, rho, c.LeaseDuration, c.RenewDeadline)
 	}
 	if rep.StoreOutage < p.StoreOutage {
-		return Config{}, Report{}, fmt.Errorf("%w: StoreOutage %v cannot be met: at most %v is tolerated", ErrInvalidPlan, p.StoreOutage, rep.StoreOutage)
+		return Config{}, Report{}, fmt.Errorf("%w: StoreOutage %v cannot be met by a planned Config: its RetryInterval is at least %v (lease.MinDuration), and so at most %v is tolerated; a Config written by hand may tolerate more",
+			ErrInvalidPlan, p.StoreOutage, MinDuration, rep.StoreOutage)
 	}
 	if rep.Failover > p.Failover {
 		return Config{}, Report{}, fmt.Errorf("%w: Failover %v cannot be met with StoreOutage %v, ClockDrift %v and Latency %v: the worst case is %v, (L + max(T, I + P/2))/(1−ρ) + 6δ + 1ms",

@@ -157,6 +157,9 @@ func TestPlanConfigNamesTheRequirementItCannotMeet(t *testing.T) {
 		{"negative elections", func(p *lease.Plan) { p.Elections = -1 }, "Elections is -1, must be at least 0"},
 		{"failover shorter than the outage allows", func(p *lease.Plan) { p.Failover = 30 * time.Second }, "Failover 30s cannot be met"},
 		{"drift too large for the failover", func(p *lease.Plan) { p.ClockDrift = 0.5 }, "Failover 1m0s cannot be met"},
+		{"outage below what the shortest RetryInterval allows", func(p *lease.Plan) {
+			*p = lease.Plan{StoreOutage: 5 * time.Millisecond, Failover: time.Hour}
+		}, "StoreOutage 5ms cannot be met by a planned Config: its RetryInterval is at least 1ms (lease.MinDuration), and so at most 4.8ms is tolerated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ok
