@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -49,7 +50,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	c, rep, err := p.Config()
 	if err != nil {
-		return err
+		return planFlagError{err}
 	}
 	fmt.Fprintf(stdout, "tenure run flags:\n  --lease-duration %v --renew-deadline %v --retry-interval %v --backend-timeout %v\n",
 		c.LeaseDuration, c.RenewDeadline, c.RetryInterval, c.BackendTimeout)
@@ -84,3 +85,20 @@ func ceilMilli(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// planFields are lease.Plan's fields as its errors name them, with the
+// flag that sets each.
+var (
+	planFields = regexp.MustCompile(`\b(StoreOutage|ClockDrift|Failover|Latency|Elections)\b`)
+	planFlags  = map[string]string{"StoreOutage": "--store-outage", "ClockDrift": "--clock-drift", "Failover": "--failover", "Latency": "--latency", "Elections": "--elections"}
+)
+
+// planFlagError is an error of lease.Plan whose text names the flags
+// that set the fields it names.
+type planFlagError struct{ err error }
+
+func (e planFlagError) Error() string {
+	return planFields.ReplaceAllStringFunc(e.err.Error(), func(f string) string { return planFlags[f] })
+}
+
+func (e planFlagError) Unwrap() error { return e.err }

@@ -31,9 +31,10 @@ func TestPlanNamesTheRequirementItCannotMeet(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--store-outage", "30s", "--clock-drift", "0.05", "--failover", "40s"}, 1, "Failover 40s cannot be met"},
-		{[]string{"--store-outage", "30s", "--clock-drift", "NaN", "--failover", "60s"}, 1, "ClockDrift is NaN, must be in [0, 1)"},
-		{[]string{"--failover", "60s"}, 1, "StoreOutage is 0s, must be above 0"},
+		{[]string{"--store-outage", "30s", "--clock-drift", "0.05", "--failover", "40s"}, 1, "--failover 40s cannot be met with --store-outage 30s, --clock-drift 0.05 and --latency 0s"},
+		{[]string{"--store-outage", "30s", "--clock-drift", "NaN", "--failover", "60s"}, 1, "--clock-drift is NaN, must be in [0, 1)"},
+		{[]string{"--failover", "60s"}, 1, "--store-outage is 0s, must be above 0"},
+		{[]string{"--store-outage", "30s", "--failover", "60s", "--elections", "-1"}, 1, "--elections is -1, must be at least 0"},
 		{[]string{"--store-outage", "30s", "--failover", "60s", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--store-outage", "soon"}, 2, "invalid value"},
 	} {
