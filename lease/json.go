@@ -130,7 +130,7 @@ func (c *Config) decodeJSON(data []byte, where string) error {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
 			want := "a string duration such as \"15s\""
 			if te.Field == "retry_jitter" {
-				want = "a number such as 0.1"
+				want = "a number in [0, 1), such as 0.1"
 			}
 			return fmt.Errorf("%w: %s%s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, where, te.Value, want)
 		}

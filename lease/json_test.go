@@ -63,6 +63,7 @@ func TestConfigJSONRefuses(t *testing.T) {
 		{"key in another case beside the exact one", `{"lease_duration":"20s","lease_Duration":"30s"}`, []string{`unknown field "lease_Duration"`}},
 		{"number as duration", `{"lease_duration":15}`, []string{"lease_duration is a JSON number", `"15s"`}},
 		{"string as jitter", `{"retry_jitter":"0.1"}`, []string{"retry_jitter is a JSON string", "0.1"}},
+		{"jitter beyond a float64", `{"retry_jitter":1e400}`, []string{"retry_jitter is a JSON number 1e400, must be a number in [0, 1), such as 0.1"}},
 		{"bad duration", `{"renew_deadline":"10 seconds"}`, []string{`renew_deadline is "10 seconds", not a duration`}},
 		{"overflowing duration", `{"error_interval":"9999999999h"}`, []string{"error_interval", "not a duration"}},
 		{"two bad durations", `{"renew_deadline":"x","retry_interval":"y"}`, []string{"renew_deadline", "retry_interval"}},

@@ -50,8 +50,9 @@ func openRedis[M any](ctx context.Context, u *url.URL, raw string) (Store[M], er
 	}
 	q := u.Query()
 	var opts []redisstore.Option
-	if p := q.Get("prefix"); p != "" {
-		opts = append(opts, redisstore.WithPrefix(p))
+	prefix := q.Get("prefix")
+	if prefix != "" {
+		opts = append(opts, redisstore.WithPrefix(prefix))
 	}
 	if v := q.Get("may_lose_records"); v != "" {
 		may, err := strconv.ParseBool(v)
@@ -75,7 +76,8 @@ func openRedis[M any](ctx context.Context, u *url.URL, raw string) (Store[M], er
 	st, err := redisstore.New[M](client, opts...)
 	if err != nil {
 		_ = client.Close()
-		return nil, err
+		// Only the URL's own options can be refused: say which.
+		return nil, fmt.Errorf("%w: %s: prefix=%q: %w", ErrBadURL, display(raw), prefix, err)
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()

@@ -308,8 +308,8 @@ func TestTenureTable(t *testing.T) {
 func TestRedisPrefixWithBrace(t *testing.T) {
 	addr := testcluster.PackageRedis(t).Addr()
 	_, err := storeurl.Open[meta](context.Background(), &storeurl.Opener{}, "unix://"+addr+"?prefix=%7Bapp%7D:")
-	if !errors.Is(err, redisstore.ErrInvalidOption) || !strings.Contains(err.Error(), "WithPrefix") {
-		t.Errorf("prefix={app}: error %v, want redisstore.ErrInvalidOption naming WithPrefix", err)
+	if !errors.Is(err, redisstore.ErrInvalidOption) || !errors.Is(err, storeurl.ErrBadURL) || !strings.Contains(err.Error(), `prefix="{app}:"`) || !strings.Contains(err.Error(), "WithPrefix") {
+		t.Errorf("prefix={app}: error %v, want ErrBadURL and redisstore.ErrInvalidOption naming the parameter and WithPrefix", err)
 	}
 }
 
