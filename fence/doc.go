@@ -10,6 +10,6 @@
 //
 // [WithToken] and [FromContext] carry the token of the current term in a
 // context.Context; [Register] is an in-process resource guard. The
-// subpackages pgfence and redisfence make writes to PostgreSQL and Redis
-// conditional on a token.
+// subpackages pgfence, redisfence and etcdfence make writes to
+// PostgreSQL, Redis and etcd conditional on a token.
 package fence

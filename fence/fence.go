@@ -146,6 +146,9 @@ func (r *Register) Do(t Token, write func() error) error {
 // wrapping ErrNoToken if ctx carries none, and one wrapping ErrNilArgument
 // for a nil ctx.
 func (r *Register) DoContext(ctx context.Context, write func() error) error {
+	if r == nil {
+		return fmt.Errorf("%w: Register.DoContext: the *Register is nil", ErrNilArgument)
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: Register.DoContext: ctx is nil", ErrNilArgument)
 	}

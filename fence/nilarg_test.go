@@ -26,6 +26,7 @@ func TestNilArguments(t *testing.T) {
 			return nilR.DoContext(fence.WithToken(context.Background(), 1), nil)
 		}, "*Register is nil"},
 		{"DoContext with a nil ctx", func() error { return new(fence.Register).DoContext(nilCtx, nil) }, "ctx is nil"},
+		{"DoContext on a nil Register, with no token", func() error { return nilR.DoContext(context.Background(), nil) }, "*Register is nil"},
 	}
 	for _, tt := range tests {
 		err := func() (err error) {

@@ -29,6 +29,12 @@ func TestNilArguments(t *testing.T) {
 	}
 	ctx := fence.WithToken(context.Background(), 1)
 	write := func(pgx.Tx) error { return nil }
+	// A pool that connects when first used: none of these uses it.
+	pool, err := pgxpool.New(ctx, "postgres://u@127.0.0.1:1/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
 	tests := []struct {
 		name    string
 		f       func() error
@@ -43,10 +49,14 @@ func TestNilArguments(t *testing.T) {
 		{"Check: zero Fence", func() error { return zero.Check(ctx, nilTx, "r", 1) }, "not made by New"},
 		{"Do: nil db", func() error { return ok.Do(ctx, nil, "r", 1, write) }, "db is nil"},
 		{"Do: typed nil pool", func() error { return ok.Do(ctx, nilPool, "r", 1, write) }, "db is nil"},
-		{"Do: nil write", func() error { return ok.Do(ctx, new(pgxpool.Pool), "r", 1, nil) }, "write is nil"},
+		{"Do: nil write", func() error { return ok.Do(ctx, pool, "r", 1, nil) }, "write is nil"},
+		{"Do: zero pool", func() error { return ok.Do(ctx, new(pgxpool.Pool), "r", 1, write) }, "db (*pgxpool.Pool) was not made by its constructor"},
+		{"Do: zero conn", func() error { return ok.Do(ctx, new(pgx.Conn), "r", 1, write) }, "db (*pgx.Conn) was not made by its constructor"},
+		{"Migrate: zero pool", func() error { return ok.Migrate(ctx, new(pgxpool.Pool)) }, "was not made by its constructor"},
 		{"Do: nil Fence", func() error { return nilF.Do(ctx, nilPool, "r", 1, write) }, "*Fence is nil"},
 		{"DoContext: nil ctx", func() error { return ok.DoContext(nilCtx, nilPool, "r", write) }, "ctx is nil"},
-		{"DoContext: nil write", func() error { return ok.DoContext(ctx, new(pgxpool.Pool), "r", nil) }, "write is nil"},
+		{"DoContext: nil write", func() error { return ok.DoContext(ctx, pool, "r", nil) }, "write is nil"},
+		{"Highest: zero pool", func() error { _, _, err := ok.Highest(ctx, new(pgxpool.Pool), "r"); return err }, "was not made by its constructor"},
 		{"Highest: nil db", func() error { _, _, err := ok.Highest(ctx, nil, "r"); return err }, "db is nil"},
 		{"Highest: nil Fence", func() error { _, _, err := nilF.Highest(ctx, nil, "r"); return err }, "*Fence is nil"},
 	}

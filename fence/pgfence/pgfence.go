@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/internal/nilarg"
@@ -171,8 +173,25 @@ func (f *Fence) nilArgs(ctx context.Context, op, arg string, db any) error {
 		return fmt.Errorf("pgfence: %s: %w: ctx is nil", op, fence.ErrNilArgument)
 	case nilarg.IsNil(db):
 		return fmt.Errorf("pgfence: %s: %w: %s is nil", op, fence.ErrNilArgument, arg)
+	case unmade(db):
+		return fmt.Errorf("pgfence: %s: %w: %s (%T) was not made by its constructor (pgxpool.New, pgx.Connect)", op, fence.ErrNilArgument, arg, db)
 	}
 	return nil
+}
+
+// unmade reports whether db is a pool or connection of pgx's own types
+// that its constructor did not make (a zero value), which pgx
+// dereferences and panics on.
+func unmade(db any) bool {
+	switch db := db.(type) {
+	case *pgxpool.Pool:
+		// A Pool's configuration is unexported; a zero Pool has none.
+		cfg := reflect.ValueOf(db).Elem().FieldByName("config")
+		return cfg.IsValid() && cfg.Kind() == reflect.Pointer && cfg.IsNil()
+	case *pgx.Conn:
+		return db.PgConn() == nil
+	}
+	return false
 }
 
 func checkResource(resource string) error {

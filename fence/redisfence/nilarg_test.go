@@ -35,6 +35,9 @@ func TestNilArguments(t *testing.T) {
 		{"Highest: nil ctx", func() error { _, err := redisfence.Highest(nilCtx, c, "k"); return err }, "ctx is nil"},
 		{"Highest: nil client", func() error { _, err := redisfence.Highest(ctx, nil, "k"); return err }, "c is nil"},
 		{"Highest: typed nil client", func() error { _, err := redisfence.Highest(ctx, nilClient, "k"); return err }, "c is nil"},
+		{"Set: zero client", func() error { return redisfence.Set(ctx, &redis.Client{}, 1, "k", "v", 0) }, "c (*redis.Client) was not made by its constructor"},
+		{"Set: zero cluster client", func() error { return redisfence.Set(ctx, &redis.ClusterClient{}, 1, "k", "v", 0) }, "c (*redis.ClusterClient) was not made by its constructor"},
+		{"Highest: zero client", func() error { _, err := redisfence.Highest(ctx, &redis.Client{}, "k"); return err }, "was not made by its constructor"},
 	}
 	for _, tt := range tests {
 		err := func() (err error) {

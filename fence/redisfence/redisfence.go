@@ -183,8 +183,30 @@ func nilArgs(ctx context.Context, op, key string, c any) error {
 		return fmt.Errorf("redisfence: %s %q: %w: ctx is nil", op, key, fence.ErrNilArgument)
 	case nilarg.IsNil(c):
 		return fmt.Errorf("redisfence: %s %q: %w: c is nil", op, key, fence.ErrNilArgument)
+	case unmade(c):
+		return fmt.Errorf("redisfence: %s %q: %w: c (%T) was not made by its constructor (redis.NewClient, redis.NewClusterClient)", op, key, fence.ErrNilArgument, c)
 	}
 	return nil
+}
+
+// unmade reports whether c is a client of go-redis's own types that its
+// constructor did not make (a zero value), which go-redis dereferences
+// and panics on.
+func unmade(c any) (zero bool) {
+	// A zero *redis.Client has no embedded base client either: asking for
+	// its options panics, which is the answer.
+	defer func() {
+		if recover() != nil {
+			zero = true
+		}
+	}()
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options() == nil
+	case *redis.ClusterClient:
+		return c.Options() == nil
+	}
+	return false
 }
 
 // CheckKey returns an error wrapping ErrInvalidKey when key is the token

@@ -1045,6 +1045,24 @@ func Catalogue() []Mutant {
 		},
 		// ---- fences ----
 		{
+			Name:        "fence-pg-zero-pool-unchecked",
+			File:        "fence/pgfence/pgfence.go",
+			Original:    "\tcase unmade(db):\n",
+			Replacement: "\tcase false && unmade(db):\n",
+			Reason:      "a zero *pgxpool.Pool or *pgx.Conn reaches pgx, which panics on it, where a nil one gets ErrNilArgument",
+			Packages:    []string{"./fence/pgfence"},
+			Tests:       "TestNilArguments",
+		},
+		{
+			Name:        "fence-redis-zero-client-unchecked",
+			File:        "fence/redisfence/redisfence.go",
+			Original:    "\tcase unmade(c):\n",
+			Replacement: "\tcase false && unmade(c):\n",
+			Reason:      "a zero *redis.Client reaches go-redis, which panics on it, where a nil one gets ErrNilArgument",
+			Packages:    []string{"./fence/redisfence"},
+			Tests:       "TestNilArguments",
+		},
+		{
 			Name:        "fence-register-accepts-previous",
 			File:        "fence/fence.go",
 			Original:    "if t < r.highest {",
