@@ -31,7 +31,13 @@ import (
 // release, which a successor that took the lease meanwhile makes fail. It
 // then returns an error wrapping ErrHandOverFailed that says so; the same
 // when the named release could not be stored (the lease expired or was
-// taken by another first), or another candidate took the lease.
+// taken by another first), or another candidate took the lease. If ctx
+// ends before the release is stored (the term's bodies still run),
+// HandOver returns at once with an error wrapping ErrHandOverFailed and
+// ctx's error, and the release, once stored, is given back to every
+// candidate at once; so is a stored release when Run returns before the
+// successor is seen to lead. A release whose reply was lost but which the
+// successor took counts as handed over.
 //
 // HandOver returns an error wrapping ErrNotLeader if this elector does not
 // lead, ErrInvalidIdentity if successor breaks the rules of holder names or
@@ -76,10 +82,24 @@ func (e *Elector[M]) handOver(ctx context.Context, q *resignation[M]) error {
 	select {
 	case <-q.done:
 	case <-ctx.Done():
-		return ctx.Err()
+		// The release goes on once the term's bodies have returned (a body
+		// that hands over passes its own ctx, which ends at once): if it
+		// is stored naming the successor, nobody waits for the successor
+		// any more, so it is given back to every candidate at once.
+		go func() {
+			<-q.done
+			if q.err == nil && q.handed && !q.taken {
+				_ = e.fallBack(ctx, q, fmt.Sprintf("before ctx ended (%v)", ctx.Err()))
+			}
+		}()
+		return fmt.Errorf("%w: %q: ctx ended before the release naming %q was stored (%w); once stored, it is released to every candidate",
+			ErrHandOverFailed, e.name, q.successor, ctx.Err())
 	}
 	if q.err != nil {
 		return q.err
+	}
+	if q.taken {
+		return nil
 	}
 	if !q.handed {
 		return fmt.Errorf("%w: %q: the release naming %q was not stored: the lease expired or was taken first", ErrHandOverFailed, e.name, q.successor)
@@ -109,6 +129,10 @@ func (e *Elector[M]) awaitSuccessor(ctx context.Context, q *resignation[M]) erro
 			return e.fallBack(ctx, q, "within RenewDeadline")
 		case <-ctx.Done():
 			return e.fallBack(ctx, q, fmt.Sprintf("before ctx ended (%v)", ctx.Err()))
+		case <-e.stopped:
+			// Run has returned: this elector sees nothing more of the
+			// record, and the swap tells whether the successor took it.
+			return e.fallBack(ctx, q, "before Run returned")
 		}
 	}
 }

@@ -234,3 +234,111 @@ func TestHandOverFallbackNeverOverwritesTheSuccessor(t *testing.T) {
 		}
 	})
 }
+
+// leadSlowly runs a body in n's term that returns d after its context
+// ends, and returns once the body runs.
+func leadSlowly(t *testing.T, n *node, d time.Duration) {
+	t.Helper()
+	running := make(chan struct{})
+	go func() {
+		_ = n.e.Lead(context.Background(), func(ctx context.Context, _ lead.Term) error {
+			close(running)
+			<-ctx.Done()
+			time.Sleep(d)
+			return nil
+		})
+	}()
+	<-running
+}
+
+// A ctx that ends while the term's bodies still run, before the release
+// naming the successor is stored: HandOver says the handover failed, and
+// the release, once stored, is given back to every candidate at once, not
+// left for the others to wait out.
+func TestHandOverWhoseCtxEndsBeforeTheReleaseGivesItBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		a := start(t, st, "a")
+		a.next(t)
+		b := start(t, st, "b")
+		synctest.Wait()
+		leadSlowly(t, a, 700*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		handed := time.Now()
+		err := a.e.HandOver(ctx, "ghost")
+		if !errors.Is(err, lead.ErrHandOverFailed) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("HandOver = %v, want ErrHandOverFailed wrapping ctx's error", err)
+		}
+		ch := b.next(t)
+		if wait := ch.Term.Start.Sub(handed); ch.Kind != lead.Started || wait >= fastConfig().LeaseDuration {
+			t.Fatalf("b: %v %v after HandOver; want Started once the release is given back, before a LeaseDuration", ch.Kind, wait)
+		}
+	})
+}
+
+// Run ending after the release naming the successor was stored: HandOver
+// goes on as if the successor had not come, and gives the lease back to
+// every candidate at once rather than leave it named.
+func TestHandOverWhoseRunEndsAfterTheReleaseGivesItBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		a := start(t, st, "a")
+		a.next(t)
+		b := start(t, st, "b")
+		synctest.Wait()
+		leadSlowly(t, a, 200*time.Millisecond)
+		res := make(chan error, 1)
+		handed := time.Now()
+		go func() { res <- a.e.HandOver(context.Background(), "ghost") }()
+		synctest.Wait()
+		a.cancel()
+		if err := <-res; !errors.Is(err, lead.ErrHandOverFailed) || !strings.Contains(err.Error(), "before Run returned") {
+			t.Fatalf("HandOver = %v, want ErrHandOverFailed: given back as Run returned", err)
+		}
+		ch := b.next(t)
+		if wait := ch.Term.Start.Sub(handed); ch.Kind != lead.Started || wait >= fastConfig().LeaseDuration {
+			t.Fatalf("b: %v %v after HandOver; want Started once the release is given back, before a LeaseDuration", ch.Kind, wait)
+		}
+	})
+}
+
+// lostNamedRelease is a store on which the successor takes the named
+// release as soon as it is stored, and the reply to that release is lost:
+// the releaser's retry then finds the successor holding the lease.
+type lostNamedRelease struct {
+	store.Store[meta]
+	successor string
+	fired     atomic.Bool
+}
+
+func (s *lostNamedRelease) CompareAndSwap(ctx context.Context, name string, expected lease.Revision, next lease.Record[meta]) (lease.Record[meta], lease.Revision, error) {
+	rec, rev, err := s.Store.CompareAndSwap(ctx, name, expected, next)
+	if err == nil && next.Holder == "" && next.Successor == s.successor && s.fired.CompareAndSwap(false, true) {
+		took := rec
+		took.Holder, took.Successor, took.Token, took.LeaseDuration = s.successor, "", rec.Token+1, time.Minute
+		if _, _, err := s.Store.CompareAndSwap(ctx, name, rev, took); err != nil {
+			return rec, rev, fmt.Errorf("lostNamedRelease: the successor's acquire: %w", err)
+		}
+		return lease.Record[meta]{}, 0, context.DeadlineExceeded
+	}
+	return rec, rev, err
+}
+
+func (s *lostNamedRelease) MayLoseRecords() bool { return false }
+
+// The named release's reply is lost, and the successor has the lease by
+// the time the releaser looks: HandOver reports the handover done.
+func TestHandOverWhoseReleaseReplyIsLostSeesTheSuccessorLead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &lostNamedRelease{Store: memstore.New[meta](), successor: "b"}
+		a := start(t, st, "a")
+		a.next(t)
+		if err := a.e.HandOver(context.Background(), "b"); err != nil {
+			t.Fatalf("HandOver = %v, want nil: b took the lease", err)
+		}
+		if !st.fired.Load() {
+			t.Fatal("the named release was never written")
+		}
+	})
+}

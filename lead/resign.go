@@ -96,8 +96,12 @@ type resignation[M any] struct {
 	done      chan struct{}
 	err       error
 	// A HandOver's named release, once stored: its record and revision
-	// (handed false if the machine did not see it stored).
+	// (handed false if the machine did not see it stored). taken: the
+	// machine's last answer shows the successor holding the lease in a
+	// later term (the release's reply was lost, and a retry found it
+	// taken).
 	handed bool
+	taken  bool
 	named  lease.Record[M]
 	rev    lease.Revision
 }
@@ -137,20 +141,30 @@ func (r *runner[M]) settleResign() {
 		return
 	}
 	r.resigning = nil
-	if q.successor != "" {
-		// A handover: did the store take the release naming the
-		// successor? The machine's last answer says.
-		l, rev, absent, ok := r.m.Observed()
-		if ok && !absent && l.Holder == "" && l.Successor == q.successor && fence.Token(l.Token) == q.token {
-			e := r.e
-			e.mu.Lock()
-			if e.haveRec && e.rev == rev {
-				q.handed, q.named, q.rev = true, e.rec, rev
-			}
-			e.mu.Unlock()
-		}
-	}
+	r.noteHandover(q)
 	q.finish(nil)
+}
+
+// noteHandover notes, for a HandOver, whether the store took the release
+// naming the successor, or the successor holds the lease already: the
+// machine's last answer says.
+func (r *runner[M]) noteHandover(q *resignation[M]) {
+	if q.successor == "" {
+		return
+	}
+	l, rev, absent, ok := r.m.Observed()
+	switch {
+	case !ok || absent:
+	case l.Holder == q.successor && fence.Token(l.Token) > q.token:
+		q.taken = true
+	case l.Holder == "" && l.Successor == q.successor && fence.Token(l.Token) == q.token:
+		e := r.e
+		e.mu.Lock()
+		if e.haveRec && e.rev == rev {
+			q.handed, q.named, q.rev = true, e.rec, rev
+		}
+		e.mu.Unlock()
+	}
 }
 
 // endResign tells a Resign not over yet, when the runner ends, that Run
@@ -161,6 +175,16 @@ func (r *runner[M]) endResign() {
 	q := e.resignReq
 	e.resignReq = nil
 	e.mu.Unlock()
+	if q := r.resigning; q != nil {
+		// The release may have been stored as Run ended: a HandOver then
+		// goes on, and gives the lease back to every candidate unless
+		// the successor has it.
+		r.noteHandover(q)
+		if q.handed || q.taken {
+			q.finish(nil)
+			r.resigning = nil
+		}
+	}
 	for _, q := range []*resignation[M]{q, r.resigning} {
 		if q != nil {
 			q.finish(fmt.Errorf("%w: %s: %q: Run returned before the step-down was over", ErrStopped, q.op, e.name))
