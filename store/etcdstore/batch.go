@@ -124,7 +124,10 @@ func (s *Store[M]) renewAll(ctx context.Context, swaps []store.Swap[M], rs []ren
 			out[r.i].Record, out[r.i].Revision, out[r.i].Err = s.CompareAndSwap(ctx, sw.Name, sw.Expected, sw.Next)
 			continue
 		}
-		rev := lease.Revision(resp.Header.Revision)
+		rev := lease.Revision(0) // a negative header revision is no revision
+		if resp.Header.Revision > 0 {
+			rev = lease.Revision(resp.Header.Revision)
+		}
 		if rev <= sw.Expected {
 			out[r.i].Err = fmt.Errorf("etcdstore: CompareAndSwap %q: %w: the write's revision %d is not above %d", sw.Name, ErrUnexpectedReply, rev, sw.Expected)
 			continue

@@ -209,7 +209,7 @@ func (s *Store[M]) create(ctx context.Context, name string, next lease.Record[M]
 	got, err := s.leases.Create(ctx, l, metav1.CreateOptions{FieldManager: FieldManager})
 	switch {
 	case err == nil:
-		return s.written(name, got)
+		return s.written(name, 0, got)
 	case apierrors.IsAlreadyExists(err):
 		return s.conflict(ctx, name, 0)
 	default:
@@ -282,7 +282,7 @@ func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revis
 	case err == nil && got.ResourceVersion == l.ResourceVersion:
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: %s %q: the API server kept resourceVersion %s for a write", op, name, got.ResourceVersion)
 	case err == nil:
-		return s.written(name, got)
+		return s.written(name, expected, got)
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return s.conflict(ctx, name, expected)
 	default:
@@ -290,11 +290,17 @@ func (s *Store[M]) update(ctx context.Context, name string, expected lease.Revis
 	}
 }
 
-// written returns the record of l, which a swap just wrote.
-func (s *Store[M]) written(name string, l *coordinationv1.Lease) (lease.Record[M], lease.Revision, error) {
+// written returns the record of l, which a swap from revision expected
+// just wrote. A revision not above expected is refused: a store's own
+// writes never go back (an etcd-backed API server's resourceVersions
+// grow with every write).
+func (s *Store[M]) written(name string, expected lease.Revision, l *coordinationv1.Lease) (lease.Record[M], lease.Revision, error) {
 	rec, rev, _, err := s.decode(l)
 	if err != nil {
 		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: CompareAndSwap %q: reading back the Lease written: %w", name, err)
+	}
+	if rev <= expected {
+		return lease.Record[M]{}, 0, fmt.Errorf("kubestore: CompareAndSwap %q: the API server answered a write from resourceVersion %d with %d, not above it", name, expected, rev)
 	}
 	return rec, rev, nil
 }

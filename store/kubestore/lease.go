@@ -165,8 +165,9 @@ type decoded struct {
 }
 
 // decodeLease reads l. It fails with an error wrapping
-// store.ErrCorruptRecord when an annotation of Tenure cannot be parsed, and
-// with a plain error when the resourceVersion is not a number.
+// store.ErrCorruptRecord when an annotation of Tenure cannot be parsed or
+// the resourceVersion is above store.MaxRevision, and with a plain error
+// when the resourceVersion is not a number.
 func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	rev, err := parseRevision(l.ResourceVersion)
 	if err != nil {
@@ -260,10 +261,16 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 var errRevision = errors.New("kubestore: resourceVersion is not a positive decimal number (the store needs an etcd-backed API server)")
 
 // parseRevision reads a resourceVersion as the revision it is: an etcd
-// revision, a positive decimal number that grows with every write.
+// revision, a positive decimal number that grows with every write. One
+// above store.MaxRevision is a corrupt record (store.ErrCorruptRecord);
+// one that is no such number at all says the API server is not backed by
+// etcd (errRevision).
 func parseRevision(rv string) (lease.Revision, error) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil || n == 0 || n > uint64(store.MaxRevision) {
+	switch {
+	case err == nil && n > uint64(store.MaxRevision), errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%w: resourceVersion %q is above store.MaxRevision (%d)", store.ErrCorruptRecord, rv, store.MaxRevision)
+	case err != nil || n == 0:
 		return 0, fmt.Errorf("%w: %q", errRevision, rv)
 	}
 	return lease.Revision(n), nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenure-go/tenure/internal/testing/testcluster"
 	"github.com/tenure-go/tenure/lease"
+	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/store/pgstore"
 	"github.com/tenure-go/tenure/store/storetest"
 )
@@ -207,5 +208,54 @@ func TestWatchDeliversClaim(t *testing.T) {
 	_, rev = mustSwap(t, st, "job", rev, next)
 	if r := until(rev); r.Claim {
 		t.Fatalf("the takeover's event = %+v; want no Claim", r)
+	}
+}
+
+// In a database whose encoding is not UTF-8, read over a connection in
+// UTF-8 or in the database's encoding, a holder of characters whose
+// lengths differ in the two still splits the notification where it ends: the record of "job" held by "éa" goes
+// to the watchers of "job", not to those of "ajob" as one held by "é".
+func TestNotificationOfALatin1DatabaseNamesItsElection(t *testing.T) {
+	for _, enc := range []string{"UTF8", "LATIN1"} {
+		t.Run(enc, func(t *testing.T) { testNotificationOfALatin1Database(t, enc) })
+	}
+}
+
+func testNotificationOfALatin1Database(t *testing.T, clientEncoding string) {
+	admin := newPool(t)
+	db := fmt.Sprintf("tenure_latin1_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(t.Context(), "CREATE DATABASE "+db+" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
+	pool := newPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.Database = db
+		c.ConnConfig.RuntimeParams["client_encoding"] = clientEncoding
+	})
+	st := newStore(t, pool)
+	ctx := t.Context()
+	watch := func(name string) <-chan store.Event[storetest.Meta] {
+		ch, err := st.Watch(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := testcluster.NextEvent(t, ch, 10*time.Second); !ev.Absent {
+			t.Fatalf("%s: first event %+v, want Absent", name, ev)
+		}
+		return ch
+	}
+	job, ajob := watch("job"), watch("ajob")
+	now := time.Now()
+	for _, w := range []struct{ name, holder string }{{"job", "éa"}, {"ajob", "x"}} {
+		rec := lease.Record[storetest.Meta]{Holder: w.holder, Token: 1, AcquiredAt: now, RenewedAt: now, LeaseDuration: time.Second}
+		if _, _, err := st.CompareAndSwap(ctx, w.name, 0, rec); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+	}
+	if ev := testcluster.NextEvent(t, ajob, 10*time.Second); ev.Err != nil || ev.Record.Holder != "x" {
+		t.Fatalf("ajob's watcher got %+v (holder %q), want ajob's own record, held by x", ev, ev.Record.Holder)
+	}
+	if ev := testcluster.NextEvent(t, job, 10*time.Second); ev.Err != nil || ev.Record.Holder != "éa" {
+		t.Fatalf("job's watcher got %+v (holder %q), want job's record, held by éa", ev, ev.Record.Holder)
 	}
 }

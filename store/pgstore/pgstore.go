@@ -326,7 +326,10 @@ const notifyMetadataMax = 2048
 // not carry), otherwise "REVISION:NAME", on which the listeners read the
 // row. One notification per write: every listener receives and parses
 // each, and a second one per write doubles what listening costs (a
-// quarter of a 10,000-name process's CPU).
+// quarter of a 10,000-name process's CPU). The holder's length is counted
+// in the writing connection's client_encoding, in which a listener of the
+// same configuration receives the payload, whatever the database's
+// encoding.
 func notifySQL(a, ch string) string {
 	micros := func(col string) string {
 		return `(extract(epoch FROM ` + a + `.` + col + `) * 1000000)::bigint::text`
@@ -334,7 +337,7 @@ func notifySQL(a, ch string) string {
 	full := `'r1:' || ` + a + `.revision::text || ':' || ` + a + `.token::text || ':' || ` + a + `.transitions::text || ':' || ` +
 		a + `.lease_duration_ns::text || ':' || ` + micros("acquired_at") + ` || ':' || ` + micros("renewed_at") + ` || ':' || ` +
 		`CASE WHEN ` + a + `.successor <> '' THEN '~' || encode(convert_to(` + a + `.successor, 'UTF8'), 'hex') || '~' ELSE '' END || ` +
-		`encode(` + a + `.metadata, 'hex') || CASE WHEN ` + a + `.stamp <> 0 THEN '.' || ` + a + `.stamp::text ELSE '' END || ':' || octet_length(` + a + `.holder)::text || ':' || ` + a + `.holder || $1`
+		`encode(` + a + `.metadata, 'hex') || CASE WHEN ` + a + `.stamp <> 0 THEN '.' || ` + a + `.stamp::text ELSE '' END || ':' || octet_length(convert_to(` + a + `.holder, pg_client_encoding()))::text || ':' || ` + a + `.holder || $1`
 	fits := `isfinite(` + a + `.acquired_at) AND isfinite(` + a + `.renewed_at) AND octet_length(` + a + `.metadata) <= ` + strconv.Itoa(notifyMetadataMax) +
 		` AND ` + a + `.claim IS NOT TRUE`
 	return `CASE WHEN ` + fits + ` THEN pg_notify(` + ch + `, ` + full + `) ELSE pg_notify(` + ch + `, ` + a + `.revision::text || ':' || $1) END`
