@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/lead"
 )
 
@@ -36,22 +36,28 @@ type Sharded[M any] struct {
 // DefaultRecheck is Sharded's Recheck when NewSharded is given 0.
 const DefaultRecheck = 30 * time.Second
 
+// MinRecheck is the shortest Recheck NewSharded takes: a replica requeues
+// every request for another replica's shard after it, and much shorter
+// would have every replica requeue every object of the others' shards
+// back to back.
+const MinRecheck = 100 * time.Millisecond
+
 // NewSharded adds to mgr a runnable that runs s on every replica (the
 // manager runs it from its start until it stops; do not call s.Run
 // yourself), and returns the Sharded that filters a controller's requests
 // by s's shards. recheck is how long a request for another replica's
-// shard waits before it is looked at again (0: DefaultRecheck). It returns
-// an error wrapping ErrNilArgument for a nil mgr or s, one wrapping
-// ErrBadOption for a negative recheck or s without shards, and mgr.Add's
-// error.
+// shard waits before it is looked at again (0: DefaultRecheck; at least
+// MinRecheck). It returns an error wrapping ErrNilArgument for a nil mgr
+// or s, one wrapping ErrBadOption for a recheck below MinRecheck or s
+// without shards, and mgr.Add's error.
 func NewSharded[M any](mgr manager.Manager, s *lead.Shards[M], recheck time.Duration) (*Sharded[M], error) {
 	switch {
 	case mgr == nil:
 		return nil, fmt.Errorf("%w: NewSharded: mgr is nil", ErrNilArgument)
 	case s == nil:
 		return nil, fmt.Errorf("%w: NewSharded: s is nil", ErrNilArgument)
-	case recheck < 0:
-		return nil, fmt.Errorf("%w: NewSharded: recheck is %v, must not be negative", ErrBadOption, recheck)
+	case recheck != 0 && recheck < MinRecheck:
+		return nil, fmt.Errorf("%w: NewSharded: recheck is %v, must be 0 (DefaultRecheck) or at least %v (MinRecheck)", ErrBadOption, recheck, MinRecheck)
 	}
 	if recheck == 0 {
 		recheck = DefaultRecheck
@@ -71,8 +77,12 @@ func NewSharded[M any](mgr manager.Manager, s *lead.Shards[M], recheck time.Dura
 
 // ShardOf returns the shard of the object whose key is key (for a
 // reconcile.Request, req.NamespacedName.String()): a hash of the key over
-// the shards, the same on every replica.
+// the shards, the same on every replica ("" for a Sharded not made by
+// NewSharded).
 func (x *Sharded[M]) ShardOf(key string) string {
+	if x == nil || len(x.names) == 0 {
+		return ""
+	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	return x.names[h.Sum32()%uint32(len(x.names))]
@@ -80,6 +90,9 @@ func (x *Sharded[M]) ShardOf(key string) string {
 
 // Term returns the term of the shard of key, if this replica leads it now.
 func (x *Sharded[M]) Term(key string) (lead.Term, bool) {
+	if x == nil || x.s == nil {
+		return lead.Term{}, false
+	}
 	e, ok := x.s.Elector(x.ShardOf(key))
 	if !ok {
 		return lead.Term{}, false
@@ -89,15 +102,37 @@ func (x *Sharded[M]) Term(key string) (lead.Term, bool) {
 
 // Reconciler returns r restricted to the objects of the shards this
 // replica leads: a request for another's is requeued after Recheck
-// without calling r; r gets a context that carries the shard's term and
-// its fencing token.
+// without calling r. r runs as one of the bodies of the shard's term
+// (lead.Elector.InTerm): its context carries the term and its fencing
+// token and ends when the term does, and the shard is not released nor
+// handed to another replica while r runs (until the term's deadline at
+// most), so that two replicas never reconcile an object of one shard at
+// once. A request whose shard's term ended while r ran is requeued after
+// Recheck. A nil r, or a Sharded not made by NewSharded, gives a
+// reconciler whose every call returns an error wrapping ErrNilArgument.
 func (x *Sharded[M]) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		t, ok := x.Term(req.NamespacedName.String())
+		switch {
+		case x == nil || x.s == nil:
+			return reconcile.Result{}, fmt.Errorf("%w: Sharded.Reconciler: the Sharded was not made by NewSharded", ErrNilArgument)
+		case r == nil:
+			return reconcile.Result{}, fmt.Errorf("%w: Sharded.Reconciler: r is nil", ErrNilArgument)
+		}
+		e, ok := x.s.Elector(x.ShardOf(req.NamespacedName.String()))
 		if !ok {
 			return reconcile.Result{RequeueAfter: x.recheck}, nil
 		}
-		return r.Reconcile(fence.WithToken(withTerm(ctx, t), t.Token), req)
+		var res reconcile.Result
+		err := e.InTerm(ctx, func(ctx context.Context, t lead.Term) error {
+			var err error
+			res, err = r.Reconcile(withTerm(ctx, t), req)
+			return err
+		})
+		switch {
+		case errors.Is(err, lead.ErrNotLeader), errors.Is(err, lead.ErrLeadershipLost):
+			return reconcile.Result{RequeueAfter: x.recheck}, nil
+		}
+		return res, err
 	})
 }
 

@@ -152,6 +152,7 @@ func TestNewShardedRefusesBadArguments(t *testing.T) {
 		{"a nil manager", controllerruntime.ErrNilArgument, func() error { _, err := controllerruntime.NewSharded(nil, s, 0); return err }},
 		{"nil shards", controllerruntime.ErrNilArgument, func() error { _, err := controllerruntime.NewSharded[struct{}](mgr, nil, 0); return err }},
 		{"a negative recheck", controllerruntime.ErrBadOption, func() error { _, err := controllerruntime.NewSharded(mgr, s, -time.Second); return err }},
+		{"a recheck below MinRecheck", controllerruntime.ErrBadOption, func() error { _, err := controllerruntime.NewSharded(mgr, s, time.Nanosecond); return err }},
 		{"no shards", controllerruntime.ErrBadOption, func() error { _, err := controllerruntime.NewSharded(mgr, empty, 0); return err }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,4 +161,102 @@ func TestNewShardedRefusesBadArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A nil or zero Sharded, or a nil reconciler, gives errors and zero
+// values, never panics.
+func TestShardedNilAndZeroGiveErrorsNotPanics(t *testing.T) {
+	var nilSharded *controllerruntime.Sharded[struct{}]
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "app"}}
+	for name, x := range map[string]*controllerruntime.Sharded[struct{}]{"nil": nilSharded, "zero": {}} {
+		if x.ShardOf("default/app") != "" {
+			t.Errorf("%s: ShardOf names a shard", name)
+		}
+		if _, ok := x.Term("default/app"); ok {
+			t.Errorf("%s: Term found one", name)
+		}
+		r := x.Reconciler(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil }))
+		if _, err := r.Reconcile(context.Background(), req); !errors.Is(err, controllerruntime.ErrNilArgument) {
+			t.Errorf("%s: Reconcile = %v, want ErrNilArgument", name, err)
+		}
+	}
+}
+
+// A reconcile in flight holds its shard: when the shard moves to a
+// replica that joins, its context ends with the term, and the new replica
+// leads the shard only once the reconcile has returned. Two replicas never
+// reconcile an object of one shard at once.
+func TestShardedReconcileEndsBeforeItsShardMoves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[struct{}]()
+		cfg := lead.ShardsConfig{Name: "d", Shards: []lead.Shard{{Name: "d-0"}, {Name: "d-1"}}}
+		type replica struct {
+			x    *controllerruntime.Sharded[struct{}]
+			stop func()
+		}
+		start := func(id string) replica {
+			s, err := lead.NewShards(st, cfg, lead.WithIdentity(id), lead.WithConfig(shardTimings()), lead.WithLookupEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := controllerruntime.NewSharded(mgr, s, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(ctx) }()
+			return replica{x: x, stop: func() { cancel(); <-done }}
+		}
+		a := start("pod-a")
+		time.Sleep(10 * time.Second)
+		// One object of each shard, each held in a reconcile on pod-a
+		// until its context ends, and a little longer.
+		keys := map[string]reconcile.Request{}
+		for i := 0; len(keys) < 2; i++ {
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("app-%d", i)}}
+			if _, dup := keys[a.x.ShardOf(req.String())]; !dup {
+				keys[a.x.ShardOf(req.String())] = req
+			}
+		}
+		var mu sync.Mutex
+		returned := map[string]bool{}
+		var wg sync.WaitGroup
+		for shard, req := range keys {
+			started := make(chan struct{})
+			r := a.x.Reconciler(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+				close(started)
+				<-ctx.Done()
+				time.Sleep(300 * time.Millisecond)
+				mu.Lock()
+				returned[shard] = true
+				mu.Unlock()
+				return reconcile.Result{}, nil
+			}))
+			wg.Go(func() { _, _ = r.Reconcile(context.Background(), req) })
+			<-started
+		}
+		b := start("pod-b")
+		for moved := false; !moved; {
+			time.Sleep(10 * time.Millisecond)
+			for shard, req := range keys {
+				if _, ok := b.x.Term(req.String()); ok {
+					mu.Lock()
+					done := returned[shard]
+					mu.Unlock()
+					if !done {
+						t.Fatalf("pod-b leads %s while pod-a's reconcile of %s in it still runs", shard, req)
+					}
+					moved = true
+				}
+			}
+		}
+		b.stop()
+		a.stop()
+		wg.Wait()
+	})
 }

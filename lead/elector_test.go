@@ -695,3 +695,51 @@ func TestRecordIsKeptBeforeTheTermStarts(t *testing.T) {
 		<-e.Done()
 	})
 }
+
+// InTerm runs work that arrives from outside as a body of the current
+// term: not at all without a term; with the term's token; its context
+// ends when the term does, and the lease is not released before it
+// returns.
+func TestInTermRunsFnAsABodyOfTheTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New[meta]()
+		a := start(t, st, "a")
+		b := start(t, st, "b")
+		leader, first := firstLeader(t, a, b)
+		follower := a
+		if leader == a {
+			follower = b
+		}
+		called := false
+		if err := follower.e.InTerm(context.Background(), func(context.Context, lead.Term) error { called = true; return nil }); !errors.Is(err, lead.ErrNotLeader) || called {
+			t.Fatalf("InTerm on the follower = %v (fn called: %v), want ErrNotLeader without fn", err, called)
+		}
+		inFn, release := make(chan struct{}), make(chan struct{})
+		res := make(chan error, 1)
+		go func() {
+			res <- leader.e.InTerm(context.Background(), func(ctx context.Context, term lead.Term) error {
+				if tok, ok := fence.FromContext(ctx); !ok || tok != first.Term.Token || term.Token != first.Term.Token {
+					t.Errorf("fn's token %v %v and term %d, want %d", tok, ok, term.Token, first.Term.Token)
+				}
+				close(inFn)
+				<-ctx.Done()
+				<-release
+				return nil
+			})
+		}()
+		<-inFn
+		resigned := make(chan error, 1)
+		go func() { resigned <- leader.e.Resign(context.Background()) }()
+		time.Sleep(time.Second)
+		if rec, _, err := st.Get(context.Background(), "job"); err != nil || rec.Holder != leader.e.Identity() {
+			t.Fatalf("stored %+v, %v while fn runs: want the lease still held", rec, err)
+		}
+		close(release)
+		if err := <-res; !errors.Is(err, lead.ErrLeadershipLost) {
+			t.Fatalf("InTerm = %v, want ErrLeadershipLost: the term ended before fn returned", err)
+		}
+		if err := <-resigned; err != nil {
+			t.Fatalf("Resign = %v", err)
+		}
+	})
+}

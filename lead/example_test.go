@@ -2,6 +2,7 @@ package lead_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"time"
@@ -34,6 +35,35 @@ func ExampleElector_Lead() {
 	// Output:
 	// worker-1 leads "compaction" with token 1 (context token 1)
 	// Lead returned <nil>
+}
+
+// InTerm runs work that arrives from outside (a request, a reconcile)
+// once, in the current term, as one of its bodies; without a term it runs
+// nothing.
+func ExampleElector_InTerm() {
+	st := memstore.New[struct{}]()
+	e, err := lead.New("billing", st, lead.WithIdentity("worker-1"), lead.WithLookupEnv(nil))
+	if err != nil {
+		panic(err)
+	}
+	err = e.InTerm(context.Background(), func(context.Context, lead.Term) error { return nil })
+	fmt.Println("before Run:", errors.Is(err, lead.ErrNotLeader))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	_ = e.Lead(ctx, func(context.Context, lead.Term) error { return nil }) // wait for the term
+
+	err = e.InTerm(ctx, func(ctx context.Context, t lead.Term) error {
+		tok, _ := fence.FromContext(ctx)
+		fmt.Printf("charging in term %d (context token %d)\n", t.Token, tok)
+		return nil
+	})
+	fmt.Println("InTerm returned", err)
+	// Output:
+	// before Run: true
+	// charging in term 1 (context token 1)
+	// InTerm returned <nil>
 }
 
 // Record tells anyone who leads, since when, and with what metadata.

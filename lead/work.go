@@ -89,6 +89,39 @@ func (e *Elector[M]) Lead(ctx context.Context, fn func(ctx context.Context, t Te
 	}
 }
 
+// InTerm runs fn once, now, as one of the bodies of the term this elector
+// leads, as Lead runs its fn: fn's context ends with ctx or with the term
+// and carries the term's fencing token, and the lease is not released nor
+// handed over while fn runs (until the term's deadline at most). It is
+// for work that arrives from outside, a request or a controller's
+// reconcile, which must not run on after the term ends.
+//
+// InTerm returns fn's result; if the term ended before fn returned, an
+// error wrapping ErrLeadershipLost (and fn's error, if any). If this
+// elector does not lead, it returns an error wrapping ErrNotLeader
+// without calling fn. A nil ctx or fn, or an Elector not made by New, is
+// an error wrapping ErrNilArgument.
+func (e *Elector[M]) InTerm(ctx context.Context, fn func(ctx context.Context, t Term) error) error {
+	if err := e.usable("InTerm"); err != nil {
+		return err
+	}
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: InTerm: ctx is nil", ErrNilArgument)
+	case fn == nil:
+		return fmt.Errorf("%w: InTerm: fn is nil", ErrNilArgument)
+	}
+	t, termCtx, ok := e.currentTerm()
+	if !ok {
+		return fmt.Errorf("%w: InTerm: %s does not lead %q", ErrNotLeader, e.id, e.name)
+	}
+	lost, err := runInTerm(ctx, termCtx, t, fn)
+	if lost {
+		return errors.Join(context.Cause(termCtx), err)
+	}
+	return err
+}
+
 // runInTerm runs fn with a context that ends with ctx or with the term, and
 // returns fn's error and whether the term ended before fn returned. fn is
 // one of the term's bodies: the term's lease is not released while it runs

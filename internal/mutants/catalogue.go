@@ -1262,6 +1262,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestConformance",
 		},
 		{
+			Name:        "lead-interm-outside-term",
+			File:        "lead/work.go",
+			Original:    "\tlost, err := runInTerm(ctx, termCtx, t, fn)\n\tif lost {\n\t\treturn errors.Join(context.Cause(termCtx), err)\n\t}\n\treturn err\n}",
+			Replacement: "\t_ = termCtx\n\treturn fn(fence.WithToken(ctx, t.Token), t)\n}",
+			Reason:      "InTerm runs fn beside the term, not as one of its bodies: fn's context does not end with the term, and a release or handover does not wait for it, so a sharded reconcile goes on while another replica leads its shard",
+			Packages:    []string{"./lead"},
+			Tests:       "TestInTermRunsFnAsABodyOfTheTerm",
+		},
+		{
 			Name:        "lead-handover-ctx-end-leaves-release-named",
 			File:        "lead/handover.go",
 			Original:    "if q.err == nil && q.handed && !q.taken {",
