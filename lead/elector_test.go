@@ -743,3 +743,127 @@ func TestInTermRunsFnAsABodyOfTheTerm(t *testing.T) {
 		}
 	})
 }
+
+// heldClock is a clock whose time moves only by advance and whose timers
+// fire only by fire: a term's deadline can pass with nothing acting on it
+// yet, as after a suspend whose timers run late.
+type heldClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []heldTimer
+}
+
+type heldTimer struct {
+	d       time.Duration
+	f       func()
+	stopped *atomic.Bool
+}
+
+type heldStop struct{ stopped *atomic.Bool }
+
+func (s heldStop) Stop() bool { return !s.stopped.Swap(true) }
+
+func (c *heldClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *heldClock) AfterFunc(d time.Duration, f func()) lead.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := heldTimer{d: d, f: f, stopped: new(atomic.Bool)}
+	c.timers = append(c.timers, t)
+	return heldStop{t.stopped}
+}
+
+func (c *heldClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fire runs the pending timers set for d.
+func (c *heldClock) fire(d time.Duration) {
+	c.mu.Lock()
+	var due []heldTimer
+	rest := c.timers[:0]
+	for _, t := range c.timers {
+		if t.d == d && !t.stopped.Load() {
+			due = append(due, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	c.timers = rest
+	c.mu.Unlock()
+	for _, t := range due {
+		go t.f()
+	}
+}
+
+// heldLeader returns an elector on clk that leads, and stops it at the
+// end of the test.
+func heldLeader(t *testing.T, clk *heldClock) *lead.Elector[meta] {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := lead.New("job", memstore.New[meta](), lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil), lead.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	t.Cleanup(func() { cancel(); clk.advance(time.Hour); <-e.Done() })
+	synctest.Wait()
+	if !e.IsLeader() {
+		t.Fatal("a does not lead")
+	}
+	return e
+}
+
+// A body that ignored its context past its term's deadline, before
+// anything acted on the deadline, ran out of its term: Lead says so
+// (ErrLeadershipLost) rather than return the body's nil.
+func TestLeadSeesADeadlineNothingActedOnYet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &heldClock{now: time.Unix(1e9, 0)}
+		e := heldLeader(t, clk)
+		err := e.Lead(context.Background(), func(context.Context, lead.Term) error {
+			clk.advance(2 * fastConfig().RenewDeadline)
+			return nil
+		})
+		if !errors.Is(err, lead.ErrLeadershipLost) {
+			t.Fatalf("Lead = %v, want ErrLeadershipLost: the term's deadline passed under the body", err)
+		}
+	})
+}
+
+// Every starts no run once its term's deadline has passed, even when its
+// tick comes before anything acted on the deadline.
+func TestEveryStartsNoRunPastItsTermsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &heldClock{now: time.Unix(1e9, 0)}
+		e := heldLeader(t, clk)
+		runs := make(chan bool, 10)
+		const every = 1234 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = e.Every(ctx, every, func(context.Context, lead.Term) error { runs <- e.IsLeader(); return nil })
+		}()
+		synctest.Wait()
+		if leading := <-runs; !leading {
+			t.Fatal("Every's first run is not in a term")
+		}
+		clk.advance(2 * fastConfig().RenewDeadline)
+		clk.fire(every)
+		synctest.Wait()
+		select {
+		case leading := <-runs:
+			t.Fatalf("Every ran after its term's deadline (IsLeader %v)", leading)
+		default:
+		}
+		cancel()
+		<-done
+	})
+}

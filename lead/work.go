@@ -133,6 +133,11 @@ func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Te
 		return true, nil
 	}
 	defer b.leave()
+	if termCtx.Err() != nil {
+		// The term ended (its deadline passed, say) before its loop
+		// sealed it: fn does not start.
+		return true, nil
+	}
 	inner, cancel := context.WithCancelCause(fence.WithToken(ctx, t.Token))
 	defer cancel(nil)
 	stop := context.AfterFunc(termCtx, func() { cancel(context.Cause(termCtx)) })
@@ -145,8 +150,9 @@ func runInTerm(ctx, termCtx context.Context, t Term, fn func(context.Context, Te
 		}
 	}}
 	err = fn(bodyCtx, t)
-	// If stop reports false, the term's end has already cancelled the body.
-	return !stop(), err
+	// If stop reports false, the term's end has already cancelled the body;
+	// a deadline passed that nothing has acted on yet ends it too.
+	return !stop() || termCtx.Err() != nil, err
 }
 
 // awaitTerm waits for a term whose token is larger than after.
