@@ -32,7 +32,6 @@ func TestNeedsLeader(t *testing.T) {
 		{"webhook server", webhook.NewServer(webhook.Options{}), false},
 		{"Server", &manager.Server{}, false},
 		{"Server only when leader", &manager.Server{OnlyServeWhenLeader: true}, true},
-		{"warmup", everyReplica(func(context.Context) error { return nil }), false},
 	} {
 		if got := needsLeader(tc.r); got != tc.want {
 			t.Errorf("%s: needsLeader = %v, want %v", tc.name, got, tc.want)

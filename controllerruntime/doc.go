@@ -40,7 +40,11 @@
 // Errors are returned, not only logged: a leader-only runnable that fails
 // while its term runs stops the term's other runnables and the manager
 // (its Start returns the error), as the manager does with its own; an
-// elector whose Run fails stops the manager with that error.
+// elector whose Run fails stops the manager with that error, also when it
+// fails at once. Once the manager is stopping, controller-runtime logs a
+// runnable's error instead of returning it: Start returns nil after a
+// clean stop even if a term's runnables outlived its deadline or the
+// lease could not be released (it then expires in the store).
 //
 // When the term ends while the manager runs, the policy decides (see
 // WithOnLoss): Exit, the default, stops the manager with an error wrapping

@@ -230,10 +230,11 @@ func (x *Election[M]) Elected() <-chan struct{} {
 // runs only in this replica's terms: it is started with a context that
 // carries the term (TermFromContext) and its fencing token
 // (fence.FromContext), and that is cancelled the instant the term ends.
-// If it has a Warmup method (a controller with EnableWarmup), Warmup is
-// added to the manager as a runnable of every replica, as the manager
-// does before its own election. Every other runnable is given to the
-// manager as it is.
+// A controller's Warmup (EnableWarmup) is not run: it starts the
+// controller's sources and work queue with the manager's context, so the
+// queue would outlive the term, its workers would go on reconciling after
+// the term ended, and the controller would never return to let the term
+// end. Every other runnable is given to the manager as it is.
 //
 // Added while a term is in progress, a leader-only runnable starts at
 // once in that term. Add returns an error wrapping ErrNilArgument for a
@@ -247,11 +248,6 @@ func (x *Election[M]) Add(r manager.Runnable) error {
 	}
 	if !needsLeader(r) {
 		return x.mgr.Add(r)
-	}
-	if w, ok := r.(warmupRunnable); ok {
-		if err := x.mgr.Add(everyReplica(w.Warmup)); err != nil {
-			return fmt.Errorf("controllerruntime: Add: warmup: %w", err)
-		}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -288,13 +284,30 @@ func (x *Election[M]) run(ctx context.Context) error {
 	// leader's never overlap with them.
 	runCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
-	runErr := make(chan error, 1)
-	go func() { runErr <- x.e.Run(runCtx) }()
+	var runErr error
+	runDone := make(chan struct{})
+	go func() {
+		runErr = x.e.Run(runCtx)
+		close(runDone)
+	}()
+	// Run ending on its own (it failed at once, say, as when the elector
+	// already runs elsewhere) ends the terms too: Lead would wait for a
+	// term that no Run of this Election will start.
+	leadCtx, stopLead := context.WithCancel(ctx)
+	defer stopLead()
+	go func() {
+		select {
+		case <-runDone:
+			stopLead()
+		case <-leadCtx.Done():
+		}
+	}()
 
-	err := x.lead(ctx)
+	err := x.lead(leadCtx)
 	stopElector()
-	if rerr := <-runErr; rerr != nil {
-		err = errors.Join(err, fmt.Errorf("controllerruntime: elector %q: %w", x.e.Name(), rerr))
+	<-runDone
+	if runErr != nil {
+		err = errors.Join(err, fmt.Errorf("controllerruntime: elector %q: %w", x.e.Name(), runErr))
 	}
 	return err
 }

@@ -1,8 +1,6 @@
 package controllerruntime
 
 import (
-	"context"
-
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -28,12 +26,6 @@ type hasCache interface {
 	GetCache() cache.Cache
 }
 
-// warmupRunnable is a runnable that the manager warms up before its own
-// election (a controller with EnableWarmup).
-type warmupRunnable interface {
-	Warmup(context.Context) error
-}
-
 // needsLeader reports whether the manager would run r only on the leader:
 // the same sorting as the manager's own Add.
 func needsLeader(r manager.Runnable) bool {
@@ -49,12 +41,3 @@ func needsLeader(r manager.Runnable) bool {
 	}
 	return true
 }
-
-// everyReplica is a runnable that runs on every replica.
-type everyReplica func(context.Context) error
-
-// Start runs the function.
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-
-// NeedLeaderElection is false.
-func (everyReplica) NeedLeaderElection() bool { return false }
