@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tenure-go/tenure/fence"
 	"github.com/tenure-go/tenure/store"
@@ -33,11 +34,14 @@ import (
 // when the named release could not be stored (the lease expired or was
 // taken by another first), or another candidate took the lease. If ctx
 // ends before the release is stored (the term's bodies still run),
-// HandOver returns at once with an error wrapping ErrHandOverFailed and
-// ctx's error, and the release, once stored, is given back to every
-// candidate at once; so is a stored release when Run returns before the
-// successor is seen to lead. A release whose reply was lost but which the
-// successor took counts as handed over.
+// HandOver returns ctx's error at once and the handover goes on without
+// it: once stored, the release is the successor's for the handover
+// timeout, and is then given back to every candidate. If Run returns
+// after the release was stored, HandOver still waits for the successor
+// as above (this elector then sees nothing more of the record: the swap
+// that gives the lease back tells whether the successor took it). A
+// release whose reply was lost but which the successor took counts as
+// handed over.
 //
 // HandOver returns an error wrapping ErrNotLeader if this elector does not
 // lead, ErrInvalidIdentity if successor breaks the rules of holder names or
@@ -71,7 +75,13 @@ func (e *Elector[M]) HandOver(ctx context.Context, successor string) error {
 	}
 	start := e.clock.Now()
 	err = e.handOver(ctx, q)
-	e.tracer.HandOver(Operation{Name: e.name, Op: OpHandOver, Token: uint64(q.token), LeaseDuration: q.named.LeaseDuration,
+	var ld time.Duration
+	select {
+	case <-q.done: // q's outcome is written before done is closed
+		ld = q.named.LeaseDuration
+	default: // ctx ended first: the release is still to come
+	}
+	e.tracer.HandOver(Operation{Name: e.name, Op: OpHandOver, Token: uint64(q.token), LeaseDuration: ld,
 		Start: start, End: e.clock.Now(), Outcome: OutcomeOf(err), Err: err})
 	return err
 }
@@ -82,18 +92,17 @@ func (e *Elector[M]) handOver(ctx context.Context, q *resignation[M]) error {
 	select {
 	case <-q.done:
 	case <-ctx.Done():
-		// The release goes on once the term's bodies have returned (a body
-		// that hands over passes its own ctx, which ends at once): if it
-		// is stored naming the successor, nobody waits for the successor
-		// any more, so it is given back to every candidate at once.
+		// The handover goes on without the caller (a body that hands over
+		// passes its own ctx, which ends at once): once the release naming
+		// the successor is stored, the successor has the handover timeout
+		// to take it, and then it is given back to every candidate.
 		go func() {
 			<-q.done
 			if q.err == nil && q.handed && !q.taken {
-				_ = e.fallBack(ctx, q, fmt.Sprintf("before ctx ended (%v)", ctx.Err()))
+				_ = e.awaitSuccessor(context.WithoutCancel(ctx), q)
 			}
 		}()
-		return fmt.Errorf("%w: %q: ctx ended before the release naming %q was stored (%w); once stored, it is released to every candidate",
-			ErrHandOverFailed, e.name, q.successor, ctx.Err())
+		return ctx.Err()
 	}
 	if q.err != nil {
 		return q.err
@@ -129,10 +138,6 @@ func (e *Elector[M]) awaitSuccessor(ctx context.Context, q *resignation[M]) erro
 			return e.fallBack(ctx, q, "within RenewDeadline")
 		case <-ctx.Done():
 			return e.fallBack(ctx, q, fmt.Sprintf("before ctx ended (%v)", ctx.Err()))
-		case <-e.stopped:
-			// Run has returned: this elector sees nothing more of the
-			// record, and the swap tells whether the successor took it.
-			return e.fallBack(ctx, q, "before Run returned")
 		}
 	}
 }

@@ -687,7 +687,10 @@ func (s *Shards[M]) handOff(ctx context.Context, name string, e *Elector[M], to 
 	// The variant moveOnRelease releases without naming to, and gives
 	// the place back as soon as the release is stored.
 	if !s.hook.moveOnRelease {
-		switch err := e.HandOver(ctx, to); {
+		// Not cut short by Run's stop: a HandOver whose ctx ends goes on
+		// without its caller, and its fallback would then be a write
+		// after Run returned. Its own timeout bounds it.
+		switch err := e.HandOver(context.WithoutCancel(ctx), to); {
 		case errors.Is(err, ErrBodiesStillRunning):
 			s.log.Warn("shards: a body outlived its term: the lease is left to expire", "shard", name, "to", to, "err", err)
 		case err != nil:

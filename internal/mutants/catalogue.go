@@ -1293,7 +1293,7 @@ func Catalogue() []Mutant {
 			File:        "lead/handover.go",
 			Original:    "if q.err == nil && q.handed && !q.taken {",
 			Replacement: "if q.err == nil && q.handed && q.taken {",
-			Reason:      "a HandOver whose ctx ends before its release is stored leaves the release naming a successor nobody waits for: the others wait a LeaseDuration",
+			Reason:      "a HandOver whose ctx ends before its release is stored leaves the release naming a successor nobody waits for, with no handover timeout: the others wait a LeaseDuration",
 			Packages:    []string{"./lead"},
 			Tests:       "TestHandOverWhoseCtxEndsBeforeTheReleaseGivesItBack",
 		},
