@@ -223,6 +223,9 @@ func (f Fault) String() string {
 	case FaultResign:
 		return fmt.Sprintf("n%d resigns", f.Node)
 	case FaultHandOver:
+		if f.Dur > 0 {
+			return fmt.Sprintf("n%d hands over to %s, giving up after %v", f.Node, f.Successor, f.Dur)
+		}
 		return fmt.Sprintf("n%d hands over to %s", f.Node, f.Successor)
 	case FaultReconfigure:
 		c := f.Config

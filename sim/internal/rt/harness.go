@@ -696,9 +696,16 @@ func (h *harness[M]) applyFault(i int) {
 		h.mu.Unlock()
 		if inc != nil {
 			go func() {
-				err := inc.e.HandOver(h.ctx, f.Successor)
+				ctx := h.ctx
+				if f.Dur > 0 {
+					// The caller's ctx ends after Dur (see the schedule).
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(h.ctx, f.Dur)
+					defer cancel()
+				}
+				err := inc.e.HandOver(ctx, f.Successor)
 				if err != nil && !errors.Is(err, lead.ErrNotLeader) && !errors.Is(err, lead.ErrStopped) && !errors.Is(err, lead.ErrInvalidIdentity) &&
-					!errors.Is(err, lead.ErrBodiesStillRunning) && !errors.Is(err, lead.ErrHandOverFailed) && h.ctx.Err() == nil {
+					!errors.Is(err, lead.ErrBodiesStillRunning) && !errors.Is(err, lead.ErrHandOverFailed) && !errors.Is(err, context.DeadlineExceeded) && h.ctx.Err() == nil {
 					h.fail(sim.CheckRun, "%s: HandOver: %v", inc.id, err)
 				}
 			}()

@@ -2,6 +2,7 @@ package rt
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,27 @@ func TestOracleVerdictFailsTheRun(t *testing.T) {
 	v := h.res.Violation
 	if v == nil || v.Check != sim.CheckTokens || !strings.Contains(v.Msg, "n1 (process 1 of n1)") || !strings.Contains(v.Msg, "not above the token 5") {
 		t.Fatalf("violation %v, want the oracle's verdict on tokens naming n1", v)
+	}
+}
+
+// Half the handovers a schedule draws have their caller give up (a ctx
+// that ends after Dur), so that the sweeps reach a handover that goes on
+// without its caller.
+func TestScheduleDrawsHandOversWhoseCallerGivesUp(t *testing.T) {
+	o := Options[struct{}]{Nodes: 3, Config: lease.DefaultConfig(), Duration: 10 * time.Minute, Faults: sim.Faults{HandOver: true}}
+	var bounded, unbounded int
+	for seed := range uint64(50) {
+		for _, f := range drawSchedule(rand.New(rand.NewPCG(seed, 0)), o, false) {
+			switch {
+			case f.Kind != sim.FaultHandOver:
+			case f.Dur > 0:
+				bounded++
+			default:
+				unbounded++
+			}
+		}
+	}
+	if bounded == 0 || unbounded == 0 {
+		t.Fatalf("%d handovers whose caller gives up and %d whose caller waits, want some of each", bounded, unbounded)
 	}
 }

@@ -72,6 +72,11 @@ func drawSchedule[M any](r *rand.Rand, o Options[M], lossy bool) []sim.Fault {
 			fl.AtLeader = true
 		case sim.FaultHandOver:
 			fl.AtLeader, fl.Successor = true, fmt.Sprintf("n%d", r.IntN(o.Nodes+1))
+			if r.IntN(2) == 0 {
+				// The caller gives up (HandOver's ctx ends) while the
+				// handover may still be under way: it goes on without it.
+				fl.Dur = uniform(r, cfg.RetryInterval/10, cfg.RenewDeadline)
+			}
 		case sim.FaultReconfigure:
 			rho := 0.0
 			if f.Drift {
