@@ -109,8 +109,13 @@ type Watcher[M any] interface {
 	// receiver falls behind, but never delivers an older revision after a
 	// newer one. Absent events carry no revision and are the exception: one
 	// may follow a newer revision after the store lost its data, and
-	// receivers cannot order them against what they read elsewhere. The channel is closed when ctx ends or the watch breaks; the
-	// caller may watch again.
+	// receivers cannot order them against what they read elsewhere. A
+	// store whose events are not Authentic (see WatchCapabilities) makes a
+	// second exception: after an event at a revision the store does not
+	// hold (forged, or lost when the store went back), it reads the record
+	// and delivers what it read, so that one forged event cannot silence
+	// the watch. The channel is closed when ctx ends or the watch breaks;
+	// the caller may watch again.
 	Watch(ctx context.Context, name string) (<-chan Event[M], error)
 }
 

@@ -341,12 +341,19 @@ func (s *Store[M]) WatchFunc(ctx context.Context, name string, fn func(ev store.
 // turns notes into events: revisions strictly increase, and an absence is
 // not repeated. A notification newer than what was delivered whose record
 // is missing or does not check out is left to a read, which the listener
-// makes once the note has been handed to every watcher.
+// makes once the note has been handed to every watcher. So is one below
+// the revision delivered last, unless a read that showed a newer one
+// explains it: anyone who may NOTIFY can send a record at a revision the
+// table never reached, and a read, which shows what the row holds, is
+// delivered even below it; without that, one forged notification at the
+// highest revision would silence the watch until it ended.
 func (s *Store[M]) watcher(ctx context.Context, op, name string) watchutil.Watcher[note, store.Event[M], store.Event[M]] {
 	var (
-		lastRev    int64 // the highest revision delivered
+		lastRev    int64 // the highest revision delivered, or the one a read showed below it
 		lastAbsent bool  // the latest state delivered is absence
 		started    bool  // something was delivered
+		readLast   bool  // the record delivered last came from a read, and no notification since was new
+		asked      bool  // a read is due (a notification went back) and has not come
 	)
 	wrap := func(err error) error { return fmt.Errorf("pgstore: %s %q: %w", op, name, withCtx(ctx, err)) }
 	return watchutil.Watcher[note, store.Event[M], store.Event[M]]{
@@ -361,6 +368,9 @@ func (s *Store[M]) watcher(ctx context.Context, op, name string) watchutil.Watch
 		Next: func(n note) (ev store.Event[M], ok bool) {
 			first := n.first && !started
 			defer func() { started = started || ok }()
+			if n.read {
+				asked = false
+			}
 			switch {
 			case n.read && n.r == nil:
 				if lastAbsent {
@@ -368,20 +378,27 @@ func (s *Store[M]) watcher(ctx context.Context, op, name string) watchutil.Watch
 				}
 				lastAbsent = true
 				return store.Event[M]{Absent: true}, true
-			case n.rev <= lastRev && !first:
+			case n.rev == lastRev && !first:
 				return store.Event[M]{}, false
 			case n.read:
-				lastRev, lastAbsent = n.rev, false
+				lastRev, lastAbsent, readLast = n.rev, false, true
 				rec, rev, err := s.record(name, n.r)
 				if err != nil {
 					return store.Event[M]{Err: err}, true
 				}
 				return store.Event[M]{Record: rec, Revision: rev}, true
+			case n.rev < lastRev && !first:
+				// Heard before a read that showed a newer revision, it is
+				// old news; heard after a newer record, it is not.
+				if readLast || asked {
+					return store.Event[M]{}, false
+				}
+				asked = true
 			case n.r != nil:
 				// The notification carried the record: no read. A record
 				// that does not check out is left to a read.
 				if rec, rev, err := s.record(name, n.r); err == nil && int64(rev) == n.rev {
-					lastRev, lastAbsent = n.rev, false
+					lastRev, lastAbsent, readLast = n.rev, false, false
 					return store.Event[M]{Record: rec, Revision: rev}, true
 				}
 			}

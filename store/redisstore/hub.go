@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,34 @@ type Hub struct {
 	client      redis.UniversalClient
 	healthCheck time.Duration
 	w           *watchutil.Hub[watchKey, msg]
+
+	// The records whose watches asked for a read (see watchState.next),
+	// read once the message that made them ask is handed on.
+	askedAny atomic.Bool
+	askedMu  sync.Mutex
+	asked    []watchKey
+}
+
+// askRead asks the Hub to read k's record again, once it has handed on the
+// message it is handing on.
+func (h *Hub) askRead(k watchKey) {
+	h.askedMu.Lock()
+	defer h.askedMu.Unlock()
+	h.asked = append(h.asked, k)
+	h.askedAny.Store(true)
+}
+
+// takeAsked returns the records asked to be read again, and forgets them.
+func (h *Hub) takeAsked() []watchKey {
+	if !h.askedAny.Load() {
+		return nil
+	}
+	h.askedMu.Lock()
+	defer h.askedMu.Unlock()
+	keys := h.asked
+	h.asked = nil
+	h.askedAny.Store(false)
+	return keys
 }
 
 // watchKey is one watched record, by its channel: the Hub hashes it for
@@ -296,8 +325,21 @@ func (s *subscription) Stream(ctx context.Context, f *watchutil.Feed[watchKey, m
 // it. A message that is not a record (anyone may publish) makes the Hub
 // read the record instead; a batch message not well formed is used up to
 // where it is not (its entries are hints like any message, which a lost
-// one would be too). Its error is that of such a read.
+// one would be too). A record heard that went back makes its watches ask
+// for a read (see watchState.next), made once the message is handed on.
+// Its error is that of such a read.
 func (s *subscription) heard(ctx context.Context, f *watchutil.Feed[watchKey, msg], channel, payload string) error {
+	if err := s.handOn(ctx, f, channel, payload); err != nil {
+		return err
+	}
+	if keys := s.h.takeAsked(); len(keys) > 0 {
+		return f.Reread(ctx, keys...)
+	}
+	return nil
+}
+
+// handOn hands on a message received on channel (see heard).
+func (s *subscription) handOn(ctx context.Context, f *watchutil.Feed[watchKey, msg], channel, payload string) error {
 	if k, ok := s.key(channel); ok {
 		return s.put(ctx, f, k, payload)
 	}

@@ -123,33 +123,48 @@ const (
 // states do not stay in a processor's cache.
 type watchState[M any] struct {
 	last     int            // the kind of state offered last
-	lastRev  lease.Revision // the highest revision offered
+	lastRev  lease.Revision // the highest revision offered, or the one a read showed below it
 	lastErrS string         // the text of the error offered last
+	readLast bool           // the record offered last came from a read, and no record heard since was new
+	asked    bool           // a read is asked for (a record heard went back) and has not come
 	meta     metaCache[M]   // the metadata heard last
 	holder   string         // the holder heard last, a copy of its own
 }
 
-// next reports whether ev is new, neither repeating the last state offered
-// nor going back to an older revision, and if so takes it as offered.
-func (w *watchState[M]) next(ev store.Event[M]) (store.Event[M], bool) {
+// next reports whether ev, read from the store (read) or heard, is new,
+// neither repeating the last state offered nor going back to an older
+// revision, and if so takes it as offered. ask reports that a record
+// heard went back below the revision offered last without a read to
+// explain it: anyone may publish a record at a revision the store never
+// reached, or the store went back, and a read tells which. A read is what
+// the store holds, so one below the revision offered is offered: without
+// that, one forged record at the highest revision would silence the
+// watch until it ended.
+func (w *watchState[M]) next(ev store.Event[M], read bool) (_ store.Event[M], ok, ask bool) {
+	if read {
+		w.asked = false
+	}
 	switch {
 	case ev.Err != nil:
 		if w.last == offeredError && w.lastErrS == ev.Err.Error() {
-			return ev, false
+			return ev, false, false
 		}
 		w.last, w.lastErrS = offeredError, ev.Err.Error()
 	case ev.Absent:
 		if w.last == offeredAbsent {
-			return ev, false
+			return ev, false, false
 		}
 		w.last = offeredAbsent
+	case ev.Revision == w.lastRev, ev.Revision < w.lastRev && !read:
+		// Heard before a read that showed a newer revision, it is old
+		// news; heard after a newer record, it is not.
+		ask = ev.Revision < w.lastRev && !w.readLast && !w.asked
+		w.asked = w.asked || ask
+		return ev, false, ask
 	default:
-		if ev.Revision <= w.lastRev {
-			return ev, false
-		}
-		w.last, w.lastRev = offeredRecord, ev.Revision
+		w.last, w.lastRev, w.readLast = offeredRecord, ev.Revision, read
 	}
-	return ev, true
+	return ev, true, false
 }
 
 // watcher is how one Watch or WatchFunc of name for op reads its record
@@ -169,11 +184,13 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 			switch {
 			case m.first != nil:
 				ev, _ := m.first.(store.Event[M])
-				return w.next(ev)
+				ev, ok, _ := w.next(ev, true)
+				return ev, ok
 			case m.heard:
 				rec, rev, err := s.decodeCached(name, &m.raw, &w.meta)
 				if err != nil {
-					return w.next(store.Event[M]{Err: err})
+					ev, ok, _ := w.next(store.Event[M]{Err: err}, false)
+					return ev, ok
 				}
 				// The holder outlives the message in the records made
 				// from it (an elector keeps the last it saw): a copy, so
@@ -183,14 +200,19 @@ func (s *Store[M]) watcher(op, name string) watchutil.Watcher[msg, store.Event[M
 					w.holder = strings.Clone(rec.Holder)
 				}
 				rec.Holder = w.holder
-				return w.next(store.Event[M]{Record: rec, Revision: rev})
+				ev, ok, ask := w.next(store.Event[M]{Record: rec, Revision: rev}, false)
+				if ask {
+					s.hub.askRead(watchKey{channel: s.channel(name)})
+				}
+				return ev, ok
 			}
 			rec, rev, err := s.fromHash(name, m.hash, m.err)
 			ev, err := event(rec, rev, err)
 			if err != nil {
 				return ev, false
 			}
-			return w.next(ev)
+			ev, ok, _ := w.next(ev, true)
+			return ev, ok
 		},
 		Conv: func(ev store.Event[M]) store.Event[M] { return ev },
 		Fail: func(err error) error { return fail(op, name, err) },
