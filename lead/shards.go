@@ -515,10 +515,8 @@ func (s *Shards[M]) leave() {
 // read the holders if due, compute the assignment and campaign or release
 // accordingly.
 func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, Term) error, w *shardsWork) {
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	now := s.clock.Now()
-	if err := s.readSlots(rctx, now); err != nil {
+	if err := s.readSlots(ctx, now); err != nil {
 		// A look with holes would see members vanish: none this time.
 		s.log.Warn("shards: cannot read the presence slots", "err", err)
 		return
@@ -543,7 +541,7 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 	s.mu.Unlock()
 	read := map[string]string{}
 	complete := true
-	for i, r := range s.readAll(rctx, others) {
+	for i, r := range s.readAll(ctx, others) {
 		switch {
 		case r.err == nil:
 			read[others[i]] = r.holder
@@ -761,23 +759,43 @@ type lookRead struct {
 	err    error
 }
 
-// readAll reads names, at most lookReads at once, and returns the answer
-// to each at its index. Once ctx ends, the reads not yet started fail
-// with its error.
+// readAll reads names, at most lookReads at once, each read within the
+// BackendTimeout, and returns the answer to each at its index. A look of
+// a thousand slots is many round trips long, so each read has its own
+// timeout, not the look as a whole: a store that answers every read in
+// time is never a look that fails. Once one read fails (other than
+// store.ErrNotFound), or ctx ends, the reads in flight end and those not
+// yet started fail with that error: a store that does not answer fails
+// the look within about one BackendTimeout.
 func (s *Shards[M]) readAll(ctx context.Context, names []string) []lookRead {
 	res := make([]lookRead, len(names))
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	sem := make(chan struct{}, lookReads)
 	var wg sync.WaitGroup
 	for i, name := range names {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			res[i].err = ctx.Err()
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			res[i].err = context.Cause(ctx)
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			rec, rev, err := s.get(ctx, name)
+			rctx, cancel := context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+			rec, rev, err := s.get(rctx, name)
+			switch {
+			case err == nil, errors.Is(err, store.ErrNotFound):
+			case ctx.Err() != nil:
+				err = context.Cause(ctx) // ended by another read's failure
+			default:
+				abort(err)
+			}
 			res[i] = lookRead{holder: rec.Holder, rev: rev, err: err}
 		})
 	}

@@ -908,3 +908,81 @@ func TestShardsStartingApartTakeEachShardOnce(t *testing.T) {
 		}
 	})
 }
+
+// A look reads every presence slot, a few at a time: with 512 slots and
+// reads of 40 ms, one look takes about 1.3 s, longer than fastConfig's
+// BackendTimeout of 1 s, though every read answers well within it. The
+// looks still succeed and the shards are balanced.
+func TestShardsLookLongerThanABackendTimeoutStillBalances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 4)
+		r.cfg.MaxReplicas = 512
+		r.reads = 40 * time.Millisecond
+		r.start("a")
+		r.start("b")
+		if _, err := r.check(map[string]int{"a": 2, "b": 2}, 4*settleBound); err != nil {
+			t.Fatal(err)
+		}
+		r.stop("a")
+		r.stop("b")
+	})
+}
+
+// A store that stops answering fails a look within about one
+// BackendTimeout, however many slots the look has left to read: once a
+// read fails, the reads in flight end and the rest are not started, so a
+// look of 1,024 slots starts a few dozen reads, not every one.
+func TestShardsLookOfAStoreThatDoesNotAnswerStopsAtTheFirstFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hung := &hungReads{Store: memstore.New[meta](), prefix: "work-member-"}
+		cfg := lead.ShardsConfig{Name: "work", Shards: []lead.Shard{{Name: "s"}}, MaxReplicas: 1024}
+		s, err := lead.NewShards[meta](hung, cfg, lead.WithIdentity("a"), lead.WithConfig(fastConfig()), lead.WithLookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Run(ctx, func(ctx context.Context, _ string, _ lead.Term) error { <-ctx.Done(); return nil })
+		}()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		hung.mu.Lock()
+		defer hung.mu.Unlock()
+		// The first slot's reads start each look.
+		looks, most, n := 0, 0, 0
+		for _, name := range hung.names {
+			if name == "work-member-0" {
+				looks++
+				n = 0
+			}
+			n++
+			most = max(most, n)
+		}
+		if looks < 2 || most > 64 {
+			t.Errorf("in 10 s of a store that does not answer: %d looks, at most %d slot reads started in one; want several looks of a few dozen reads", looks, most)
+		}
+	})
+}
+
+// hungReads is a store whose reads of names with prefix never answer: each
+// waits for its context to end. It records the names read.
+type hungReads struct {
+	store.Store[meta]
+	prefix string
+	mu     sync.Mutex
+	names  []string
+}
+
+func (h *hungReads) Get(ctx context.Context, name string) (lease.Record[meta], lease.Revision, error) {
+	if !strings.HasPrefix(name, h.prefix) {
+		return h.Store.Get(ctx, name)
+	}
+	h.mu.Lock()
+	h.names = append(h.names, name)
+	h.mu.Unlock()
+	<-ctx.Done()
+	return lease.Record[meta]{}, 0, ctx.Err()
+}
