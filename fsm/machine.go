@@ -329,6 +329,10 @@ func (m *Machine) reconfigure(c lease.Config) {
 		return
 	}
 	m.cfg = c
+	// The next scheduled request was set by the old RetryInterval: a
+	// shorter one brings it in, else a leader would renew only after the
+	// old pause, past its new RenewDeadline, and lose its term.
+	m.nextOp = min(m.nextOp, sat(m.now, m.cfg.RetryInterval))
 	if m.state == Leader {
 		m.term.until = min(m.term.until, sat(m.term.confirmed, m.cfg.RenewDeadline))
 		m.checkDeadline()

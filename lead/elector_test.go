@@ -495,6 +495,46 @@ func TestReconfigureShorterMovesTheTermsDeadlineBack(t *testing.T) {
 	})
 }
 
+// A Reconfigure to a shorter RetryInterval and RenewDeadline while a term
+// is open takes effect for the renewal already scheduled: the leader
+// renews within the new pause and keeps its term, rather than waiting out
+// the old pause past the new deadline and losing the term with the store
+// answering fine.
+func TestReconfigureShorterRetryIntervalKeepsTheTerm(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		from, to lease.Config
+	}{
+		{"to fastConfig from a 30s lease", lease.Config{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryInterval: 5 * time.Second, RetryJitter: 0.1, BackendTimeout: time.Second, ErrorInterval: 10 * time.Second}, fastConfig()},
+		{"to fastConfig from the longest lease", lease.Config{LeaseDuration: lease.MaxDuration, RenewDeadline: lease.MaxDuration - time.Hour, RetryInterval: 24 * time.Hour, BackendTimeout: time.Second, ErrorInterval: time.Minute}, fastConfig()},
+		{"RetryInterval alone shorter", func() lease.Config { c := fastConfig(); c.RetryInterval = time.Second / 2; return c }(), func() lease.Config { c := fastConfig(); c.RetryInterval = 100 * time.Millisecond; return c }()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := start(t, memstore.New[meta](), "a", lead.WithConfig(c.from))
+				if ch := n.next(t); ch.Kind != lead.Started {
+					t.Fatalf("first change: %+v", ch)
+				}
+				synctest.Wait()
+				if err := n.e.Reconfigure(c.to); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				select {
+				case ch := <-n.changes:
+					t.Fatalf("after the Reconfigure, with the store answering: %+v", ch)
+				default:
+				}
+				if !n.e.ConfirmedWithin(c.to.MaxRetryInterval()) {
+					t.Fatalf("after the Reconfigure no renewal within %v: %+v", c.to.MaxRetryInterval(), n.e.Status())
+				}
+				n.stop(t)
+			})
+		})
+	}
+}
+
 // uncheckedStore says it takes any metadata, and then refuses some at
 // write time: what a store whose check disagrees with its codec does.
 type uncheckedStore struct{ store.Store[meta] }

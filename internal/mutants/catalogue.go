@@ -634,6 +634,15 @@ func Catalogue() []Mutant {
 			Tests:       "TestShardsLookOfAStoreThatDoesNotAnswerStopsAtTheFirstFailure",
 		},
 		{
+			Name:        "fsm-reconfigure-keeps-old-schedule",
+			File:        "fsm/machine.go",
+			Original:    "m.nextOp = min(m.nextOp, sat(m.now, m.cfg.RetryInterval))",
+			Replacement: "_ = m.nextOp",
+			Reason:      "after a live Reconfigure to shorter timings a leader renews only after the old retry pause, past its new RenewDeadline, and loses its term with the store answering",
+			Packages:    []string{"./lead"},
+			Tests:       "TestReconfigureShorterRetryIntervalKeepsTheTerm",
+		},
+		{
 			Name:        "lead-assign-weight-wraps",
 			File:        "lead/assign.go",
 			Original:    "if satAddInt(load[i], s.weight()) <= limit {",
