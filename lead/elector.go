@@ -253,22 +253,27 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		_, _ = crand.Read(seed[:])
 		o.rand = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	id := o.identity
+	id, idFrom := o.identity, "WithIdentity"
 	if id == "" {
-		id = env.Identity
+		id, idFrom = env.Identity, identityVariable(name, o.lookup)
 	}
 	if id == "" {
 		host, err := o.hostname()
 		if err != nil || host == "" {
 			host = "tenure"
 		}
-		id = fmt.Sprintf("%s-%08x", host, uint32(o.rand.Float64()*(1<<32)))
+		id, idFrom = fmt.Sprintf("%s-%08x", host, uint32(o.rand.Float64()*(1<<32))), "the hostname plus a random suffix"
+	}
+	// Errors name where the identity came from and what it was.
+	shown := id
+	if len(shown) > 2*store.MaxHolderBytes {
+		shown = shown[:2*store.MaxHolderBytes] + "..."
 	}
 	if len(id) > store.MaxHolderBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidIdentity, len(id), store.MaxHolderBytes)
+		return nil, fmt.Errorf("%w: %q (from %s) is %d bytes, the limit is %d", ErrInvalidIdentity, shown, idFrom, len(id), store.MaxHolderBytes)
 	}
 	if err := store.ValidateName(id); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidIdentity, err)
+		return nil, fmt.Errorf("%w: %q (from %s): %w", ErrInvalidIdentity, shown, idFrom, err)
 	}
 	environ := o.environ
 	if !o.environSet && !o.lookupSet {
@@ -307,6 +312,19 @@ func newElector[M any](name string, st store.Store[M], opts []Option) (*Elector[
 		cfg:           cfg,
 	}
 	return e, nil
+}
+
+// identityVariable names the variable that lease.LoadIdentity takes the
+// identity of the election name from: the per-name one if it is set to
+// something other than spaces, else the shared one.
+func identityVariable(name string, lookup lease.LookupFunc) string {
+	key := lease.EnvPrefix(name) + lease.EnvIdentity
+	if lookup != nil {
+		if v, ok := lookup(key); ok && strings.TrimSpace(v) != "" {
+			return key
+		}
+	}
+	return "TENURE_" + lease.EnvIdentity
 }
 
 // logCapabilities logs the TENURE_ variables that no part of Tenure reads,

@@ -142,3 +142,38 @@ func TestNewWarnsAboutUnknownTenureVariables(t *testing.T) {
 		}
 	}
 }
+
+// New's error for an identity it refuses names where the identity came
+// from (the variable, or WithIdentity), the value given and the rule,
+// whichever rule it breaks.
+func TestNewNamesTheSourceOfABadIdentity(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		opts []lead.Option
+		want []string
+	}{
+		{"per-name variable too long", map[string]string{"TENURE_JOB_IDENTITY": long}, nil,
+			[]string{"TENURE_JOB_IDENTITY", long, "300 bytes, the limit is 253"}},
+		{"shared variable too long", map[string]string{"TENURE_IDENTITY": " " + long + " "}, nil,
+			[]string{"TENURE_IDENTITY", long, "300 bytes"}},
+		{"shared variable with a control character", map[string]string{"TENURE_JOB_IDENTITY": " ", "TENURE_IDENTITY": "pod\x01"}, nil,
+			[]string{"TENURE_IDENTITY", `"pod\x01"`, "control character"}},
+		{"WithIdentity too long", map[string]string{"TENURE_JOB_IDENTITY": "pod-1"}, []lead.Option{lead.WithIdentity(long)},
+			[]string{"WithIdentity", long, "300 bytes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]lead.Option{lead.WithLookupEnv(func(k string) (string, bool) { v, ok := tc.vars[k]; return v, ok })}, tc.opts...)
+			_, err := lead.New("job", memstore.New[meta](), opts...)
+			if !errors.Is(err, lead.ErrInvalidIdentity) {
+				t.Fatalf("New = %v, want ErrInvalidIdentity", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

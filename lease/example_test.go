@@ -53,7 +53,7 @@ func ExampleConfig_UnmarshalJSON() {
 	// Output:
 	// 30s 20s 2s
 	// lease: invalid config: unknown field "lease_durration" (keys are exact, in lower case: lease_duration, renew_deadline, retry_interval, retry_jitter, backend_timeout, error_interval)
-	// lease: invalid config: lease_duration is a JSON number, must be a string duration such as "15s"
+	// lease: invalid config: lease_duration is a JSON number 30, must be a string duration such as "15s"
 	// lease: invalid config: RenewDeadline (1m0s, from key renew_deadline) must be < LeaseDuration (30s)
 	// {"lease_duration":"15s","renew_deadline":"10s","retry_interval":"2s","retry_jitter":0.1,"backend_timeout":"5s","error_interval":"30s"}
 }

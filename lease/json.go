@@ -117,6 +117,36 @@ func ReadFile(path string, base Config) (Config, error) {
 	return c, nil
 }
 
+// typeErrValue is what te says the JSON value of its key was, with the
+// value itself ("number 90", "string \"0.25\"") read back from data, so
+// that an error loses nothing of what was given; compacted, and cut
+// after maxShownValue bytes.
+func typeErrValue(data []byte, te *json.UnmarshalTypeError) string {
+	if strings.Contains(te.Value, " ") {
+		return te.Value // encoding/json gave the value already ("number 1e400")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return te.Value
+	}
+	raw, ok := obj[te.Field]
+	if !ok {
+		return te.Value
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return te.Value
+	}
+	v := b.String()
+	if len(v) > maxShownValue {
+		v = fmt.Sprintf("%s... (%d bytes)", v[:maxShownValue], len(v))
+	}
+	return te.Value + " " + v
+}
+
+// maxShownValue is the most bytes of a refused JSON value an error shows.
+const maxShownValue = 200
+
 // decodeJSON is UnmarshalJSON, with where (" in FILE", or "") after every
 // key its errors name.
 func (c *Config) decodeJSON(data []byte, where string) error {
@@ -132,7 +162,7 @@ func (c *Config) decodeJSON(data []byte, where string) error {
 			if te.Field == "retry_jitter" {
 				want = "a number in [0, 1), such as 0.1"
 			}
-			return fmt.Errorf("%w: %s%s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, where, te.Value, want)
+			return fmt.Errorf("%w: %s%s is a JSON %s, must be %s", ErrInvalidConfig, te.Field, where, typeErrValue(data, te), want)
 		}
 		return fmt.Errorf("%w%s: %w", ErrInvalidConfig, where, err)
 	}

@@ -265,3 +265,34 @@ func TestReadFileNamesTheFileAndKey(t *testing.T) {
 		t.Errorf("ReadFile of a missing file = %v, want an error naming it", err)
 	}
 }
+
+// A value of the wrong JSON type is refused with the value itself, not
+// only its type: the reader sees what the file said (90, meant as 90s;
+// "0.25", a jitter quoted), through UnmarshalJSON and through ReadFile.
+func TestConfigJSONWrongTypeNamesTheValueGiven(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, want string }{
+		{"number as duration", `{"lease_duration":90}`, "lease_duration FILE is a JSON number 90, must be a string duration"},
+		{"fraction as duration", `{"renew_deadline":2.5}`, "renew_deadline FILE is a JSON number 2.5, must be a string duration"},
+		{"bool as duration", `{"retry_interval":true}`, "retry_interval FILE is a JSON bool true, must be a string duration"},
+		{"object as duration", `{"backend_timeout":{"seconds": 5}}`, `backend_timeout FILE is a JSON object {"seconds":5}, must be a string duration`},
+		{"string as jitter", `{"retry_jitter":"0.25"}`, `retry_jitter FILE is a JSON string "0.25", must be a number in [0, 1)`},
+		{"number beyond a float64", `{"retry_jitter":1e400}`, "retry_jitter FILE is a JSON number 1e400, must be a number in [0, 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := lease.DefaultConfig()
+			err := c.UnmarshalJSON([]byte(tc.body))
+			if want := strings.ReplaceAll(tc.want, " FILE", ""); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("UnmarshalJSON(%s) = %v, want %q", tc.body, err, want)
+			}
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json")
+			if err := os.WriteFile(p, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = lease.ReadFile(p, lease.DefaultConfig())
+			if want := strings.ReplaceAll(tc.want, "FILE", "in "+p); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadFile = %v, want %q", err, want)
+			}
+		})
+	}
+}
