@@ -732,6 +732,24 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./store/redisstore"},
 			Tests:       "TestWatchHearsRenewalsAfterAForgedHighestRevision",
 		},
+		{
+			Name:        "etcd-watch-event-raises-floor",
+			File:        "store/etcdstore/etcdstore.go",
+			Original:    "\tk.rev, k.holder, k.token, k.bad = rev, rec.Holder, rec.Token, bad\n",
+			Replacement: "\tk.rev, k.holder, k.token, k.bad = rev, rec.Holder, rec.Token, bad\n\tk.floor = max(k.floor, rec.Token)\n",
+			Reason:      "a watch event showing a record whose token someone wrote above the token key makes the Store believe the key holds it: the renewal does not raise the key, and after a deletion the next term gets a token below one already used",
+			Packages:    []string{"./store/etcdstore"},
+			Tests:       "TestRenewalAfterAWatchedHandWrittenTokenRaisesTheTokenKey",
+		},
+		{
+			Name:        "etcd-watch-no-revision-orders",
+			File:        "store/etcdstore/watch.go",
+			Original:    "case st.err != nil && st.noRev:",
+			Replacement: "case st.err != nil && st.noRev && false:",
+			Reason:      "an unreadable record without a mod revision is offered at store.MaxRevision, and the watch drops every later change until it ends",
+			Packages:    []string{"./store/etcdstore"},
+			Tests:       "TestWatchHearsChangesAfterARecordWithoutARevision",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",

@@ -164,6 +164,9 @@ type state[M any] struct {
 	// floorErr says why the token key cannot be read.
 	floorErr error
 	at       int64 // the revision of the read (etcd's header revision)
+	// noRev says the record has no usable mod revision: rev is then
+	// store.MaxRevision, which only keeps it from passing for absent.
+	noRev bool
 }
 
 // read reads the record and the token key of name in one transaction.
@@ -190,7 +193,7 @@ func (s *Store[M]) parseState(name string, resp *clientv3.TxnResponse) (state[M]
 		st.holder, st.token, st.bad = st.rec.Holder, st.rec.Token, st.err != nil
 		if st.bad && st.rev == 0 {
 			// Never confuse an unreadable record with an absent one.
-			st.rev = store.MaxRevision
+			st.rev, st.noRev = store.MaxRevision, true
 		}
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -261,7 +264,10 @@ func (s *Store[M]) recall(name string) (known, bool) {
 
 // saw updates the record part of what is known of name from a watch event,
 // when it is newer. The token key's part stays: if it changed too, the
-// next swap's comparison finds out.
+// next swap's comparison finds out. The record's token does not raise the
+// floor: the event shows the record, not the token key, which may hold
+// less (a token written by hand above it), and a renewal raises the token
+// key only while it holds less than the token (see known.raises).
 func (s *Store[M]) saw(name string, rev lease.Revision, rec lease.Record[M], bad bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,7 +276,6 @@ func (s *Store[M]) saw(name string, rev lease.Revision, rec lease.Record[M], bad
 		return
 	}
 	k.rev, k.holder, k.token, k.bad = rev, rec.Holder, rec.Token, bad
-	k.floor = max(k.floor, rec.Token)
 	s.known[name] = k
 }
 

@@ -43,6 +43,10 @@ func (s *Store[M]) Watch(ctx context.Context, name string) (<-chan store.Event[M
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	w := &watch[M]{s: s, name: name, box: watchutil.NewBox[store.Event[M]](), out: make(chan store.Event[M])}
 	switch {
+	case st.err != nil && st.noRev:
+		// No revision to order later events by: taking store.MaxRevision
+		// for one would drop every later event.
+		w.offer(store.Event[M]{Err: st.err})
 	case st.err != nil:
 		w.offer(store.Event[M]{Err: st.err, Revision: st.rev})
 	case st.rev == 0:
@@ -74,7 +78,9 @@ type watch[M any] struct {
 }
 
 // offer makes ev the next state to deliver, unless it would repeat an
-// absence or go back to a revision already offered.
+// absence or go back to a revision already offered. An unreadable record
+// without a revision (ev.Err, ev.Revision 0) is delivered and orders
+// nothing.
 func (w *watch[M]) offer(ev store.Event[M]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,6 +89,8 @@ func (w *watch[M]) offer(ev store.Event[M]) {
 			return
 		}
 		w.absent = true
+	} else if ev.Err != nil && ev.Revision == 0 {
+		w.absent = false
 	} else {
 		if ev.Revision <= w.lastRev {
 			return
