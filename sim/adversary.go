@@ -45,9 +45,13 @@ package sim
 //     the copy they restore, as a real restore does; new terms' tokens
 //     stay above every earlier term's only through the store's clock
 //     floor (tokenClock). The revision counter is not rewound (later
-//     writes get revisions above every one issued): a store that reuses
-//     revisions breaks compare-and-swap itself. A rollback never lands on
-//     a record the forger wrote.
+//     writes get revisions above every one issued), unless the fault has
+//     Reuse (Faults.ReuseRevisions): then it goes back with the data, as
+//     an etcd snapshot restore without --bump-revision does under
+//     etcdstore and kubestore, and later writes are given again the
+//     revisions the lost history had, so that a swap expecting one of
+//     them succeeds against a record its sender never saw. A rollback
+//     never lands on a record the forger wrote.
 //   - A rollback or restore can hand the lease to a node behind a live
 //     leader's back: a node whose stale observation becomes current again
 //     wins its swap (an ABA no elector can see), and a node that never saw
@@ -243,7 +247,7 @@ func (s *Cluster) applyAdv(i int, end *simEvent) {
 		}
 		s.rollback(f)
 	case FaultRestore:
-		s.restore()
+		s.restore(f)
 	case FaultForgeRelease:
 		s.forgeRelease()
 	case FaultRenewCut, FaultHold:
@@ -343,15 +347,11 @@ func (s *Cluster) unforge(i int) {
 // contract check applies to it) and returns the revision.
 func (s *Cluster) advWrite(r fsm.Lease, what string) lease.Revision {
 	st := &s.store
-	st.counter++
-	st.present, st.rec, st.rev = true, r, st.counter
+	st.present, st.rec, st.rev = true, r, s.issue()
 	if r.Token <= lease.MaxToken {
 		st.floor = max(st.floor, r.Token)
 	}
-	for lease.Revision(len(st.history)) < st.rev {
-		st.history = append(st.history, fsm.Lease{})
-	}
-	st.history = append(st.history, r)
+	st.keep(st.rev, r)
 	s.stampWrite()
 	s.or.Forge(s.now, st.rev, orec(r))
 	if s.adv.forgedRev == nil {
@@ -508,6 +508,11 @@ func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 		return
 	}
 	st.present, st.rec, st.rev, st.stamp = true, st.history[r0], r0, st.stampAt(r0)
+	if f.Reuse {
+		// The counter goes back with the data: the next write gets r0+1
+		// again (an etcd snapshot restore without --bump-revision).
+		st.counter = r0
+	}
 	s.or.Rollback(s.now, r0)
 	st.floor = st.restoredFloor(r0)
 	s.adv.corruptRev = 0
@@ -522,7 +527,7 @@ func (s *Cluster) rollbackTo(f Fault, to lease.Revision) {
 
 // restore makes a stale backup current: revision 1 holding the first
 // record the nodes wrote, holder cleared.
-func (s *Cluster) restore() {
+func (s *Cluster) restore(f Fault) {
 	st := &s.store
 	first := lease.Revision(1)
 	for int(first) < len(st.history) && s.adv.forgedRev[first] {
@@ -535,6 +540,9 @@ func (s *Cluster) restore() {
 	r.Holder = ""
 	st.present, st.rec, st.rev = true, r, 1
 	st.stamp = s.newStamp()
+	if f.Reuse {
+		st.counter = 1 // the next write gets revision 2 again
+	}
 	s.or.Restore(s.now, 1, orec(r))
 	st.floor = st.restoredFloor(first)
 	s.adv.corruptRev = 0
@@ -632,11 +640,18 @@ func advString(f Fault) string {
 		if f.Window > 0 {
 			return fmt.Sprintf("within %v: when a quiet follower reads, roll the store back to the revision it last read", ms(f.Window))
 		}
-		if f.Touch {
-			return "roll the store back to the current term's first revision"
+		reuse := ""
+		if f.Reuse {
+			reuse = ", the revision counter with it"
 		}
-		return fmt.Sprintf("roll the store back by %d revisions", f.Revision)
+		if f.Touch {
+			return "roll the store back to the current term's first revision" + reuse
+		}
+		return fmt.Sprintf("roll the store back by %d revisions%s", f.Revision, reuse)
 	case FaultRestore:
+		if f.Reuse {
+			return "restore a stale backup (revision 1, no holder), the revision counter with it"
+		}
 		return "restore a stale backup (revision 1, no holder)"
 	case FaultForgeRelease:
 		return "store the release of the live lease behind its holder's back"

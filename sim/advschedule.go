@@ -114,6 +114,11 @@ func advSchedule(s *Cluster) []Fault {
 			} else {
 				fl.Revision = lease.Revision(s.uniform(1, 1000))
 			}
+			// Drawn only when on, so that the seeds of the sweeps without
+			// it keep their schedules.
+			fl.Reuse = f.ReuseRevisions && s.chance(0.5)
+		case FaultRestore:
+			fl.Reuse = f.ReuseRevisions && s.chance(0.5)
 		case FaultRenewCut:
 			fl.Window = dur(u, 4*u)
 			fl.Dur = dur(u/2, 3*u)

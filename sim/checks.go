@@ -196,7 +196,8 @@ func (c *checker) afterStep(n *node) {
 		return
 	}
 	n.maxRev = rev
-	if stored, found := s.store.storedAt(rev); !found || stored != l {
+	if !s.store.storedOnce(rev, l) {
+		stored, _ := s.store.storedAt(rev)
 		s.fail(CheckMonotonic, "%s observes %+v at revision %d, but the store stored %+v", n.id, l, rev, stored)
 	}
 }

@@ -192,6 +192,11 @@ type Fault struct {
 	// Hidden makes a clock stop one that nothing reveals on resume (see
 	// FaultClockStop).
 	Hidden bool
+	// Reuse makes a rollback or a restore take the store's revision
+	// counter back with its data (Faults.ReuseRevisions): the next write
+	// gets the revision after the one made current, which the lost
+	// history had already given to another record.
+	Reuse bool
 }
 
 // String describes the fault in words.

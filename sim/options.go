@@ -179,6 +179,15 @@ type Faults struct {
 	Rollback bool
 	// Restore restores a stale backup: revision 1, holder cleared.
 	Restore bool
+	// ReuseRevisions makes half of the rollbacks and restores drawn take
+	// the store's revision counter back with its data (Fault.Reuse), as
+	// an etcd snapshot restore without --bump-revision does under
+	// etcdstore and kubestore (their revisions are etcd's): the writes
+	// after it are given again the revisions the lost history had, with
+	// other records, so that a swap expecting a revision the store forgot
+	// may succeed against a record its sender never saw. Off in
+	// AdversaryFaults, so that their sweeps' seeds keep their schedules.
+	ReuseRevisions bool
 	// CorruptAsValid makes the store and the node driver hand records that
 	// fail store.ValidateStored to the machine as valid observations, so
 	// that the machine itself must defend against them. Otherwise the

@@ -32,6 +32,10 @@ type simStore struct {
 	// stored), the only way a token gets there.
 	ahead   map[uint64]int64
 	history []fsm.Lease // history[rev] is what revision rev stored
+	// issued is the highest revision ever issued, and replaced what
+	// revisions issued again (Fault.Reuse) stored before.
+	issued   lease.Revision
+	replaced map[lease.Revision][]fsm.Lease
 	// The stamp of the record (StoreModel.Stamped), drawn afresh for
 	// every write (see newStamp), and stamps[rev] that of revision rev.
 	stamp    uint64
@@ -213,16 +217,15 @@ func (s *Cluster) write(next fsm.Lease, by int, snap oracle.Snapshot) {
 			}
 		}
 	}
-	if st.present && next.Transitions < st.rec.Transitions {
+	// A swap from a revision issued again (Fault.Reuse) may have been
+	// computed from the record the store forgot at that revision: its
+	// Transitions may be lower, as on a store restored that way.
+	if st.present && next.Transitions < st.rec.Transitions && len(st.replaced[st.rev]) == 0 {
 		s.fail(CheckMonotonic, "store Transitions went from %d to %d (written by %s)", st.rec.Transitions, next.Transitions, s.nodes[by].id)
 	}
-	st.counter++
-	st.present, st.rec, st.rev, st.born = true, next, st.counter, true
+	st.present, st.rec, st.rev, st.born = true, next, s.issue(), true
 	st.floor = max(st.floor, next.Token)
-	for lease.Revision(len(st.history)) < st.rev {
-		st.history = append(st.history, fsm.Lease{})
-	}
-	st.history = append(st.history, next)
+	st.keep(st.rev, next)
 	s.stampWrite()
 	s.or.Applied(s.now, snap, st.rev, orec(next), clk)
 	s.judged()
@@ -448,4 +451,58 @@ func (st *simStore) storedAt(rev lease.Revision) (fsm.Lease, bool) {
 		return fsm.Lease{}, false
 	}
 	return st.history[rev], true
+}
+
+// storedOnce reports whether revision rev stored l at some time: now, or
+// before a restore that took the revision counter back (Fault.Reuse) gave
+// rev to another record.
+func (st *simStore) storedOnce(rev lease.Revision, l fsm.Lease) bool {
+	if now, ok := st.storedAt(rev); ok && now == l {
+		return true
+	}
+	for _, r := range st.replaced[rev] {
+		if r == l {
+			return true
+		}
+	}
+	return false
+}
+
+// issue returns the next revision of the counter. One issued before (the
+// counter went back with a restore, Fault.Reuse) is marked as the store
+// going back: a node that accepted the record it stored before sees the
+// store go back to it.
+func (s *Cluster) issue() lease.Revision {
+	st := &s.store
+	st.counter++
+	if st.counter <= st.issued {
+		if s.adv.back == nil {
+			s.adv.back = make(map[lease.Revision]bool)
+		}
+		s.adv.back[st.counter] = true
+		if s.tracing() {
+			s.tracef(-1, "store issues revision %d again", st.counter)
+		}
+	}
+	st.issued = max(st.issued, st.counter)
+	return st.counter
+}
+
+// keep records that revision rev stores l: history[rev], the revisions
+// after it forgotten (they are issued again later), what they stored kept
+// in replaced.
+func (st *simStore) keep(rev lease.Revision, l fsm.Lease) {
+	for lease.Revision(len(st.history)) < rev {
+		st.history = append(st.history, fsm.Lease{})
+	}
+	if lease.Revision(len(st.history)) > rev {
+		if st.replaced == nil {
+			st.replaced = make(map[lease.Revision][]fsm.Lease)
+		}
+		for r := rev; r < lease.Revision(len(st.history)); r++ {
+			st.replaced[r] = append(st.replaced[r], st.history[r])
+		}
+		st.history = st.history[:rev]
+	}
+	st.history = append(st.history, l)
 }

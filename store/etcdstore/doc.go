@@ -21,8 +21,13 @@
 // The prefix is "tenure/" unless [WithPrefix] says otherwise. The record's
 // revision is the key's mod revision: etcd's cluster-wide revision of the
 // write, which only grows, including across a delete and a re-create of the
-// key. The token key outlives the record, so deleting a record by hand
-// does not reset its tokens.
+// key, but not across a restore from a backup: writes after "etcdutl
+// snapshot restore" without --bump-revision are given again the revisions
+// the lost history had, a swap expecting one of them succeeds against a
+// record its sender never saw, and two electors may lead. Restore with
+// "--bump-revision N --mark-compacted", N above the revisions the backup
+// lost (docs/design.md, "The threat model"). The token key outlives the
+// record, so deleting a record by hand does not reset its tokens.
 //
 // # Compare-and-swap
 //

@@ -49,8 +49,12 @@
 // increases per name as the store contract requires; a server that hands
 // out non-numeric resourceVersions cannot be used (the store says so). It
 // is not reused after a Lease is deleted and created again either, but it
-// would go back if etcd were restored from an older backup: Tenure cannot
-// notice that.
+// goes back if etcd is restored from an older backup, and writes after
+// such a restore are given again the revisions the lost history had: a
+// swap expecting one of them then succeeds against a record its sender
+// never saw, and two electors may lead. Restore etcd with
+// "etcdutl snapshot restore --bump-revision N --mark-compacted", N above
+// the revisions the backup lost (docs/design.md, "The threat model").
 //
 //   - Get is one GET.
 //   - CompareAndSwap with revision 0 is one POST (create); an existing Lease
