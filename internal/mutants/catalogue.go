@@ -750,6 +750,15 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./store/etcdstore"},
 			Tests:       "TestWatchHearsChangesAfterARecordWithoutARevision",
 		},
+		{
+			Name:        "etcd-list-page-unchecked",
+			File:        "store/etcdstore/list.go",
+			Original:    "if k := string(kv.Key); k < from || k >= end && end != \"\\x00\" {",
+			Replacement: "if k := string(kv.Key); false && (k < from || k >= end && end != \"\\x00\") {",
+			Reason:      "a proxy that answers the first page again for every range lists it for ever, memory growing, instead of failing",
+			Packages:    []string{"./store/etcdstore"},
+			Tests:       "TestListRefusesAPageThatDoesNotMoveOn",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",

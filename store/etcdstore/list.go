@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,6 +47,12 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
+			if k := string(kv.Key); k < from || k >= end && end != "\x00" {
+				// Outside the range asked for (a proxy that ignores it):
+				// taken as the next page's start, a key that does not move
+				// on would list the same page for ever.
+				return nil, fmt.Errorf("etcdstore: List %q: %w: key %q outside the range [%q, %q) asked for", prefix, ErrUnexpectedReply, k, from, end)
+			}
 			name := strings.TrimPrefix(string(kv.Key), head)
 			if store.ValidateName(name) != nil {
 				continue
