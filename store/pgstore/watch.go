@@ -368,6 +368,11 @@ func (s *Store[M]) watcher(ctx context.Context, op, name string) watchutil.Watch
 		Next: func(n note) (ev store.Event[M], ok bool) {
 			first := n.first && !started
 			defer func() { started = started || ok }()
+			// A read below the revision delivered is delivered only when
+			// this watch asked for it: a read made for another watcher
+			// before this one's first read (which it may reach after it)
+			// is old news.
+			wasAsked := asked
 			if n.read {
 				asked = false
 			}
@@ -378,7 +383,7 @@ func (s *Store[M]) watcher(ctx context.Context, op, name string) watchutil.Watch
 				}
 				lastAbsent = true
 				return store.Event[M]{Absent: true}, true
-			case n.rev == lastRev && !first:
+			case n.rev == lastRev && !first, n.read && n.rev < lastRev && !first && !wasAsked:
 				return store.Event[M]{}, false
 			case n.read:
 				lastRev, lastAbsent, readLast = n.rev, false, true

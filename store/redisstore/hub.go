@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,11 +48,14 @@ type Hub struct {
 }
 
 // askRead asks the Hub to read k's record again, once it has handed on the
-// message it is handing on.
+// message it is handing on. The watches of one key that ask together get
+// one read, which reaches each of them.
 func (h *Hub) askRead(k watchKey) {
 	h.askedMu.Lock()
 	defer h.askedMu.Unlock()
-	h.asked = append(h.asked, k)
+	if !slices.Contains(h.asked, k) {
+		h.asked = append(h.asked, k)
+	}
 	h.askedAny.Store(true)
 }
 

@@ -141,6 +141,11 @@ type watchState[M any] struct {
 // that, one forged record at the highest revision would silence the
 // watch until it ended.
 func (w *watchState[M]) next(ev store.Event[M], read bool) (_ store.Event[M], ok, ask bool) {
+	// A read below the revision offered is offered only when this watch
+	// asked for it: the Hub's read for another reason (a reconnection,
+	// another watcher's ask) can reach a watch that joins after its own
+	// newer first read, and is then old news.
+	wasAsked := w.asked
 	if read {
 		w.asked = false
 	}
@@ -155,10 +160,10 @@ func (w *watchState[M]) next(ev store.Event[M], read bool) (_ store.Event[M], ok
 			return ev, false, false
 		}
 		w.last = offeredAbsent
-	case ev.Revision == w.lastRev, ev.Revision < w.lastRev && !read:
+	case ev.Revision == w.lastRev, ev.Revision < w.lastRev && (!read || !wasAsked):
 		// Heard before a read that showed a newer revision, it is old
 		// news; heard after a newer record, it is not.
-		ask = ev.Revision < w.lastRev && !w.readLast && !w.asked
+		ask = ev.Revision < w.lastRev && !read && !w.readLast && !w.asked
 		w.asked = w.asked || ask
 		return ev, false, ask
 	default:
