@@ -32,6 +32,10 @@ var (
 	// ErrInvalidNamespace is wrapped by New's error for a namespace that is
 	// empty or not a DNS-1123 label.
 	ErrInvalidNamespace = errors.New("kubestore: invalid namespace")
+	// ErrUnexpectedReply is wrapped by the errors of requests the API
+	// server answered with something it cannot produce (a List whose
+	// continue tokens go round in a circle, say).
+	ErrUnexpectedReply = errors.New("kubestore: unexpected reply")
 )
 
 // Store keeps lease records with metadata of type M in coordination.k8s.io/v1

@@ -165,8 +165,9 @@ type decoded struct {
 }
 
 // decodeLease reads l. It fails with an error wrapping
-// store.ErrCorruptRecord when an annotation of Tenure cannot be parsed or
-// the resourceVersion is above store.MaxRevision, and with a plain error
+// store.ErrCorruptRecord when an annotation of Tenure cannot be parsed,
+// the metadata is above store.MaxMetadataBytes or the resourceVersion is
+// above store.MaxRevision, and with a plain error
 // when the resourceVersion is not a number.
 func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 	rev, err := parseRevision(l.ResourceVersion)
@@ -226,6 +227,9 @@ func decodeLease(l *coordinationv1.Lease) (decoded, error) {
 			bad = append(bad, fmt.Sprintf("%s is not base64: %v", AnnotationMetadataBase64, err))
 		}
 		d.meta = true
+	}
+	if len(meta) > store.MaxMetadataBytes {
+		bad = append(bad, fmt.Sprintf("the metadata is %d bytes, the limit is %d (store.MaxMetadataBytes)", len(meta), store.MaxMetadataBytes))
 	}
 	if len(bad) > 0 {
 		return decoded{}, fmt.Errorf("%w: Lease %s/%s: %s", store.ErrCorruptRecord, l.Namespace, l.Name, strings.Join(bad, "; "))

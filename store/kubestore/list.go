@@ -37,6 +37,11 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 	}
 	var out []store.Listed[M]
 	opts := metav1.ListOptions{Limit: listPage}
+	// The server's answers are untrusted: a continue token sent before,
+	// a page without a Lease, or a Lease listed twice would make the
+	// listing go round for ever.
+	tokens := make(map[string]bool)
+	names := make(map[string]bool)
 	for {
 		ls, err := s.leases.List(ctx, opts)
 		if apierrors.IsForbidden(err) {
@@ -46,8 +51,15 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 		if err != nil {
 			return nil, s.fail(ctx, "List", prefix, "list", err)
 		}
+		if ls.Continue != "" && len(ls.Items) == 0 {
+			return nil, fmt.Errorf("kubestore: List %q: %w: a page without a Lease, with a continue token", prefix, ErrUnexpectedReply)
+		}
 		for i := range ls.Items {
 			l := &ls.Items[i]
+			if names[l.Name] {
+				return nil, fmt.Errorf("kubestore: List %q: %w: Lease %.300q listed twice", prefix, ErrUnexpectedReply, l.Name)
+			}
+			names[l.Name] = true
 			if !strings.HasPrefix(l.Name, prefix) || ValidateName(l.Name) != nil {
 				continue
 			}
@@ -62,6 +74,10 @@ func (s *Store[M]) List(ctx context.Context, prefix string) ([]store.Listed[M], 
 		}
 		if ls.Continue == "" {
 			break
+		}
+		tokens[opts.Continue] = true
+		if tokens[ls.Continue] {
+			return nil, fmt.Errorf("kubestore: List %q: %w: a continue token sent before, the listing would go round for ever", prefix, ErrUnexpectedReply)
 		}
 		opts.Continue = ls.Continue
 	}

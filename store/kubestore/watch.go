@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -232,10 +233,25 @@ func (w *watcher[M]) offer(l *coordinationv1.Lease) {
 }
 
 // serve feeds out from the watch kw, resuming it when the server ends it,
-// until ctx ends or the watch cannot be resumed.
+// until ctx ends or the watch cannot be resumed. A watch that ended
+// without an event is resumed after a backoff (as the shared watch's), so
+// that a server that ends each watch at once gets no busy loop.
 func (w *watcher[M]) serve(ctx context.Context, kw watch.Interface, out chan<- store.Event[M]) {
 	defer close(out)
-	defer func() { kw.Stop() }()
+	defer func() {
+		if kw != nil {
+			kw.Stop()
+		}
+	}()
+	var (
+		events   = kw.ResultChan() // nil while waiting to resume
+		retry    <-chan time.Time  // the end of the backoff; nil when none
+		progress bool              // an event moved w.resume since the watch request
+		backoff  = watchutil.DefaultMinBackoff
+	)
+	timer := time.NewTimer(0)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		var send chan<- store.Event[M]
 		if w.dirty {
@@ -246,10 +262,21 @@ func (w *watcher[M]) serve(ctx context.Context, kw watch.Interface, out chan<- s
 			return
 		case send <- w.pending:
 			w.pending, w.dirty = store.Event[M]{}, false
-		case kev, ok := <-kw.ResultChan():
+		case <-retry:
+			retry = nil
+			nkw, err := w.watch(ctx)
+			if err != nil {
+				return
+			}
+			kw, events, progress = nkw, nkw.ResultChan(), false
+		case kev, ok := <-events:
 			next := resume
 			if ok {
+				from := w.resume
 				next = w.handle(ctx, kev)
+				// Progress is an event that moves the watch on, not
+				// one of another Lease or one repeated.
+				progress = progress || kev.Type != watch.Error && w.resume != from
 			}
 			switch next {
 			case end:
@@ -257,13 +284,18 @@ func (w *watcher[M]) serve(ctx context.Context, kw watch.Interface, out chan<- s
 			case resume:
 				// The server ended the watch (a timeout, a lost
 				// connection, an error): watch again from the last
-				// version received.
+				// version received, at once if it sent something,
+				// after a backoff otherwise.
 				kw.Stop()
-				nkw, err := w.watch(ctx)
-				if err != nil {
-					return
+				kw, events = nil, nil
+				if progress {
+					backoff = watchutil.DefaultMinBackoff
+					timer.Reset(0)
+				} else {
+					timer.Reset(backoff)
+					backoff = min(2*backoff, watchutil.DefaultMaxBackoff)
 				}
-				kw = nkw
+				retry = timer.C
 			}
 		}
 	}
