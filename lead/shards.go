@@ -168,6 +168,7 @@ type slotSeen struct {
 	rev    lease.Revision
 	at     time.Time // when rev was first read
 	ok     bool
+	bad    bool // the slot's record is corrupt: no member, and no replica can take it
 }
 
 // NewShards returns the Shards of cfg kept in st. opts apply to every
@@ -545,8 +546,8 @@ func (s *Shards[M]) step(ctx context.Context, fn func(context.Context, string, T
 		switch {
 		case r.err == nil:
 			read[others[i]] = r.holder
-		case errors.Is(r.err, store.ErrNotFound):
-			read[others[i]] = ""
+		case errors.Is(r.err, store.ErrNotFound), errors.Is(r.err, store.ErrCorruptRecord):
+			read[others[i]] = "" // nobody leads a corrupt record
 		default:
 			complete = false
 		}
@@ -766,7 +767,8 @@ type lookRead struct {
 // time is never a look that fails. Once one read fails (other than
 // store.ErrNotFound), or ctx ends, the reads in flight end and those not
 // yet started fail with that error: a store that does not answer fails
-// the look within about one BackendTimeout.
+// the look within about one BackendTimeout. A record that is not found or
+// corrupt is an answer, not a failure.
 func (s *Shards[M]) readAll(ctx context.Context, names []string) []lookRead {
 	res := make([]lookRead, len(names))
 	ctx, abort := context.WithCancelCause(ctx)
@@ -790,7 +792,8 @@ func (s *Shards[M]) readAll(ctx context.Context, names []string) []lookRead {
 			defer cancel()
 			rec, rev, err := s.get(rctx, name)
 			switch {
-			case err == nil, errors.Is(err, store.ErrNotFound):
+			case err == nil, errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorruptRecord):
+				// An answer: a corrupt record is one no one can take.
 			case ctx.Err() != nil:
 				err = context.Cause(ctx) // ended by another read's failure
 			default:
@@ -819,7 +822,7 @@ func (s *Shards[M]) get(ctx context.Context, name string) (lease.Record[M], leas
 func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) error {
 	res := s.readAll(ctx, s.slots)
 	for i, r := range res {
-		if r.err != nil && !errors.Is(r.err, store.ErrNotFound) {
+		if r.err != nil && !errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrCorruptRecord) {
 			return fmt.Errorf("lead: shards: reading %q: %w", s.slots[i], r.err)
 		}
 	}
@@ -828,7 +831,10 @@ func (s *Shards[M]) readSlots(ctx context.Context, now time.Time) error {
 	for i, r := range res {
 		p := &s.seen[i]
 		if r.err != nil || r.holder == "" {
-			*p = slotSeen{}
+			// A corrupt slot (written by someone else) holds no member,
+			// and no replica can take it: it is skipped, and the looks go
+			// on without it.
+			*p = slotSeen{bad: errors.Is(r.err, store.ErrCorruptRecord)}
 			continue
 		}
 		if !p.ok || p.rev != r.rev || p.holder != r.holder {
@@ -878,7 +884,7 @@ func (s *Shards[M]) keepSlotLocked(ctx context.Context, now time.Time) {
 	first := int(h.Sum32() % uint32(len(s.slots)))
 	for k := range s.slots {
 		i := (first + k) % len(s.slots)
-		if s.liveLocked(i, now) && s.seen[i].holder != s.id {
+		if s.seen[i].bad || s.liveLocked(i, now) && s.seen[i].holder != s.id {
 			continue
 		}
 		e, err := s.g.Add(s.slots[i])

@@ -986,3 +986,22 @@ func (h *hungReads) Get(ctx context.Context, name string) (lease.Record[meta], l
 	<-ctx.Done()
 	return lease.Record[meta]{}, 0, ctx.Err()
 }
+
+// A presence slot whose record someone else made corrupt (which no
+// replica can take, and the store never overwrites) holds no member and
+// is skipped: the looks go on without it, and the shards are balanced
+// over the replicas, each in a slot of its own.
+func TestShardsCorruptPresenceSlotIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newShardRig(t, 4)
+		r.cfg.MaxReplicas = 3
+		for _, slot := range []string{"work-member-0", "work-member-1"} {
+			if _, err := r.st.PutRaw(slot, lease.Record[[]byte]{Holder: "x", Token: lease.MaxToken + 1, LeaseDuration: time.Second, Metadata: []byte("{}")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.start("a")
+		r.settle(map[string]int{"a": 4})
+		r.stop("a")
+	})
+}
