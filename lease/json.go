@@ -138,10 +138,34 @@ func typeErrValue(data []byte, te *json.UnmarshalTypeError) string {
 		return te.Value
 	}
 	v := b.String()
+	if jsonKind(v) != te.Value {
+		// A key given twice: the value kept is not the one refused.
+		return te.Value
+	}
 	if len(v) > maxShownValue {
 		v = fmt.Sprintf("%s... (%d bytes)", v[:maxShownValue], len(v))
 	}
 	return te.Value + " " + v
+}
+
+// jsonKind names the kind of the compacted JSON value v as
+// json.UnmarshalTypeError.Value does.
+func jsonKind(v string) string {
+	switch {
+	case v == "":
+		return ""
+	case v[0] == '"':
+		return "string"
+	case v[0] == '{':
+		return "object"
+	case v[0] == '[':
+		return "array"
+	case v == "true" || v == "false":
+		return "bool"
+	case v == "null":
+		return "null"
+	}
+	return "number"
 }
 
 // maxShownValue is the most bytes of a refused JSON value an error shows.

@@ -296,3 +296,15 @@ func TestConfigJSONWrongTypeNamesTheValueGiven(t *testing.T) {
 		})
 	}
 }
+
+// A key given twice, once with a value of the wrong type and once
+// rightly, is refused for the value that was wrong, not shown with the
+// other one: "a JSON number \"5s\"" names neither what was refused nor
+// its type.
+func TestConfigJSONWrongTypeOfADuplicateKeyNamesTheValueRefused(t *testing.T) {
+	c := lease.DefaultConfig()
+	err := c.UnmarshalJSON([]byte(`{"lease_duration": 90, "lease_duration": "5s"}`))
+	if err == nil || strings.Contains(err.Error(), `"5s"`) || !strings.Contains(err.Error(), "is a JSON number") {
+		t.Fatalf("UnmarshalJSON = %v; want the number refused, not shown as \"5s\"", err)
+	}
+}
