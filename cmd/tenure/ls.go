@@ -11,9 +11,9 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/term"
+	"golang.org/x/text/width"
 
 	"github.com/tenure-go/tenure/store"
 )
@@ -284,10 +284,20 @@ func writeFrame(w io.Writer, format string, interval time.Duration, tty bool, co
 	return werr
 }
 
-// cut returns s cut to at most n runes.
+// cut returns s cut to at most n columns of a terminal, where an East
+// Asian wide or fullwidth character takes two: a holder of such
+// characters, cut to n characters, would be wider than the screen.
 func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	w := 0
+	for i, r := range s {
+		rw := 1
+		if k := width.LookupRune(r).Kind(); k == width.EastAsianWide || k == width.EastAsianFullwidth {
+			rw = 2
+		}
+		if w+rw > n {
+			return s[:i]
+		}
+		w += rw
 	}
-	return string([]rune(s)[:n])
+	return s
 }

@@ -385,3 +385,43 @@ func TestLsWatchFrameFitsTheScreen(t *testing.T) {
 		t.Errorf("frame = %q\nwant    %q", b.String(), want)
 	}
 }
+
+// A holder of wide characters (CJK: two columns each on a terminal) is
+// cut to the screen's width in columns, not in characters: a line wider
+// than the screen wraps, the screen scrolls, and the next frame no longer
+// lands on this one.
+func TestLsWatchFrameOfWideCharactersFitsTheScreen(t *testing.T) {
+	o := &storeurl.Opener{}
+	const url = "memory://ls-wide"
+	putRaw(t, o, url, "job", lease.Record[[]byte]{
+		Holder: strings.Repeat("漢", store.MaxHolderBytes/3), Token: 1, AcquiredAt: lsNow, RenewedAt: lsNow,
+		LeaseDuration: time.Minute, Metadata: []byte("null"),
+	})
+	st, err := storeurl.Open[rawMeta](t.Context(), o, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.List[rawMeta](t.Context(), st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cols = 40
+	var b bytes.Buffer
+	if err := writeFrame(&b, "text", time.Second, true, cols, 10, l, nil, lsNow); err != nil {
+		t.Fatal(err)
+	}
+	frame := strings.NewReplacer("\x1b[H", "", "\x1b[K", "", "\x1b[J", "").Replace(b.String())
+	for _, line := range strings.Split(strings.TrimSuffix(frame, "\n"), "\n") {
+		w := 0
+		for _, r := range line {
+			if r >= 0x4e00 && r <= 0x9fff {
+				w += 2
+			} else {
+				w++
+			}
+		}
+		if w > cols-1 {
+			t.Errorf("line %q is %d columns wide on a screen of %d: it wraps", line, w, cols)
+		}
+	}
+}

@@ -277,3 +277,48 @@ func TestGetReportsControlCharactersInHolder(t *testing.T) {
 	}
 	terminalSafe(t, "get", out.String())
 }
+
+// TestJSONOutputShowsRecordsWithTimesPastYear9999: a record's times are
+// written by whoever can write the store, and PostgreSQL or the memory
+// store keep a time past year 9999, which has no RFC 3339 form. get, ls
+// and watch with -o json still print every record, as one JSON line each,
+// rather than failing (ls: the whole listing) on that one.
+func TestJSONOutputShowsRecordsWithTimesPastYear9999(t *testing.T) {
+	o := &storeurl.Opener{}
+	const url = "memory://far-times"
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	putRaw(t, o, url, "far", lease.Record[[]byte]{Holder: "mallory", Token: 3, AcquiredAt: far, RenewedAt: far, LeaseDuration: time.Second, Metadata: []byte("null")})
+	putRaw(t, o, url, "ok", lease.Record[[]byte]{Holder: "alice", Token: 4, AcquiredAt: lsNow, RenewedAt: lsNow, LeaseDuration: time.Second, Metadata: []byte("null")})
+
+	code, out, errOut := inProcessSplit(t.Context(), o, "get", "--store", url, "-o", "json", "far")
+	var rec recordJSON
+	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil || rec.Holder != "mallory" || rec.Token != 3 {
+		t.Errorf("get -o json: exit %d, %v, %+v; stderr %q", code, err, rec, errOut)
+	}
+
+	code, out, errOut = ls(t.Context(), o, "--store", url, "-o", "json")
+	var all []recordJSON
+	if err := json.Unmarshal([]byte(out), &all); code != 0 || err != nil || len(all) != 2 || all[0].Holder != "mallory" || all[1].Holder != "alice" {
+		t.Errorf("ls -o json: exit %d, %v, %+v; stderr %q", code, err, all, errOut)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	lines := make(chan string, 10)
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	go func() {
+		done <- run(context.WithValue(ctx, openerKey{}, o), []string{"watch", "--store", url, "-o", "json", "far"}, &lineWriter{lines: lines}, &stderr)
+	}()
+	select {
+	case l := <-lines:
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Holder != "mallory" {
+			t.Errorf("watch -o json printed %q: %v", l, err)
+		}
+	case code := <-done:
+		t.Errorf("watch -o json exited %d before printing the record; stderr %q", code, stderr.String())
+		done <- code
+	}
+	cancel()
+	<-done
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tenure-go/tenure/internal/ui"
 	"github.com/tenure-go/tenure/lease"
 	"github.com/tenure-go/tenure/store"
 	"github.com/tenure-go/tenure/storeurl"
@@ -75,14 +76,7 @@ func toJSON(name string, rec lease.Record[rawMeta], rev lease.Revision) recordJS
 		LeaseDuration: rec.LeaseDuration.String(), Transitions: rec.Transitions, Metadata: rec.Metadata,
 		Claim: rec.Claim && rec.Held(), Successor: rec.Successor,
 	}
-	if !rec.AcquiredAt.IsZero() {
-		t := rec.AcquiredAt.UTC()
-		j.AcquiredAt = &t
-	}
-	if !rec.RenewedAt.IsZero() {
-		t := rec.RenewedAt.UTC()
-		j.RenewedAt = &t
-	}
+	j.AcquiredAt, j.RenewedAt = ui.JSONTime(rec.AcquiredAt), ui.JSONTime(rec.RenewedAt)
 	if string(j.Metadata) == "null" {
 		j.Metadata = nil
 	}

@@ -840,6 +840,24 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./store/kubestore"},
 			Tests:       "TestPerNameWatchBacksOffWhenTheServerClosesAtOnce",
 		},
+		{
+			Name:        "ui-json-time-out-of-range",
+			File:        "internal/ui/state.go",
+			Original:    "if t.IsZero() || t.Year() < 0 || t.Year() > 9999 {",
+			Replacement: "if t.IsZero() {",
+			Reason:      "one record with a time past year 9999 makes encoding/json fail: the live page shows no election, and tenure get, ls and watch -o json fail",
+			Packages:    []string{"./internal/ui", "./cmd/tenure"},
+			Tests:       "TestStateShowsARecordWithATimePastYear9999|TestJSONOutputShowsRecordsWithTimesPastYear9999",
+		},
+		{
+			Name:        "cli-cut-counts-characters",
+			File:        "cmd/tenure/ls.go",
+			Original:    "k == width.EastAsianWide || k == width.EastAsianFullwidth {",
+			Replacement: "false && (k == width.EastAsianWide || k == width.EastAsianFullwidth) {",
+			Reason:      "a holder of wide characters cut to the screen's width in characters wraps, and ls --watch's frames scroll",
+			Packages:    []string{"./cmd/tenure"},
+			Tests:       "TestLsWatchFrameOfWideCharactersFitsTheScreen",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",

@@ -135,14 +135,7 @@ func observe[M any](rec store.Event[M], maxMeta int) obs {
 		Revision: uint64(rec.Revision), Holder: r.Holder, Claim: r.Claim && r.Held(), Successor: r.Successor, Token: r.Token,
 		LeaseDuration: r.LeaseDuration.String(), Transitions: r.Transitions,
 	}
-	if !r.AcquiredAt.IsZero() {
-		t := r.AcquiredAt.UTC()
-		row.AcquiredAt = &t
-	}
-	if !r.RenewedAt.IsZero() {
-		t := r.RenewedAt.UTC()
-		row.RenewedAt = &t
-	}
+	row.AcquiredAt, row.RenewedAt = JSONTime(r.AcquiredAt), JSONTime(r.RenewedAt)
 	// Not escaped for HTML here: the text is shown as text, and the JSON
 	// it travels in escapes it.
 	var b bytes.Buffer
@@ -155,6 +148,18 @@ func observe[M any](rec store.Event[M], maxMeta int) obs {
 		row.MetadataCut = len(row.Metadata) < len(m)
 	}
 	return obs{row: row}
+}
+
+// JSONTime returns t in UTC for a JSON field, or nil (the field left out,
+// not shown) for the zero time and for a time outside years 0-9999: it
+// has no RFC 3339 form, and encoding/json refuses it, which would fail the
+// whole output. Anyone who can write the store can put one there.
+func JSONTime(t time.Time) *time.Time {
+	t = t.UTC()
+	if t.IsZero() || t.Year() < 0 || t.Year() > 9999 {
+		return nil
+	}
+	return &t
 }
 
 // unescapeMarkup returns JSON text with the escapes \u003c, \u003e and

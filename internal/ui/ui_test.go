@@ -570,3 +570,28 @@ func TestEventStreamsAreBounded(t *testing.T) {
 		t.Fatalf("a second page following a server that serves one: %d, want 503", resp.StatusCode)
 	}
 }
+
+// A record's times are written by whoever can write the store, which may
+// keep one past year 9999 (PostgreSQL, the memory store). Such a time has
+// no RFC 3339 form and encoding/json refuses it: the page must still get
+// the state, every other row included, rather than nothing at all.
+func TestStateShowsARecordWithATimePastYear9999(t *testing.T) {
+	st := memstore.New[meta]()
+	put(t, st, "ok", "alice", 1, "")
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, _, err := st.CompareAndSwap(t.Context(), "far", 0, lease.Record[meta]{
+		Holder: "mallory", Token: 2, AcquiredAt: far, RenewedAt: far, LeaseDuration: 10 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, st, Config{})
+	s.refresh(t.Context())
+	m, _ := getState(t, s)
+	if len(m.Rows) != 2 || m.Rows[0].Holder != "mallory" || m.Rows[1].Holder != "alice" {
+		t.Errorf("rows = %+v, want far (mallory) and ok (alice)", m.Rows)
+	}
+	msg, _ := s.message(0, true)
+	if _, err := json.Marshal(msg); err != nil {
+		t.Errorf("the event stream's message cannot be encoded: %v", err)
+	}
+}
