@@ -25,6 +25,17 @@ func printable(s string) string {
 	return strconv.Quote(s)
 }
 
+// field returns s as the value of a key=value pair on a line of fields:
+// as printable gives it, and quoted also when it holds a space, an equals
+// sign or a quote, or is empty, so that a holder such as "a token=99"
+// cannot pass for fields of its own.
+func field(s string) string {
+	if s != "" && isPrintable(s) && !strings.ContainsAny(s, " =\"") {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
 func isPrintable(s string) bool {
 	for i, r := range s {
 		if r == utf8.RuneError {

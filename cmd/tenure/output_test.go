@@ -322,3 +322,19 @@ func TestJSONOutputShowsRecordsWithTimesPastYear9999(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A holder or successor with a space or an equals sign is quoted on a
+// line of tenure watch, so that it cannot pass for fields of its own: a
+// holder "a token=99" would otherwise show a second token.
+func TestWatchLineQuotesAHolderThatLooksLikeFields(t *testing.T) {
+	o := &storeurl.Opener{}
+	const url = "memory://fields"
+	now := time.Now()
+	putRaw(t, o, url, "held", lease.Record[[]byte]{Holder: "a token=99", Token: 3, LeaseDuration: 15 * time.Second, AcquiredAt: now, RenewedAt: now, Metadata: []byte("{}")})
+	putRaw(t, o, url, "named", lease.Record[[]byte]{Token: 3, LeaseDuration: 15 * time.Second, AcquiredAt: now, RenewedAt: now, Successor: "b token=99", Metadata: []byte("{}")})
+	for name, want := range map[string]string{"held": `holder="a token=99" token=3 `, "named": `holder=(released) successor="b token=99" token=3 `} {
+		if text := watchOnce(t, o, url, "text", name); !strings.Contains(text, want) || strings.Count(text, "token=") != 2 {
+			t.Errorf("watch %s: %q; want %q, and no token= but the quoted one and the record's", name, text, want)
+		}
+	}
+}

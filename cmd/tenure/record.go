@@ -278,11 +278,11 @@ Flags:
 		case ev.Absent:
 			_, err = fmt.Fprintf(stdout, "%s  no record\n", shown)
 		default:
-			holder := printable(r.Holder)
+			holder := field(r.Holder)
 			if r.Holder == "" {
 				holder = "(released)"
 				if r.Successor != "" {
-					holder += " successor=" + printable(r.Successor)
+					holder += " successor=" + field(r.Successor)
 				}
 			}
 			if r.Claim && r.Held() {

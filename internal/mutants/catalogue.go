@@ -858,6 +858,15 @@ func Catalogue() []Mutant {
 			Packages:    []string{"./cmd/tenure"},
 			Tests:       "TestLsWatchFrameOfWideCharactersFitsTheScreen",
 		},
+		{
+			Name:        "cli-watch-holder-unquoted",
+			File:        "cmd/tenure/output.go",
+			Original:    "if s != \"\" && isPrintable(s) && !strings.ContainsAny(s, \" =\\\"\") {",
+			Replacement: "if isPrintable(s) {",
+			Reason:      "a holder or successor \"a token=99\" prints as fields of its own on a line of tenure watch, faking a token",
+			Packages:    []string{"./cmd/tenure"},
+			Tests:       "TestWatchLineQuotesAHolderThatLooksLikeFields",
+		},
 		// ---- store: tokens ----
 		{
 			Name:        "store-newtoken-equal-to-floor",
